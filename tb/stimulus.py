@@ -1,0 +1,106 @@
+"""Stimulus for the max-free-block benches: directed corner cases and seeded random words.
+
+Pure Python, shared by the cocotb benches (``tb/``) and the Amaranth-simulator tests
+(``tests/``). Every generator builds "free masks" (1 = free) and encodes them for the
+block's ``free_level`` at the end, so a corner case means the same thing in both encodings.
+"""
+
+import random
+from collections.abc import Iterable
+
+from hw.catalog import BlockConfig
+
+__all__ = ["DENSITIES", "directed_vectors", "exhaustive_vectors", "random_vectors"]
+
+#: Occupancy densities of the random stimulus (the fraction of blocks in use).
+DENSITIES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+def _encode(free_masks: Iterable[int], n: int, free_level: int) -> list[int]:
+    full = (1 << n) - 1
+    seen, words = set(), []
+    for free in free_masks:
+        word = free if free_level else ~free & full
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def _run(start: int, length: int, n: int) -> int:
+    """A free run of ``length`` blocks from ``start``, clipped to the word."""
+    start, end = max(start, 0), min(start + length, n)
+    return ((1 << (end - start)) - 1) << start if end > start else 0
+
+
+def directed_vectors(config: BlockConfig) -> list[int]:
+    """Corner cases for ``config``, each status word once, in a fixed order.
+
+    All free; all occupied; one free (and one occupied) block at each end; both alternating
+    patterns; a single run of every length at each end of the word (at every position when
+    ``n <= 32``); two runs of neighbouring lengths in both orders; for the grouped kind, a run
+    exactly covering every span of whole groups and the same run one block shorter or longer
+    at either end; for the sampled kind, runs of length ``k``, ``k + 1`` and ``k + 2`` around
+    every sample ``k`` (length ``k + 1``), at both ends and in the middle.
+    """
+    n = config.n
+    full = (1 << n) - 1
+    masks = [full, 0, 1, 1 << (n - 1), full ^ 1, full ^ (1 << (n - 1)),
+             full // 3, (full // 3) << 1 & full]
+    for length in range(1, n + 1):
+        starts = range(n - length + 1) if n <= 32 else (0, n - length, (n - length) // 2)
+        masks += [_run(start, length, n) for start in starts]
+        # Two runs separated by one occupied block: the longer first, then the shorter first.
+        if 2 * length + 2 <= n:
+            masks.append(_run(0, length + 1, n) | _run(length + 2, length, n))
+            masks.append(_run(0, length, n) | _run(length + 1, length + 1, n))
+    if config.kind == "grouped":
+        size = n // config.groups
+        for first in range(config.groups):
+            for last in range(first, config.groups):
+                start, length = first * size, (last - first + 1) * size
+                masks += [_run(start, length, n),
+                          _run(start + 1, length - 1, n), _run(start, length - 1, n),
+                          _run(start - 1, length + 1, n), _run(start, length + 1, n)]
+    if config.kind == "sampled":
+        for k in config.samples:
+            for length in (k, k + 1, k + 2):
+                if 1 <= length <= n:
+                    masks += [_run(0, length, n), _run(n - length, length, n),
+                              _run((n - length) // 2, length, n)]
+    return _encode(masks, n, config.free_level)
+
+
+def exhaustive_vectors(config: BlockConfig) -> list[int]:
+    """Every status word of ``config.n`` bits (only sensible for small ``n``)."""
+    return list(range(1 << config.n))
+
+
+def random_vectors(config: BlockConfig, count: int, rng: random.Random) -> list[int]:
+    """``count`` seeded random status words.
+
+    Half are independent blocks, each occupied with a density drawn from :data:`DENSITIES`;
+    the other half are alternating free and occupied runs with geometric lengths of a random
+    mean, so that long free runs -- which independent blocks almost never produce -- are
+    exercised too.
+    """
+    n = config.n
+    masks = []
+    for index in range(count):
+        if index % 2 == 0:
+            density = rng.choice(DENSITIES)
+            masks.append(sum(1 << i for i in range(n) if rng.random() >= density))
+        else:
+            mean = rng.uniform(1, max(1.0, n / 2))
+            free, position, is_free = 0, 0, rng.random() < 0.5
+            while position < n:
+                length = 1
+                while rng.random() > 1 / mean:
+                    length += 1
+                if is_free:
+                    free |= _run(position, length, n)
+                position += length
+                is_free = not is_free
+            masks.append(free)
+    full = (1 << n) - 1
+    return [mask if config.free_level else ~mask & full for mask in masks]
