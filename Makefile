@@ -8,6 +8,7 @@ PYTHON        := $(VENV)/bin/python
 STAMP         := $(VENV)/.installed
 JOBS          ?= 2
 SIM           ?=
+K             ?=
 
 # Recursively expanded, so they are evaluated when a recipe runs, after .venv exists.
 SYSTEM_PATH := $(PATH)
@@ -20,7 +21,7 @@ all: test
 help:
 	@echo "make sim      run the main job (for now: the max-free-block accuracy report)"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
-	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus for one simulator)"
+	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
 	@echo "make lint     ruff"
 
@@ -52,7 +53,8 @@ test: $(STAMP) icarus
 	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
 
 regress: $(STAMP) icarus
-	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py
+	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py \
+	  $(if $(K),-k "$(K)")
 
 verilog: $(STAMP)
 	$(PYTHON) -m hw.generate --out build/verilog --lint

@@ -56,6 +56,8 @@ class _MaxFreeBlockBase(wiring.Component):
     """
 
     def __init__(self, n, *, free_level, latency):
+        # Every parameter is checked before anything is built (a half-built component would
+        # also leave Amaranth's "created but never used" warning behind).
         self._n = check_block_count(n)
         self._free_level = check_free_level(free_level)
         self._latency = check_latency(latency)
@@ -229,8 +231,8 @@ class GroupedMaxFreeBlock(_MaxFreeBlockBase):
     """
 
     def __init__(self, n, groups, *, free_level=1, latency=0):
-        super().__init__(n, free_level=free_level, latency=latency)
         self._groups = check_groups(n, groups)
+        super().__init__(n, free_level=free_level, latency=latency)
 
     @property
     def groups(self) -> int:
@@ -275,8 +277,8 @@ class SampledMaxFreeBlock(_MaxFreeBlockBase):
     """
 
     def __init__(self, n, samples, *, free_level=1, latency=0):
-        super().__init__(n, free_level=free_level, latency=latency)
         self._samples = check_samples(n, samples)
+        super().__init__(n, free_level=free_level, latency=latency)
 
     @property
     def samples(self) -> tuple[int, ...]:

