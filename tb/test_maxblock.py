@@ -2,8 +2,8 @@
 
 The block and its parameters arrive as JSON in ``MAXBLOCK_CONFIG`` (see
 :class:`hw.catalog.BlockConfig`); ``tests/test_cocotb_maxblock.py`` builds one bench per
-parameter set and simulator. The driver presents a new status word every clock (or holds one
-for a random number of clocks); the scoreboard compares ``length`` in every clock with
+parameter set and simulator. The driver presents new inputs every clock (or holds them for a
+random number of clocks); the scoreboard compares every output in every clock with
 :class:`model.maxblock.PipelineModel`, which carries the reference function through the
 block's latency and its reset.
 
@@ -13,7 +13,7 @@ Environment:
     Seed of the random stimulus (default 2026; ``random`` draws a fresh one). It is printed,
     and a failure message says how to replay it.
 ``TB_RANDOM_VECTORS``
-    Number of random status words (default 10000).
+    Number of random inputs (default 10000).
 """
 
 import os
@@ -25,9 +25,14 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from hw.catalog import BlockConfig
 from model.maxblock import PipelineModel
-from tb.stimulus import directed_vectors, exhaustive_vectors, random_vectors
+from tb.stimulus import directed_inputs, exhaustive_inputs, random_inputs
 
 EXHAUSTIVE_MAX_N = 12
+
+
+def _unsigned(value) -> int:
+    # A one-bit port reads as a Logic, a wider one as a LogicArray.
+    return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
 def _seed() -> int:
@@ -41,7 +46,8 @@ class MaxBlockBench:
     def __init__(self, dut):
         self.dut = dut
         self.config = BlockConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
-        self.model = PipelineModel(self.config.reference(), self.config.latency)
+        self.model = PipelineModel(self.config.reference(), self.config.latency,
+                                   reset_output=self.config.reset_output)
         self.seed = _seed()
         self.rng = random.Random(self.seed)
         self.checked = 0
@@ -52,33 +58,38 @@ class MaxBlockBench:
         if not self.config.latency:
             return
         cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns").start())
-        self.dut.status.value = 0
+        for port in self.config.inputs:
+            getattr(self.dut, port).value = 0
         self.dut.rst.value = 1
         for _ in range(2):
             await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
         self.model.reset()
 
-    async def run(self, words, *, hold: bool = False, resets: bool = False):
-        """Drive ``words``, one clock each, and check ``length`` in every clock.
+    async def run(self, inputs, *, hold: bool = False, resets: bool = False):
+        """Drive ``inputs`` (tuples in the order of ``config.inputs``), one clock each, and
+        check every output in every clock.
 
-        ``hold`` keeps some words for a few clocks; ``resets`` pulses reset at random clocks.
+        ``hold`` keeps some inputs for a few clocks; ``resets`` pulses reset at random clocks.
         """
         config, dut = self.config, self.dut
-        for word in words:
+        for values in inputs:
             for _ in range(self.rng.randint(1, 3) if hold else 1):
-                reset = resets and config.latency and self.rng.random() < 0.02
-                dut.status.value = word
+                reset = bool(resets and config.latency and self.rng.random() < 0.02)
+                for port, value in zip(config.inputs, values, strict=True):
+                    getattr(dut, port).value = value
                 if config.latency:
                     dut.rst.value = int(reset)
                 await ReadOnly()
-                expected = self.model.step(word, reset=reset)
-                actual = dut.length.value.to_unsigned()
+                expected = self.model.step(*values, reset=reset)
+                actual = tuple(_unsigned(getattr(dut, port).value) for port in config.outputs)
                 assert actual == expected, (
-                    f"{config.name}: in clock {self.checked} (status {word:#x} at the input) "
-                    f"length is {actual}, the model says {expected}. Replay with: "
-                    f"TB_SEED={self.seed} make regress SIM={os.environ.get('TB_SIMULATOR', '')} "
-                    f"K={config.name}"
+                    f"{config.name}: in clock {self.checked} with "
+                    + ", ".join(f"{port} = {value:#x}"
+                                for port, value in zip(config.inputs, values, strict=True))
+                    + f" at the inputs, {', '.join(config.outputs)} = {actual}; the model says "
+                    f"{expected}. Replay with: TB_SEED={self.seed} make regress "
+                    f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}"
                 )
                 self.checked += 1
                 if config.latency:
@@ -91,22 +102,23 @@ class MaxBlockBench:
 
 @cocotb.test()
 async def directed(dut):
-    """Corner cases: ends, alternation, every run length, group edges, sample points."""
+    """Corner cases: ends, alternation, every run length, group edges, sample points (and,
+    for the exact circuit, the requests 0, 1, n and either side of the longest run)."""
     bench = MaxBlockBench(dut)
     await bench.reset()
-    await bench.run(directed_vectors(bench.config))
+    await bench.run(directed_inputs(bench.config))
 
 
 @cocotb.test()
 async def exhaustive(dut):
-    """Every status word, when there are few enough of them."""
+    """Every status word (and every request), when there are few enough of them."""
     bench = MaxBlockBench(dut)
     if bench.config.n > EXHAUSTIVE_MAX_N:
         dut._log.info("n = %d: not exhaustive (only n <= %d is)", bench.config.n,
                       EXHAUSTIVE_MAX_N)
         return
     await bench.reset()
-    await bench.run(exhaustive_vectors(bench.config))
+    await bench.run(exhaustive_inputs(bench.config))
 
 
 @cocotb.test()
@@ -115,7 +127,7 @@ async def seeded_random(dut):
     bench = MaxBlockBench(dut)
     await bench.reset()
     count = int(os.environ.get("TB_RANDOM_VECTORS", "10000"))
-    await bench.run(random_vectors(bench.config, count, bench.rng))
+    await bench.run(random_inputs(bench.config, count, bench.rng))
 
 
 @cocotb.test()
@@ -123,4 +135,4 @@ async def held_inputs_and_resets(dut):
     """Words held for several clocks, and reset pulsed mid-stream (registered blocks)."""
     bench = MaxBlockBench(dut)
     await bench.reset()
-    await bench.run(random_vectors(bench.config, 500, bench.rng), hold=True, resets=True)
+    await bench.run(random_inputs(bench.config, 500, bench.rng), hold=True, resets=True)

@@ -9,14 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from model.maxblock import (
     PipelineModel,
     check_samples,
     default_samples,
+    exact_free_block,
+    exact_max_latency,
+    first_fit,
     free_mask,
     grouped_max_free_run,
     grouped_seed_procedure,
+    largest_free_block,
     max_free_run,
     sampled_max_free_run,
     sampled_seed_procedure,
@@ -160,6 +164,8 @@ def test_default_samples_are_valid_for_every_n(exclude_primes):
 def test_pipeline_model_latency_and_reset():
     function = lambda status: status + 100   # noqa: E731 - a visible stand-in
     assert [PipelineModel(function, 0).step(s) for s in (1, 2)] == [101, 102]
+    with pytest.raises(TypeError, match=r"^Latency must be a non-negative integer, not -1$"):
+        PipelineModel(function, -1)
     model = PipelineModel(function, 3)
     assert [model.step(s) for s in (1, 2, 3, 4, 5)] == [0, 0, 0, 101, 102]
     assert model.step(6, reset=True) == 103    # the reset takes effect at the edge
@@ -225,10 +231,7 @@ def _rtl_call(kind, n, kwargs):
 def test_bad_parameters(arguments, exception, message):
     with pytest.raises(exception, match=f"^{re.escape(message)}$"):
         _rtl_call(*arguments)
-    if "latency" in arguments[2]:
-        with pytest.raises(exception, match=f"^{re.escape(message)}$"):
-            PipelineModel(lambda status: 0, arguments[2]["latency"])
-    else:
+    if "latency" not in arguments[2]:       # the models have no latency
         with pytest.raises(exception, match=f"^{re.escape(message)}$"):
             _model_call(*arguments)
 
@@ -238,3 +241,56 @@ def test_bad_status_word():
         max_free_run(0x100, 8)
     with pytest.raises(TypeError, match=r"^Status must be an integer, not '3'$"):
         max_free_run("3", 8)
+
+
+# -- the exact allocator primitive ----------------------------------------------------------------
+
+def runs_by_scan(status, n, free_level):
+    """Every maximal free run as (start, length), by walking the blocks."""
+    runs, start = [], None
+    for i in range(n + 1):
+        free = i < n and (status >> i) & 1 == free_level
+        if free and start is None:
+            start = i
+        elif not free and start is not None:
+            runs.append((start, i - start))
+            start = None
+    return runs
+
+
+@pytest.mark.parametrize("free_level", [0, 1])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 10])
+def test_largest_free_block_and_first_fit_exhaustive(n, free_level):
+    for status in range(1 << n):
+        runs = runs_by_scan(status, n, free_level)
+        longest = max((length for _, length in runs), default=0)
+        start = min((s for s, length in runs if length == longest), default=0)
+        assert largest_free_block(status, n, free_level=free_level) == (start, longest)
+        for request in range(n + 1):
+            fits = [s for s, length in runs if length >= request]
+            expected = 0 if request == 0 else min(fits, default=None)
+            assert first_fit(status, n, request, free_level=free_level) == expected
+            outputs = exact_free_block(status, request, n, free_level=free_level)
+            assert (outputs.length, outputs.start) == (longest, start)
+            assert outputs.fit == int(expected is not None)
+            assert outputs.fit_start == (expected or 0)
+
+
+def test_first_fit_worked_example():
+    # free_level=1: runs at 1..3 (3 blocks) and 8..11 (4 blocks).
+    status = 0b1111_0000_1110
+    assert largest_free_block(status, 12) == (8, 4)
+    assert [first_fit(status, 12, r) for r in range(6)] == [0, 1, 1, 1, 8, None]
+
+
+def test_exact_parameter_errors():
+    with pytest.raises(ValueError, match=r"^Request 9 is out of range: requests must lie in "
+                                         r"0\.\.8$"):
+        first_fit(0, 8, 9)
+    with pytest.raises(TypeError, match=r"^Request must be an integer, not None$"):
+        first_fit(0, 8, None)
+    message = ("Latency of the exact circuit for 128 blocks must be 0 (combinational), 1 "
+               "(registered outputs) or up to 10 (pipelined), not 11")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        ExactMaxFreeBlock(128, latency=11)
+    assert exact_max_latency(128) == 10 and exact_max_latency(1) == 3

@@ -15,12 +15,13 @@ from amaranth.sim import Simulator
 
 from hw.catalog import BlockConfig
 from hw.maxblock import MaxFreeBlock
-from model.maxblock import PipelineModel, default_samples
-from tb.stimulus import directed_vectors, exhaustive_vectors, random_vectors
+from model.maxblock import PipelineModel, default_samples, exact_max_latency
+from tb.stimulus import directed_inputs, exhaustive_inputs, random_inputs
 
 
-def simulate(config: BlockConfig, words, *, resets=frozenset()):
-    """Run ``words`` through the RTL, one per clock; return the (index, got, expected) misses.
+def simulate(config: BlockConfig, inputs, *, resets=frozenset()):
+    """Run ``inputs`` (tuples in the order of ``config.inputs``) through the RTL, one per
+    clock; return the (index, got, expected) misses.
 
     ``resets`` holds the indices of the clocks in which the synchronous reset is asserted.
     """
@@ -28,17 +29,18 @@ def simulate(config: BlockConfig, words, *, resets=frozenset()):
     top.submodules.dut = dut = config.component()
     if config.latency:
         top.domains.sync = domain = ClockDomain()
-    model = PipelineModel(config.reference(), config.latency)
+    model = PipelineModel(config.reference(), config.latency, reset_output=config.reset_output)
     misses = []
 
     async def bench(ctx):
-        for index, word in enumerate(words):
+        for index, values in enumerate(inputs):
             reset = index in resets and bool(config.latency)
-            ctx.set(dut.status, word)
+            for port, value in zip(config.inputs, values, strict=True):
+                ctx.set(getattr(dut, port), value)
             if config.latency:
                 ctx.set(domain.rst, reset)
-            expected = model.step(word, reset=reset)
-            actual = ctx.get(dut.length)
+            expected = model.step(*values, reset=reset)
+            actual = tuple(ctx.get(getattr(dut, port)) for port in config.outputs)
             if actual != expected:
                 misses.append((index, actual, expected))
             if config.latency:
@@ -62,11 +64,14 @@ def small_configs():
         yield BlockConfig("sampled", 10, free_level, latency, samples=tuple(default_samples(10)))
         yield BlockConfig("sampled", 10, free_level, latency, samples=(0, 3, 9))
         yield BlockConfig("sampled", 10, free_level, latency, samples=(2,))
+    for n in (1, 2, 3, 7, 8):
+        for free_level, latency in itertools.product((0, 1), range(exact_max_latency(n) + 1)):
+            yield BlockConfig("exact", n, free_level, latency)
 
 
 @pytest.mark.parametrize("config", list(small_configs()), ids=lambda config: config.name)
 def test_exhaustive_small(config):
-    assert simulate(config, exhaustive_vectors(config)) == []
+    assert simulate(config, exhaustive_inputs(config)) == []
 
 
 WIDE = [
@@ -75,15 +80,18 @@ WIDE = [
     BlockConfig("grouped", 96, 0, 3, groups=24),
     BlockConfig("sampled", 128, 1, 1, samples=tuple(default_samples(128))),
     BlockConfig("sampled", 100, 0, 0, samples=tuple(default_samples(100, exclude_primes=True))),
+    BlockConfig("exact", 100, 0, 0),
+    BlockConfig("exact", 128, 1, 6),
+    BlockConfig("exact", 256, 1, exact_max_latency(256)),
 ]
 
 
 @pytest.mark.parametrize("config", WIDE, ids=lambda config: config.name)
 def test_directed_and_random_wide(config):
     rng = random.Random(config.name)
-    words = directed_vectors(config) + random_vectors(config, 500, rng)
-    resets = frozenset(rng.sample(range(len(words)), 10))
-    assert simulate(config, words, resets=resets) == []
+    inputs = directed_inputs(config) + random_inputs(config, 500, rng)
+    resets = frozenset(rng.sample(range(len(inputs)), 10))
+    assert simulate(config, inputs, resets=resets) == []
 
 
 def test_a_wrong_model_is_caught():
@@ -93,13 +101,13 @@ def test_a_wrong_model_is_caught():
     class OffByOne(BlockConfig):
         def reference(self):
             exact = super().reference()
-            return lambda status: exact(status) - (status == 0xFF)
+            return lambda status: (exact(status)[0] - (status == 0xFF),)
 
     wrong = OffByOne("full", 8, 1, 1)
-    words = exhaustive_vectors(config) + [0]   # one more clock to see the last result
-    assert simulate(config, words) == []
-    misses = simulate(wrong, words)
-    assert misses == [(0xFF + 1, 8, 7)]      # seen one clock later, as the latency says
+    inputs = exhaustive_inputs(config) + [(0,)]   # one more clock to see the last result
+    assert simulate(config, inputs) == []
+    misses = simulate(wrong, inputs)
+    assert misses == [(0xFF + 1, (8,), (7,))]     # seen one clock later, as the latency says
 
 
 def test_widest_full_circuit_elaborates():
