@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.shared_maxblock import SharedMaxFreeBlock
 from model.maxblock import (
+    SharedMaxFreeBlockModel,
+    SharedSchedule,
     check_block_count,
     check_exact_latency,
     check_free_level,
@@ -27,7 +30,8 @@ from model.maxblock import (
     sampled_max_free_run,
 )
 
-__all__ = ["KINDS", "REGRESSION", "VERILOG_DEFAULTS", "BlockConfig"]
+__all__ = ["KINDS", "REGRESSION", "SHARED_REGRESSION", "VERILOG_DEFAULTS", "BlockConfig",
+           "SharedConfig"]
 
 #: Block kinds and the component class of each.
 KINDS = {
@@ -147,6 +151,58 @@ class BlockConfig:
         return cls(**fields)
 
 
+@dataclass(frozen=True)
+class SharedConfig:
+    """One time-multiplexed unit (embodiment 7): its schedule, encoding and circuit."""
+
+    schedule: SharedSchedule = SharedSchedule()
+    free_level: int = 1
+    exact: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.schedule, SharedSchedule):
+            raise TypeError(f"Schedule must be a SharedSchedule, not {self.schedule!r}")
+        check_free_level(self.free_level)
+
+    @property
+    def name(self) -> str:
+        """The Verilog module name, unique per parameter set."""
+        digest = zlib.crc32(repr((self.schedule.periods, self.schedule.width)).encode())
+        return (f"sharedmaxfreeblock_w{self.schedule.width}_p{len(self.schedule.periods)}"
+                f"_x{digest:08x}_free{self.free_level}_{'exact' if self.exact else 'seed'}")
+
+    def component(self) -> SharedMaxFreeBlock:
+        return SharedMaxFreeBlock(self.schedule, free_level=self.free_level, exact=self.exact)
+
+    def model(self) -> SharedMaxFreeBlockModel:
+        """A fresh cycle-exact model, bit-exact to :meth:`component`."""
+        return SharedMaxFreeBlockModel(self.schedule, free_level=self.free_level,
+                                       exact=self.exact)
+
+    def fields(self, port: str) -> dict[str, tuple[int, int]]:
+        """``{type: (offset, width)}`` of the packed (flattened) port ``port``."""
+        width_of = {"status": lambda size: size, "length": lambda size: size.bit_length(),
+                    "valid": lambda size: 1,
+                    "start": lambda size: (max(size, 2) - 1).bit_length()}[port]
+        fields, offset = {}, 0
+        for name, size in self.schedule.types.items():
+            fields[name] = (offset, width_of(size))
+            offset += width_of(size)
+        return fields
+
+    def to_json(self) -> str:
+        return json.dumps({"periods": self.schedule.periods, "width": self.schedule.width,
+                           "free_level": self.free_level, "exact": self.exact})
+
+    @classmethod
+    def from_json(cls, text: str) -> "SharedConfig":
+        fields = json.loads(text)
+        periods = tuple(tuple((name, size) for name, size in period)
+                        for period in fields["periods"])
+        return cls(SharedSchedule(periods, fields["width"]), fields["free_level"],
+                   fields["exact"])
+
+
 def _full(n, free_level, latency):
     return BlockConfig("full", n, free_level, latency)
 
@@ -203,4 +259,16 @@ REGRESSION = (
     _exact(128, 0, 0),
     _exact(128, 1, 5),
     _exact(128, 0, 10),                                 # the deepest pipeline for 128
+)
+
+#: The cocotb regression of the shared unit: the seed's schedule with both circuits and both
+#: free levels, and a narrow three-period schedule with a partly unused period.
+_NARROW = SharedSchedule(((("a", 5), ("b", 3)), (("c", 8),), (("d", 1), ("e", 2), ("f", 4))),
+                         width=8)
+SHARED_REGRESSION = (
+    SharedConfig(SharedSchedule(), 1, False),
+    SharedConfig(SharedSchedule(), 0, True),
+    SharedConfig(SharedSchedule(), 1, True),
+    SharedConfig(_NARROW, 0, False),
+    SharedConfig(_NARROW, 1, True),
 )

@@ -30,7 +30,7 @@ from model.maxblock import (
 )
 
 __all__ = ["ExactMaxFreeBlock", "GroupedMaxFreeBlock", "MaxFreeBlock", "SampledMaxFreeBlock",
-           "scan_down"]
+           "lengthen", "lowest_end", "named", "run_doubling", "scan_down"]
 
 
 def scan_down(flags: Sequence[tuple[Value, int]]) -> Value:
@@ -51,6 +51,52 @@ def scan_down(flags: Sequence[tuple[Value, int]]) -> Value:
 
     any_set, value = tree(list(flags))
     return Mux(any_set, value, 0)
+
+
+def named(m: Module, name: str, value: Value) -> Signal:
+    """``value`` as a named combinational signal (its users then share one copy of it)."""
+    signal = Signal(len(value), name=name)
+    m.d.comb += signal.eq(value)
+    return signal
+
+
+def run_doubling(m: Module, free: Value, *, breaks: Value | None = None,
+                 prefix: str = "") -> list[Signal]:
+    """Run-length doubling: ``runs[b][j]`` says "blocks ``j .. j + 2^b - 1`` are all free".
+
+    ``free`` has a 1 for every free block; ``runs[b]`` is ``len(free) - 2^b + 1`` bits wide,
+    ``runs[b] = runs[b-1] AND runs[b-1]`` moved down by ``2^(b-1)``: about ``n log2 n`` gates,
+    ``log2 n`` deep. A 1 in ``breaks`` at bit ``k`` stops every run from continuing into block
+    ``k`` (a field boundary of the shared unit).
+    """
+    width = len(free)
+    runs = [free]
+    for b in range(1, width.bit_length()):
+        half, size = 1 << (b - 1), width - (1 << b) + 1
+        joined = runs[-1][:size] & runs[-1][half:half + size]
+        if breaks is not None:
+            joined &= ~breaks[half:half + size]
+        runs.append(named(m, f"{prefix}runs{1 << b}", joined))
+    return runs
+
+
+def lengthen(m: Module, ends: Value, runs: Value, step: int, name: str
+             ) -> tuple[Signal, Value]:
+    """One level of binary lifting over run ends.
+
+    ``ends[e]`` says "a free run of the current length ends just below block ``e``"
+    (``n + 1`` bits); ``runs`` is the doubling level for ``step = 2^b`` (``n - step + 1``
+    bits). Returns whether some run can be lengthened by ``step`` and the ends after
+    lengthening them if so (unchanged if not): one AND, one wide OR and one multiplexer deep.
+    """
+    survivors = named(m, f"survivors_{name}", ends[:len(runs)] & runs)
+    found = named(m, f"found_{name}", survivors.any())
+    return found, Mux(found, Cat(Const(0, step), survivors), ends)
+
+
+def lowest_end(ends: Value) -> Value:
+    """The index of the lowest set bit of ``ends`` (0 when none), as a multiplexer tree."""
+    return scan_down([(ends[e], e) for e in reversed(range(len(ends)))])
 
 
 class _MaxFreeBlockBase(wiring.Component):
@@ -141,8 +187,7 @@ class _MaxFreeBlockBase(wiring.Component):
                     term = previous[offset:offset + width - k]
                     result = term if result is None else self._both_free(result, term)
             # A signal per window keeps the expression trees shallow for the back end.
-            window = Signal(width - k, name=f"sa{k}")
-            m.d.comb += window.eq(result)
+            window = named(m, f"sa{k}", result)
             windows.append(window)
             previous, previous_length = window, length
         return windows
@@ -397,16 +442,8 @@ class ExactMaxFreeBlock(wiring.Component):
             m.d.sync += register.eq(value)
             return register
 
-        def wire(name, value):
-            signal = Signal(len(value), name=name)
-            m.d.comb += signal.eq(value)
-            return signal
-
         free = self.status if self._free_level else ~self.status
-        runs = [free]
-        for b in range(1, top + 1):
-            half, width = 1 << (b - 1), n - (1 << b) + 1
-            runs.append(wire(f"runs{1 << b}", runs[-1][:width] & runs[-1][half:half + width]))
+        runs = run_doubling(m, free)
 
         request = self.request
         if self._latency >= 2:                          # the register after the doubling
@@ -419,12 +456,11 @@ class ExactMaxFreeBlock(wiring.Component):
         cuts = self._cut_after_levels(top + 1)
         for level, b in enumerate(range(top, -1, -1)):
             step, width = 1 << b, n - (1 << b) + 1
-            survivors = wire(f"survivors{step}", longest_ends[:width] & runs[b])
-            found.append(wire(f"found{step}", survivors.any()))
-            longest_ends = wire(f"longest_ends{level}",
-                                Mux(found[-1], Cat(Const(0, step), survivors), longest_ends))
+            found_here, longer = lengthen(m, longest_ends, runs[b], step, str(step))
+            found.append(found_here)
+            longest_ends = named(m, f"longest_ends{level}", longer)
             fitted = Cat(Const(0, step), fit_ends[:width] & runs[b])
-            fit_ends = wire(f"fit_ends{level}", Mux(request[b], fitted, fit_ends))
+            fit_ends = named(m, f"fit_ends{level}", Mux(request[b], fitted, fit_ends))
             if level in cuts:
                 longest_ends = cut(f"longest_ends{level}_q", longest_ends, everywhere)
                 fit_ends = cut(f"fit_ends{level}_q", fit_ends, everywhere)
@@ -434,16 +470,14 @@ class ExactMaxFreeBlock(wiring.Component):
                 request = cut(f"request_l{level}_q", request, 0)
 
         length = Cat(*reversed(found))                  # found[0] is the top bit
-        lowest_end = scan_down([(longest_ends[e], e) for e in reversed(range(ends_width))])
-        lowest_fit_end = scan_down([(fit_ends[e], e) for e in reversed(range(ends_width))])
         fit = fit_ends.any()
         # With latency, the ports are the output registers; they reset (see their `init` in
         # the signature) to what "all occupied, request 0" gives.
         domain = m.d.sync if self._latency else m.d.comb
         domain += [
             self.length.eq(length),
-            self.start.eq(lowest_end - length),
+            self.start.eq(lowest_end(longest_ends) - length),
             self.fit.eq(fit),
-            self.fit_start.eq(Mux(fit, lowest_fit_end - request, 0)),
+            self.fit_start.eq(Mux(fit, lowest_end(fit_ends) - request, 0)),
         ]
         return m

@@ -24,6 +24,9 @@ model of the registered circuits (``latency`` 1 or 3).
 The parameter checks live here and are shared with the RTL constructors, so a bad argument
 raises the same error from the model and from the hardware.
 
+:class:`SharedSchedule` and :class:`SharedMaxFreeBlockModel` describe and model embodiment 7,
+one unit time-multiplexed over several resource types (``hw.shared_maxblock``).
+
 Run ``python -m model.maxblock report`` for the accuracy report of the approximate variants.
 """
 
@@ -36,6 +39,8 @@ __all__ = [
     "LATENCIES",
     "PipelineModel",
     "SeedTrace",
+    "SharedMaxFreeBlockModel",
+    "SharedSchedule",
     "check_block_count",
     "check_exact_latency",
     "check_request",
@@ -476,6 +481,132 @@ class PipelineModel:
         else:
             self._pipe = self._pipe[1:] + [result]
         return output
+
+
+# -- embodiment 7: one unit shared by several resource types -----------------------------------
+
+#: The seed's example schedule: a 128-block type alone, then a 64-block and a 48-block type.
+SEED_SCHEDULE = ((("vgpr", 128),), (("sgpr", 64), ("lds", 48)))
+
+
+@dataclass(frozen=True)
+class SharedSchedule:
+    """A static schedule of resource types over the periods of a shared unit ``width`` bits wide.
+
+    Period ``c`` packs its types side by side from bit 0 in the order given; the bits left
+    over read as occupied. Every type appears in exactly one period.
+
+    Parameters
+    ----------
+    periods : sequence of sequences of (name, size)
+        Per period, the resource types it serves: a name (a Python identifier, unique in the
+        schedule) and a block count.
+    width : int
+        Bits of the shared unit (the seed's E); every period's sizes must add up to at most it.
+    """
+
+    periods: tuple[tuple[tuple[str, int], ...], ...] = SEED_SCHEDULE
+    width: int = 128
+
+    def __post_init__(self):
+        if not _is_int(self.width) or self.width < 1:
+            raise TypeError(f"Unit width must be a positive integer, not {self.width!r}")
+        if isinstance(self.periods, (str, bytes)) or not isinstance(self.periods, Sequence) \
+                or not self.periods:
+            raise ValueError(f"Schedule must be a non-empty sequence of periods, not "
+                             f"{self.periods!r}")
+        periods, seen = [], {}
+        for number, period in enumerate(self.periods, start=1):
+            if isinstance(period, (str, bytes)) or not isinstance(period, Sequence) \
+                    or not period:
+                raise ValueError(f"Period {number} must be a non-empty sequence of "
+                                 f"(name, size) pairs, not {period!r}")
+            types = []
+            for entry in period:
+                if not (isinstance(entry, Sequence) and len(entry) == 2):
+                    raise ValueError(f"Period {number}: a resource type is a (name, size) "
+                                     f"pair, not {entry!r}")
+                name, size = entry
+                if not isinstance(name, str) or not name.isidentifier():
+                    raise ValueError(f"Period {number}: resource type name must be an "
+                                     f"identifier, not {name!r}")
+                if not _is_int(size) or size < 1:
+                    raise TypeError(f"Resource type {name!r} must have a positive integer "
+                                    f"size, not {size!r}")
+                if name in seen:
+                    raise ValueError(f"Resource type {name!r} appears in periods {seen[name]} "
+                                     f"and {number}; every type must appear exactly once")
+                seen[name] = number
+                types.append((name, size))
+            total = sum(size for _, size in types)
+            if total > self.width:
+                sizes = " + ".join(str(size) for _, size in types)
+                raise ValueError(f"Period {number} packs {sizes} = {total} blocks, more than "
+                                 f"the unit's width {self.width}")
+            periods.append(tuple(types))
+        object.__setattr__(self, "periods", tuple(periods))
+
+    @property
+    def types(self) -> dict[str, int]:
+        """Every resource type and its size, in schedule order."""
+        return {name: size for period in self.periods for name, size in period}
+
+    def placement(self, name: str) -> tuple[int, int]:
+        """``(period index, bit offset in the unit)`` of resource type ``name``."""
+        for index, period in enumerate(self.periods):
+            offset = 0
+            for other, size in period:
+                if other == name:
+                    return index, offset
+                offset += size
+        raise KeyError(name)
+
+
+class SharedMaxFreeBlockModel:
+    """Cycle-exact model of ``hw.shared_maxblock.SharedMaxFreeBlock``.
+
+    One clock is one period. In clock ``t`` the unit serves period ``t mod C``: it reads the
+    status words of that period's types and, at the edge, registers each one's longest free
+    run (and, with ``exact``, its start) and raises that type's ``valid`` strobe for the next
+    clock. So a type's result is one clock old when it appears, is refreshed every ``C``
+    clocks, and stays put in between. After reset the period counter is 0 and every result
+    register and strobe reads 0.
+
+    ``step(statuses, reset=False)`` takes ``{name: status word}`` for this clock and returns
+    ``{"length": {name: ...}, "valid": {name: 0/1}}`` (plus ``"start"`` with ``exact``) as
+    seen during this clock, before the edge.
+    """
+
+    def __init__(self, schedule: SharedSchedule, *, free_level: int = 1, exact: bool = False):
+        self._schedule = schedule
+        self._free_level = check_free_level(free_level)
+        self._exact = bool(exact)
+        self.reset()
+
+    def reset(self) -> None:
+        """Return the period counter and every register to its reset value."""
+        types = self._schedule.types
+        self._period = 0
+        self._outputs = {"length": dict.fromkeys(types, 0), "valid": dict.fromkeys(types, 0)}
+        if self._exact:
+            self._outputs["start"] = dict.fromkeys(types, 0)
+
+    def step(self, statuses: dict[str, int], *, reset: bool = False) -> dict:
+        """One clock; see the class documentation."""
+        seen = {key: dict(value) for key, value in self._outputs.items()}
+        if reset:
+            self.reset()
+            return seen
+        served = self._schedule.periods[self._period]
+        self._outputs["valid"] = dict.fromkeys(self._schedule.types, 0)
+        for name, size in served:
+            start, length = largest_free_block(statuses[name], size, free_level=self._free_level)
+            self._outputs["length"][name] = length
+            self._outputs["valid"][name] = 1
+            if self._exact:
+                self._outputs["start"][name] = start
+        self._period = (self._period + 1) % len(self._schedule.periods)
+        return seen
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 from amaranth.back import verilog
 from cocotb_tools.runner import Verilator, get_runner
 
-from hw.catalog import BlockConfig
+from hw.catalog import BlockConfig, SharedConfig
 
 __all__ = ["BUILD_ROOT", "SIMULATORS", "missing_simulator", "run_bench",
            "use_packaged_verilator", "write_verilog"]
@@ -62,7 +62,7 @@ class _PackagedVerilator(Verilator):
         return commands
 
 
-def write_verilog(config: BlockConfig, directory: Path, component=None) -> Path:
+def write_verilog(config: BlockConfig | SharedConfig, directory: Path, component=None) -> Path:
     """Write ``<module name>.v`` for ``config`` into ``directory`` and return its path.
 
     ``component`` replaces ``config.component()`` (the regression's mutants use this).
@@ -74,7 +74,8 @@ def write_verilog(config: BlockConfig, directory: Path, component=None) -> Path:
     return path
 
 
-def run_bench(config: BlockConfig, simulator: str, *, component=None, tag: str = "",
+def run_bench(config: BlockConfig | SharedConfig, simulator: str, *, component=None,
+              tag: str = "",
               test_module: str = "tb.test_maxblock",
               extra_env: dict[str, str] | None = None) -> Path:
     """Generate, build and simulate one parameter set; return the results file.

@@ -12,7 +12,7 @@ from hw.catalog import BlockConfig
 from model.maxblock import max_free_run
 
 __all__ = ["DENSITIES", "directed_inputs", "directed_vectors", "exhaustive_inputs",
-           "exhaustive_vectors", "random_inputs", "random_vectors"]
+           "exhaustive_vectors", "random_free_masks", "random_inputs", "random_vectors"]
 
 #: Occupancy densities of the random stimulus (the fraction of blocks in use).
 DENSITIES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -78,15 +78,14 @@ def exhaustive_vectors(config: BlockConfig) -> list[int]:
     return list(range(1 << config.n))
 
 
-def random_vectors(config: BlockConfig, count: int, rng: random.Random) -> list[int]:
-    """``count`` seeded random status words.
+def random_free_masks(n: int, count: int, rng: random.Random) -> list[int]:
+    """``count`` seeded random free masks of ``n`` blocks (1 = free).
 
     Half are independent blocks, each occupied with a density drawn from :data:`DENSITIES`;
     the other half are alternating free and occupied runs with geometric lengths of a random
     mean, so that long free runs -- which independent blocks almost never produce -- are
     exercised too.
     """
-    n = config.n
     masks = []
     for index in range(count):
         if index % 2 == 0:
@@ -104,8 +103,14 @@ def random_vectors(config: BlockConfig, count: int, rng: random.Random) -> list[
                 position += length
                 is_free = not is_free
             masks.append(free)
-    full = (1 << n) - 1
-    return [mask if config.free_level else ~mask & full for mask in masks]
+    return masks
+
+
+def random_vectors(config: BlockConfig, count: int, rng: random.Random) -> list[int]:
+    """``count`` seeded random status words (see :func:`random_free_masks`)."""
+    full = (1 << config.n) - 1
+    return [mask if config.free_level else ~mask & full
+            for mask in random_free_masks(config.n, count, rng)]
 
 
 # -- input tuples (status word, and the request where the block has one) -------------------------

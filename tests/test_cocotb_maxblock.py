@@ -12,7 +12,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.catalog import REGRESSION, BlockConfig
+from hw.catalog import REGRESSION, SHARED_REGRESSION, BlockConfig
 from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock
 from tb.runner import SIMULATORS, missing_simulator, run_bench
 
@@ -29,6 +29,17 @@ def test_rtl_matches_model(config, simulator):
     if reason:
         pytest.skip(reason)
     run_bench(config, simulator)
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", [s for s in SIMULATORS if _selected in (None, "", s)])
+@pytest.mark.parametrize("config", SHARED_REGRESSION,
+                         ids=[config.name for config in SHARED_REGRESSION])
+def test_shared_unit_matches_model(config, simulator):
+    reason = missing_simulator(simulator)
+    if reason:
+        pytest.skip(reason)
+    run_bench(config, simulator, test_module="tb.test_shared")
 
 
 # -- the bench bites: deliberately broken circuits must fail it -----------------------------------
