@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from model.maxblock import (
     PipelineModel,
+    SharedMaxFreeBlockModel,
+    SharedSchedule,
     check_samples,
     default_samples,
     exact_free_block,
@@ -294,3 +296,44 @@ def test_exact_parameter_errors():
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         ExactMaxFreeBlock(128, latency=11)
     assert exact_max_latency(128) == 10 and exact_max_latency(1) == 3
+
+
+# -- the shared unit's schedule -------------------------------------------------------------------
+
+BAD_SCHEDULES = [
+    ({"width": 0}, TypeError, "Unit width must be a positive integer, not 0"),
+    ({"periods": ()}, ValueError, "Schedule must be a non-empty sequence of periods, not ()"),
+    ({"periods": ((),)}, ValueError,
+     "Period 1 must be a non-empty sequence of (name, size) pairs, not ()"),
+    ({"periods": ((("a", 8),), (("b", 4), ("a", 4)))}, ValueError,
+     "Resource type 'a' appears in periods 1 and 2; every type must appear exactly once"),
+    ({"periods": ((("a", 64), ("b", 48), ("c", 32)),)}, ValueError,
+     "Period 1 packs 64 + 48 + 32 = 144 blocks, more than the unit's width 128"),
+    ({"periods": ((("a", 0),),)}, TypeError,
+     "Resource type 'a' must have a positive integer size, not 0"),
+    ({"periods": ((("2a", 4),),)}, ValueError,
+     "Period 1: resource type name must be an identifier, not '2a'"),
+    ({"periods": ((("a", 4, 1),),)}, ValueError,
+     "Period 1: a resource type is a (name, size) pair, not ('a', 4, 1)"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "exception", "message"), BAD_SCHEDULES,
+                         ids=[m[:40] for _, _, m in BAD_SCHEDULES])
+def test_bad_schedules(arguments, exception, message):
+    with pytest.raises(exception, match=f"^{re.escape(message)}$"):
+        SharedSchedule(**arguments)
+
+
+def test_seed_schedule_and_model():
+    schedule = SharedSchedule()
+    assert schedule.types == {"vgpr": 128, "sgpr": 64, "lds": 48}
+    assert [schedule.placement(name) for name in schedule.types] == [(0, 0), (1, 0), (1, 64)]
+    model = SharedMaxFreeBlockModel(schedule, exact=True)
+    words = {"vgpr": 0b1111 << 100, "sgpr": 0b0110, "lds": (1 << 48) - 1}
+    outputs = [model.step(words) for _ in range(3)]
+    assert outputs[0]["valid"] == {"vgpr": 0, "sgpr": 0, "lds": 0}      # reset values
+    assert outputs[1]["valid"] == {"vgpr": 1, "sgpr": 0, "lds": 0}
+    assert outputs[1]["length"]["vgpr"] == 4 and outputs[1]["start"]["vgpr"] == 100
+    assert outputs[2]["valid"] == {"vgpr": 0, "sgpr": 1, "lds": 1}
+    assert outputs[2]["length"] == {"vgpr": 4, "sgpr": 2, "lds": 48}    # vgpr held
