@@ -99,7 +99,26 @@ def lowest_end(ends: Value) -> Value:
     return scan_down([(ends[e], e) for e in reversed(range(len(ends)))])
 
 
-class _MaxFreeBlockBase(wiring.Component):
+class _BlockParameters:
+    """The read-only parameters every free-block component has (set by its constructor)."""
+
+    @property
+    def n(self) -> int:
+        """Number of blocks (width of ``status``)."""
+        return self._n
+
+    @property
+    def free_level(self) -> int:
+        """The level of a free block in ``status``."""
+        return self._free_level
+
+    @property
+    def latency(self) -> int:
+        """Clocks from the inputs to the outputs."""
+        return self._latency
+
+
+class _MaxFreeBlockBase(_BlockParameters, wiring.Component):
     """Ports, parameters and the pieces of circuit shared by the three variants.
 
     Subclasses provide ``_first_stage`` (the word that enters the shifter, registered as the
@@ -117,21 +136,6 @@ class _MaxFreeBlockBase(wiring.Component):
             "status": In(self._n),
             "length": Out(range(self._n + 1)),
         })
-
-    @property
-    def n(self) -> int:
-        """Number of blocks (width of ``status``)."""
-        return self._n
-
-    @property
-    def free_level(self) -> int:
-        """The level of a free block in ``status``."""
-        return self._free_level
-
-    @property
-    def latency(self) -> int:
-        """Clocks from ``status`` to ``length``."""
-        return self._latency
 
     def _both_free(self, a: Value, b: Value) -> Value:
         # d3: AND when free reads 1, OR when free reads 0.
@@ -342,7 +346,7 @@ class SampledMaxFreeBlock(_MaxFreeBlockBase):
         return self._samples, [k + 1 for k in self._samples]
 
 
-class ExactMaxFreeBlock(wiring.Component):
+class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
     """The longest free run, where it starts, and a first-fit search: exact, O(n log n) gates.
 
     The allocator primitive of embodiment 1 (step a43 allocates at a start address). It gives
@@ -401,18 +405,6 @@ class ExactMaxFreeBlock(wiring.Component):
     def max_latency(n: int) -> int:
         """The deepest pipeline for ``n`` blocks (see ``latency``)."""
         return exact_max_latency(n)
-
-    @property
-    def n(self) -> int:
-        return self._n
-
-    @property
-    def free_level(self) -> int:
-        return self._free_level
-
-    @property
-    def latency(self) -> int:
-        return self._latency
 
     def _cut_after_levels(self, levels: int) -> set[int]:
         # Which lifting levels (0 = the first, for the largest power of two) get a register

@@ -1,0 +1,30 @@
+"""Shared pytest set-up: the ``simulator`` parameter of every cocotb co-simulation test.
+
+A test that takes a ``simulator`` argument runs once per HDL simulator of
+:data:`tb.runner.SIMULATORS`; ``SIM=verilator`` or ``SIM=icarus`` keeps one (``make regress``
+passes it through). A simulator that is not installed is skipped with the reason.
+"""
+
+import os
+
+import pytest
+
+from tb.runner import SIMULATORS, missing_simulator
+
+
+def _simulators() -> list:
+    selected = os.environ.get("SIM") or None
+    if selected is not None and selected not in SIMULATORS:
+        raise pytest.UsageError(f"SIM must be one of {', '.join(SIMULATORS)}, not {selected!r}")
+    params = []
+    for simulator in SIMULATORS:
+        if selected in (None, simulator):
+            reason = missing_simulator(simulator)
+            params.append(pytest.param(simulator,
+                                       marks=pytest.mark.skip(reason=reason) if reason else ()))
+    return params
+
+
+def pytest_generate_tests(metafunc):
+    if "simulator" in metafunc.fixturenames:
+        metafunc.parametrize("simulator", _simulators())
