@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
+from model.checks import is_integer as _is_int
+
 __all__ = [
     "CLASS_NAMES",
     "DEFAULT_TABLE",
@@ -104,10 +106,6 @@ class WriteOp(enum.IntEnum):
 
 
 # -- parameter checks (shared with hw.arbiter) ----------------------------------------------------
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 def check_task_count(tasks) -> int:
     """Return ``tasks`` if it is a valid number of task slots, else raise."""

@@ -33,6 +33,8 @@ Run ``python -m model.maxblock report`` for the accuracy report of the approxima
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from model.checks import is_integer as _is_int
+
 __all__ = [
     "ExactOutputs",
     "FREE_LEVELS",
@@ -72,10 +74,6 @@ LATENCIES = (0, 1, 3)
 
 
 # -- parameter checks (shared with hw.maxblock) -------------------------------------------------
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 def check_block_count(n) -> int:
     """Return ``n`` if it is a valid block count (a positive integer), else raise."""

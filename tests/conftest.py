@@ -28,3 +28,12 @@ def _simulators() -> list:
 def pytest_generate_tests(metafunc):
     if "simulator" in metafunc.fixturenames:
         metafunc.parametrize("simulator", _simulators())
+
+
+@pytest.fixture
+def any_simulator() -> str:
+    """One HDL simulator that is installed (Icarus first: it builds faster), else a skip."""
+    for simulator in ("icarus", "verilator"):
+        if not missing_simulator(simulator):
+            return simulator
+    pytest.skip("no HDL simulator is installed")

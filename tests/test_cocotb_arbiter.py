@@ -8,7 +8,7 @@ the wrong parameters to the bench, which must reject each of them.
 import pytest
 
 from hw.arbiter import ArbiterConfig, DelayFactorArbiter
-from tb.runner import missing_simulator, run_bench
+from tb.runner import run_bench
 
 #: The regression: the seed's arbiter at the default size; two classes and integer H with
 #: slot-index ties; an odd slot count (the slot field has unused values) with 16 fraction
@@ -45,11 +45,8 @@ MUTANTS = {
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("mutant", MUTANTS)
-def test_bench_rejects_wrong_arbiter(mutant):
-    simulator = next((s for s in ("icarus", "verilator") if not missing_simulator(s)), None)
-    if simulator is None:
-        pytest.skip("no HDL simulator")
+def test_bench_rejects_wrong_arbiter(mutant, any_simulator):
     with pytest.raises(SystemExit):
-        run_bench(ArbiterConfig(), simulator, component=MUTANTS[mutant](),
+        run_bench(ArbiterConfig(), any_simulator, component=MUTANTS[mutant](),
                   tag=f"_mutant_{mutant}", test_module="tb.test_arbiter",
                   extra_env={"TB_RANDOM_VECTORS": "300"})
