@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
-from hw.shared_maxblock import SharedMaxFreeBlock
+from hw.shared_maxblock import SharedMaxFreeBlock, port_layouts
 from model.maxblock import (
     SharedMaxFreeBlockModel,
     SharedSchedule,
@@ -179,16 +179,9 @@ class SharedConfig:
         return SharedMaxFreeBlockModel(self.schedule, free_level=self.free_level,
                                        exact=self.exact)
 
-    def fields(self, port: str) -> dict[str, tuple[int, int]]:
-        """``{type: (offset, width)}`` of the packed (flattened) port ``port``."""
-        width_of = {"status": lambda size: size, "length": lambda size: size.bit_length(),
-                    "valid": lambda size: 1,
-                    "start": lambda size: (max(size, 2) - 1).bit_length()}[port]
-        fields, offset = {}, 0
-        for name, size in self.schedule.types.items():
-            fields[name] = (offset, width_of(size))
-            offset += width_of(size)
-        return fields
+    def layouts(self) -> dict:
+        """The layouts of the component's ports (``status``, ``length``, ``valid``, ``start``)."""
+        return port_layouts(self.schedule, exact=self.exact)
 
     def to_json(self) -> str:
         return json.dumps({"periods": self.schedule.periods, "width": self.schedule.width,

@@ -11,7 +11,21 @@ from amaranth.lib.wiring import In, Out
 from hw.maxblock import lengthen, lowest_end, named, run_doubling, scan_down
 from model.maxblock import SharedSchedule, check_free_level
 
-__all__ = ["SharedMaxFreeBlock"]
+__all__ = ["SharedMaxFreeBlock", "port_layouts"]
+
+
+def port_layouts(schedule: SharedSchedule, *, exact: bool) -> dict[str, data.StructLayout]:
+    """The layouts of the ports of :class:`SharedMaxFreeBlock`: one field per resource type."""
+    types = schedule.types
+    layouts = {
+        "status": data.StructLayout(types),
+        "length": data.StructLayout({name: range(size + 1) for name, size in types.items()}),
+        "valid": data.StructLayout(dict.fromkeys(types, 1)),
+    }
+    if exact:
+        layouts["start"] = data.StructLayout({name: range(max(size, 2))
+                                              for name, size in types.items()})
+    return layouts
 
 
 class SharedMaxFreeBlock(wiring.Component):
@@ -68,17 +82,8 @@ class SharedMaxFreeBlock(wiring.Component):
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
-        types = schedule.types
-        ports = {
-            "status": In(data.StructLayout(types)),
-            "length": Out(data.StructLayout({name: range(size + 1)
-                                             for name, size in types.items()})),
-            "valid": Out(data.StructLayout(dict.fromkeys(types, 1))),
-        }
-        if self._exact:
-            ports["start"] = Out(data.StructLayout({name: range(max(size, 2))
-                                                    for name, size in types.items()}))
-        super().__init__(ports)
+        super().__init__({port: (In if port == "status" else Out)(layout)
+                          for port, layout in port_layouts(schedule, exact=self._exact).items()})
 
     @property
     def schedule(self) -> SharedSchedule:

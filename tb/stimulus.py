@@ -5,17 +5,32 @@ Pure Python, shared by the cocotb benches (``tb/``) and the Amaranth-simulator t
 block's ``free_level`` at the end, so a corner case means the same thing in both encodings.
 """
 
+import os
 import random
 from collections.abc import Iterable
 
 from hw.catalog import BlockConfig
 from model.maxblock import max_free_run
 
-__all__ = ["DENSITIES", "directed_inputs", "directed_vectors", "exhaustive_inputs",
-           "exhaustive_vectors", "random_free_masks", "random_inputs", "random_vectors"]
+__all__ = ["DENSITIES", "bench_seed", "directed_inputs", "directed_vectors", "exhaustive_inputs",
+           "exhaustive_vectors", "packed_fields", "random_free_masks", "random_inputs",
+           "random_vectors"]
 
 #: Occupancy densities of the random stimulus (the fraction of blocks in use).
 DENSITIES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+def bench_seed() -> int:
+    """The seed of a bench's random stimulus: ``TB_SEED`` (default 2026; ``random`` draws a
+    fresh one). Every bench prints it and puts it in its replay command."""
+    text = os.environ.get("TB_SEED", "2026")
+    return random.SystemRandom().randrange(1 << 32) if text == "random" else int(text)
+
+
+def packed_fields(layout) -> dict[str, tuple[int, int]]:
+    """``{name: (offset, width)}`` of an ``amaranth.lib.data.StructLayout``: where each field
+    sits in the flattened port that cocotb sees."""
+    return {name: (field.offset, field.width) for name, field in layout}
 
 
 def _encode(free_masks: Iterable[int], n: int, free_level: int) -> list[int]:

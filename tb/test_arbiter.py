@@ -40,6 +40,7 @@ from model.arbiter import (
     ArbiterParams,
     WriteOp,
 )
+from tb.stimulus import bench_seed, packed_fields
 
 __all__ = ["ArbiterDriver", "Phase", "Write", "directed_cases", "field_bits", "random_phases"]
 
@@ -321,38 +322,23 @@ def random_phases(params: ArbiterParams, rng: random.Random, clocks: int) -> Ite
 
 # -- the cocotb bench -----------------------------------------------------------------------------
 
-def _seed() -> int:
-    text = os.environ.get("TB_SEED", "2026")
-    return random.SystemRandom().randrange(1 << 32) if text == "random" else int(text)
-
-
-def _fields(layout_fields: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
-    fields, offset = {}, 0
-    for name, width in layout_fields:
-        fields[name] = (offset, width)
-        offset += width
-    return fields
-
-
 class ArbiterBench:
     """Driver, monitor, model and in-order scoreboard around one arbiter."""
 
     def __init__(self, dut):
-        from hw.arbiter import ArbiterConfig
+        from hw.arbiter import ArbiterConfig, grant_layout, write_layout
 
         self.dut = dut
         self.config = ArbiterConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
         self.model = self.config.model()
-        self.seed = _seed()
+        self.seed = bench_seed()
         self.rng = random.Random(self.seed)
         self.driver = ArbiterDriver(self.config, self.rng)
         self.clock = 0
         self.grants = 0
-        slot_bits, class_bits = field_bits(self.config)
-        # The packed payloads, in the order of hw.arbiter.write_layout and grant_layout.
-        self.write_fields = _fields([("slot", slot_bits), ("op", 1), ("job_class", class_bits),
-                                     ("weight", 8)])
-        self.grant_fields = _fields([("slot", slot_bits), ("job_class", class_bits)])
+        # Where each field of the packed stream payloads sits.
+        self.write_fields = packed_fields(write_layout(self.config.tasks, self.config.classes))
+        self.grant_fields = packed_fields(grant_layout(self.config.tasks, self.config.classes))
         dut._log.info("%s (%s), seed %d", self.config.name, self.config.label, self.seed)
 
     async def start(self):

@@ -25,7 +25,7 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from hw.catalog import BlockConfig
 from model.maxblock import PipelineModel
-from tb.stimulus import directed_inputs, exhaustive_inputs, random_inputs
+from tb.stimulus import bench_seed, directed_inputs, exhaustive_inputs, random_inputs
 
 EXHAUSTIVE_MAX_N = 12
 
@@ -33,11 +33,6 @@ EXHAUSTIVE_MAX_N = 12
 def _unsigned(value) -> int:
     # A one-bit port reads as a Logic, a wider one as a LogicArray.
     return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
-
-
-def _seed() -> int:
-    text = os.environ.get("TB_SEED", "2026")
-    return random.SystemRandom().randrange(1 << 32) if text == "random" else int(text)
 
 
 class MaxBlockBench:
@@ -48,7 +43,7 @@ class MaxBlockBench:
         self.config = BlockConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
         self.model = PipelineModel(self.config.reference(), self.config.latency,
                                    reset_output=self.config.reset_output)
-        self.seed = _seed()
+        self.seed = bench_seed()
         self.rng = random.Random(self.seed)
         self.checked = 0
         dut._log.info("%s, seed %d", self.config.name, self.seed)

@@ -15,8 +15,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from hw.catalog import SharedConfig
-from tb.stimulus import random_free_masks
-from tb.test_maxblock import _seed
+from tb.stimulus import bench_seed, packed_fields, random_free_masks
 
 
 class SharedBench:
@@ -26,10 +25,13 @@ class SharedBench:
         self.dut = dut
         self.config = SharedConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
         self.model = self.config.model()
-        self.seed = _seed()
+        self.seed = bench_seed()
         self.rng = random.Random(self.seed)
         self.clock = 0
         self.outputs = ["length", "valid"] + (["start"] if self.config.exact else [])
+        # Where each type's field sits in the flattened ports.
+        self.fields = {port: packed_fields(layout)
+                       for port, layout in self.config.layouts().items()}
         dut._log.info("%s, seed %d", self.config.name, self.seed)
 
     async def reset(self):
@@ -42,12 +44,12 @@ class SharedBench:
         self.model.reset()
 
     def _pack(self, statuses):
-        fields = self.config.fields("status")
+        fields = self.fields["status"]
         return sum(statuses[name] << offset for name, (offset, _) in fields.items())
 
     def _unpack(self, port, value):
         return {name: (value >> offset) & ((1 << width) - 1)
-                for name, (offset, width) in self.config.fields(port).items()}
+                for name, (offset, width) in self.fields[port].items()}
 
     async def run(self, clocks, make_statuses, *, resets=False):
         """``clocks`` clocks; ``make_statuses()`` gives each clock's ``{type: word}``."""
