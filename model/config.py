@@ -1,0 +1,190 @@
+"""Validated TOML configuration for the system models: every error names the field.
+
+The system models (:mod:`model.dispatch`, :mod:`model.process_sched`, :mod:`model.task_sched`,
+:mod:`model.host_dispatch`, :mod:`model.cluster`) keep their configuration in frozen
+dataclasses and build them from TOML tables through :class:`Fields`, a read-once view of one
+table that knows its own path (``channels[2].priority``). Reading a key checks its type and
+range; :meth:`Fields.done` rejects keys nobody read, so a misspelt knob is an error rather
+than a silently ignored default::
+
+    fields = Fields(load_toml(path), source=path)
+    gpu = fields.table("gpu")
+    aps = gpu.int("aps", default=16, minimum=1)
+    gpu.done()
+    fields.done()
+
+Errors are :class:`ConfigError` (a ``ValueError``) with messages such as
+``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``.
+"""
+
+import math
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["ConfigError", "Fields", "load_toml"]
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, of the wrong type, out of range or unknown."""
+
+
+_MISSING = object()
+
+
+def load_toml(path) -> dict:
+    """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+
+
+def _range_text(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {minimum}..{maximum}"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+class Fields:
+    """One TOML table being read: typed getters with defaults and ranges, path-named errors.
+
+    Parameters
+    ----------
+    data : dict
+        The table.
+    path : str
+        Its dotted path inside the document ('' for the root).
+    source : str or Path, optional
+        The file it came from, prefixed to every message.
+    """
+
+    def __init__(self, data, path: str = "", *, source=None):
+        where = f"{source}: " if source is not None else ""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}{path or 'the document'} must be a table, "
+                              f"not {type(data).__name__}")
+        self._data = data
+        self._path = path
+        self._source = source
+        self._read: set[str] = set()
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def name(self, key: str) -> str:
+        """The full path of ``key`` in this table, as messages show it."""
+        return f"{self._path}.{key}" if self._path else key
+
+    def error(self, key: str, message: str) -> ConfigError:
+        """A :class:`ConfigError` about ``key``: ``"<file>: <path.key> <message>"``."""
+        where = f"{self._source}: " if self._source is not None else ""
+        return ConfigError(f"{where}{self.name(key)} {message}")
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def _get(self, key: str, default):
+        self._read.add(key)
+        if key in self._data:
+            return self._data[key]
+        if default is _MISSING:
+            raise self.error(key, "is required")
+        return default
+
+    def int(self, key: str, default=_MISSING, *, minimum=None, maximum=None) -> int:
+        value = self._get(key, default)
+        if (not isinstance(value, int) or isinstance(value, bool)
+                or (minimum is not None and value < minimum)
+                or (maximum is not None and value > maximum)):
+            raise self.error(key, f"must be an integer{_range_text(minimum, maximum)}, "
+                                  f"not {value!r}")
+        return value
+
+    def float(self, key: str, default=_MISSING, *, minimum=None, maximum=None) -> float:
+        value = self._get(key, default)
+        if (not isinstance(value, int | float) or isinstance(value, bool)
+                or not math.isfinite(value)
+                or (minimum is not None and value < minimum)
+                or (maximum is not None and value > maximum)):
+            raise self.error(key, f"must be a number{_range_text(minimum, maximum)}, "
+                                  f"not {value!r}")
+        return float(value)
+
+    def bool(self, key: str, default=_MISSING) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, not {value!r}")
+        return value
+
+    def str(self, key: str, default=_MISSING, *, choices: Sequence[str] | None = None) -> str:
+        value = self._get(key, default)
+        if not isinstance(value, str) or (choices is not None and value not in choices):
+            allowed = f" (one of {', '.join(map(repr, choices))})" if choices else ""
+            raise self.error(key, f"must be a string{allowed}, not {value!r}")
+        return value
+
+    def list(self, key: str, default=_MISSING, *, length: int | None = None) -> list:
+        value = self._get(key, default)
+        if not isinstance(value, list) or (length is not None and len(value) != length):
+            size = f" of {length} items" if length is not None else ""
+            raise self.error(key, f"must be a list{size}, not {value!r}")
+        return value
+
+    def int_list(self, key: str, default=_MISSING, *, length: int | None = None,
+                 minimum=None, maximum=None) -> tuple[int, ...]:
+        values = self.list(key, default, length=length)
+        for index, value in enumerate(values):
+            if (not isinstance(value, int) or isinstance(value, bool)
+                    or (minimum is not None and value < minimum)
+                    or (maximum is not None and value > maximum)):
+                raise self.error(f"{key}[{index}]", f"must be an integer"
+                                 f"{_range_text(minimum, maximum)}, not {value!r}")
+        return tuple(values)
+
+    def float_list(self, key: str, default=_MISSING, *, length: int | None = None,
+                   minimum=None) -> tuple[float, ...]:
+        values = self.list(key, default, length=length)
+        for index, value in enumerate(values):
+            if (not isinstance(value, int | float) or isinstance(value, bool)
+                    or not math.isfinite(value) or (minimum is not None and value < minimum)):
+                raise self.error(f"{key}[{index}]", f"must be a number"
+                                 f"{_range_text(minimum, None)}, not {value!r}")
+        return tuple(float(value) for value in values)
+
+    def table(self, key: str, default=_MISSING) -> "Fields":
+        """A sub-table as :class:`Fields` (``default`` — usually ``{}`` — when absent)."""
+        value = self._get(key, default)
+        if not isinstance(value, dict):
+            raise self.error(key, f"must be a table, not {value!r}")
+        return Fields(value, self.name(key), source=self._source)
+
+    def tables(self, key: str, default=_MISSING) -> list["Fields"]:
+        """An array of tables (``[[key]]``), each as :class:`Fields` named ``key[i]``."""
+        values = self.list(key, default)
+        result = []
+        for index, value in enumerate(values):
+            if not isinstance(value, dict):
+                raise self.error(f"{key}[{index}]", f"must be a table, not {value!r}")
+            result.append(Fields(value, self.name(f"{key}[{index}]"), source=self._source))
+        return result
+
+    def done(self) -> None:
+        """Reject any key of this table that no getter read."""
+        unknown = sorted(set(self._data) - self._read)
+        if unknown:
+            raise self.error(unknown[0], "is not a known field"
+                             + (f" (also unknown: {', '.join(unknown[1:])})" if unknown[1:]
+                                else ""))
