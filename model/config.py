@@ -17,6 +17,8 @@ Errors are :class:`ConfigError` (a ``ValueError``) with messages such as
 ``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``.
 """
 
+from __future__ import annotations
+
 import math
 import tomllib
 from collections.abc import Sequence
@@ -96,6 +98,11 @@ class Fields:
     def keys(self) -> list[str]:
         return list(self._data)
 
+    def peek(self, key: str, default=None):
+        """The raw value of ``key`` (``default`` when absent) without marking it read: for a
+        field whose type decides how it is read."""
+        return self._data.get(key, default)
+
     def _get(self, key: str, default):
         self._read.add(key)
         if key in self._data:
@@ -138,6 +145,8 @@ class Fields:
 
     def list(self, key: str, default=_MISSING, *, length: int | None = None) -> list:
         value = self._get(key, default)
+        if isinstance(value, tuple) and key not in self._data:
+            value = list(value)          # a tuple default reads like a TOML array
         if not isinstance(value, list) or (length is not None and len(value) != length):
             size = f" of {length} items" if length is not None else ""
             raise self.error(key, f"must be a list{size}, not {value!r}")
@@ -164,14 +173,14 @@ class Fields:
                                  f"{_range_text(minimum, None)}, not {value!r}")
         return tuple(float(value) for value in values)
 
-    def table(self, key: str, default=_MISSING) -> "Fields":
+    def table(self, key: str, default=_MISSING) -> Fields:
         """A sub-table as :class:`Fields` (``default`` — usually ``{}`` — when absent)."""
         value = self._get(key, default)
         if not isinstance(value, dict):
             raise self.error(key, f"must be a table, not {value!r}")
         return Fields(value, self.name(key), source=self._source)
 
-    def tables(self, key: str, default=_MISSING) -> list["Fields"]:
+    def tables(self, key: str, default=_MISSING) -> list[Fields]:
         """An array of tables (``[[key]]``), each as :class:`Fields` named ``key[i]``."""
         values = self.list(key, default)
         result = []

@@ -6,6 +6,7 @@ Agg backend, so ``make sim`` works on a machine without a display.
 """
 
 import json
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -16,7 +17,9 @@ from rich.table import Table
 __all__ = ["console", "figure", "format_cell", "print_table", "progress", "save_figure",
            "write_json"]
 
-console = Console()
+# Results tables are wide; below 160 columns (a pipe, CI's log, a narrow terminal) rich would
+# abbreviate cells, so it renders at 160 and lets the terminal wrap instead.
+console = Console(width=max(160, shutil.get_terminal_size().columns))
 _progress_console = Console(stderr=True)
 
 
@@ -35,10 +38,12 @@ def format_cell(value) -> str:
 
 def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
                 *, caption: str | None = None) -> None:
-    """Print a rich table; the first column is left-aligned, the others right-aligned."""
+    """Print a rich table: columns of numbers right-aligned, the others left-aligned."""
+    rows = [list(row) for row in rows]
     table = Table(title=title, caption=caption, title_justify="left")
     for index, header in enumerate(headers):
-        table.add_column(header, justify="left" if index == 0 else "right")
+        numeric = index > 0 and all(isinstance(row[index], int | float) for row in rows)
+        table.add_column(header, justify="right" if numeric else "left")
     for row in rows:
         table.add_row(*(format_cell(value) for value in row))
     console.print(table)
