@@ -163,6 +163,18 @@ class Fields:
                                  f"{_range_text(minimum, maximum)}, not {value!r}")
         return tuple(values)
 
+    def int_range(self, key: str, default=_MISSING, *, minimum=None, maximum=None
+                  ) -> tuple[int, int]:
+        """An inclusive ``(min, max)`` range written ``[min, max]``, or one integer for
+        ``(value, value)``."""
+        if not isinstance(self.peek(key, default), list | tuple):
+            value = self.int(key, default, minimum=minimum, maximum=maximum)
+            return value, value
+        low, high = self.int_list(key, default, length=2, minimum=minimum, maximum=maximum)
+        if low > high:
+            raise self.error(key, f"must be [min, max] with min <= max, not {[low, high]!r}")
+        return low, high
+
     def float_list(self, key: str, default=_MISSING, *, length: int | None = None,
                    minimum=None) -> tuple[float, ...]:
         values = self.list(key, default, length=length)

@@ -250,19 +250,6 @@ class Scenario:
         return generate_workload(self.channels, self.cycles, seed)
 
 
-def _range(fields_: Fields, key: str, default: tuple[int, int], minimum: int,
-           maximum: int | None = None) -> tuple[int, int]:
-    if key not in fields_:
-        return default
-    if not isinstance(fields_.peek(key), list):
-        value = fields_.int(key, minimum=minimum, maximum=maximum)
-        return value, value
-    low, high = fields_.int_list(key, length=2, minimum=minimum, maximum=maximum)
-    if low > high:
-        raise fields_.error(key, f"must be [min, max] with min <= max, not {[low, high]!r}")
-    return low, high
-
-
 def _gpu(fields_: Fields) -> GpuConfig:
     base = GpuConfig()
     gpu = GpuConfig(
@@ -296,11 +283,11 @@ def _channel(fields_: Fields, gpu: GpuConfig) -> ChannelConfig:
         arrival=arrival,
         count=fields_.int("count", base.count, minimum=0),
         start=fields_.int("start", base.start, minimum=0),
-        waves=_range(fields_, "waves", base.waves, 1, gpu.peus * gpu.wave_slots),
-        vgpr=_range(fields_, "vgpr", base.vgpr, 0),
-        sgpr=_range(fields_, "sgpr", base.sgpr, 0),
-        lds=_range(fields_, "lds", base.lds, 0),
-        duration=_range(fields_, "duration", base.duration, 1),
+        waves=fields_.int_range("waves", base.waves, minimum=1, maximum=gpu.peus * gpu.wave_slots),
+        vgpr=fields_.int_range("vgpr", base.vgpr, minimum=0),
+        sgpr=fields_.int_range("sgpr", base.sgpr, minimum=0),
+        lds=fields_.int_range("lds", base.lds, minimum=0),
+        duration=fields_.int_range("duration", base.duration, minimum=1),
         independent=fields_.float("independent", base.independent, minimum=0, maximum=1),
         mix=fields_.float_list("mix", base.mix, length=len(INSTRUCTION_CLASSES), minimum=0),
     )

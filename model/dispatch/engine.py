@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from model.checks import InvariantError
 from model.dispatch.config import (
     INSTRUCTION_CLASSES,
     ChannelConfig,
@@ -57,10 +58,6 @@ from model.stats import coefficient_of_variation, summary
 
 __all__ = ["InvariantError", "Lfsr", "DispatchSimulator", "circuit_function", "split_table",
            "simulate"]
-
-
-class InvariantError(AssertionError):
-    """A model invariant broke (raised at once when the simulator runs with ``strict``)."""
 
 
 class Lfsr:
