@@ -500,3 +500,12 @@ def test_numpy_types_do_not_leak_into_json():
     json.dumps(result)
     assert isinstance(result["peu_imbalance"], float)
     assert np.isfinite(result["fragmentation"])
+
+
+def test_exponential_durations_stay_in_range_around_the_midpoint():
+    channel = ChannelConfig(count=4000, duration=(10, 990), duration_distribution="exponential")
+    durations = np.array([w.duration for w in generate_workload([channel], 10, 5)])
+    assert durations.min() >= 10 and durations.max() <= 990
+    # Exponential with mean 500, clipped to [10, 990]: the clipped mean is
+    # 10 P(X<10) + E[X; 10<=X<=990] + 990 P(X>990), about 430; the median is 500 ln 2 = 347.
+    assert 400 < durations.mean() < 460 and 320 < np.median(durations) < 375

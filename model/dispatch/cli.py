@@ -99,19 +99,27 @@ def _plot(scenario, results: dict, path: Path) -> Path:
     left.set_ylabel("mean utilisation of the four resources")
     left.set_title("utilisation over time")
     left.legend(fontsize=7)
+    # Wait distribution per priority: one box per policy (whiskers at p1 and p99).
     priorities = range(scenario.gpu.priorities)
     width = 0.8 / max(1, len(results))
     for index, (name, r) in enumerate(results.items()):
-        means = [r["wait"]["per_priority"][str(p)]["mean"] for p in priorities]
-        peaks = [r["wait"]["per_priority"][str(p)]["max"] for p in priorities]
-        x = np.arange(len(priorities)) + index * width
-        middle.bar(x, np.maximum(peaks, 1), width, alpha=0.35, color=f"C{index}")
-        middle.bar(x, np.maximum(means, 1), width, label=name, color=f"C{index}")
+        waits = np.array(r["series"]["waits"], dtype=float).reshape(-1, 2)
+        data = [np.maximum(waits[waits[:, 0] == p, 1], 1) for p in priorities]
+        positions = [p + (index - (len(results) - 1) / 2) * width for p in priorities]
+        kept = [(d, x) for d, x in zip(data, positions, strict=True) if d.size]
+        if not kept:
+            continue
+        boxes = middle.boxplot([d for d, _ in kept], positions=[x for _, x in kept],
+                               widths=width * 0.9, whis=(1, 99), showfliers=False,
+                               patch_artist=True, manage_ticks=False)
+        for patch in boxes["boxes"]:
+            patch.set_facecolor(f"C{index}")
+            patch.set_alpha(0.6)
+        middle.plot([], [], color=f"C{index}", linewidth=6, alpha=0.6, label=name)
     middle.set_yscale("log")
-    middle.set_xticks(np.arange(len(priorities)) + 0.4 - width / 2,
-                      [f"P{p}" for p in priorities])
-    middle.set_ylabel("wait, cycles (solid mean, pale max)")
-    middle.set_title("wait per priority")
+    middle.set_xticks(list(priorities), [f"P{p}" for p in priorities])
+    middle.set_ylabel("wait, cycles (box p25-p75, whiskers p1-p99)")
+    middle.set_title("wait distribution per priority")
     middle.legend(fontsize=7)
     for name, r in results.items():
         waves = np.sort(np.array(r["series"]["peu_waves"], dtype=float))

@@ -69,6 +69,7 @@ INSTRUCTION_CLASSES = ("move", "load", "store", "matrix_small", "matrix_large", 
                        "jump")
 
 CIRCUITS = ("exact", "full", "grouped", "sampled")
+DURATION_DISTRIBUTIONS = ("uniform", "exponential")
 SELECTIONS = ("multi", "strict", "miaow", "gpgpusim")
 AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
 
@@ -168,7 +169,9 @@ class ChannelConfig:
 
     ``arrival`` is ``"back_to_back"`` (all ``count`` WGs queued at cycle 0) or a rate in WG
     per cycle (Bernoulli arrivals, one draw per cycle). ``vgpr`` and ``sgpr`` are blocks per
-    wave, ``lds`` blocks per WG, ``duration`` cycles from dispatch to completion. ``mix`` is
+    wave, ``lds`` blocks per WG, ``duration`` cycles from dispatch to completion, drawn by
+    ``duration_distribution``: ``"uniform"`` over the range, or ``"exponential"`` with the
+    range's midpoint as mean, rounded and clipped to the range (heavy-tailed kernels). ``mix`` is
     the instructions each wave executes per cycle, by :data:`INSTRUCTION_CLASSES`.
     """
 
@@ -181,6 +184,7 @@ class ChannelConfig:
     sgpr: tuple[int, int] = (4, 4)
     lds: tuple[int, int] = (0, 0)
     duration: tuple[int, int] = (200, 200)
+    duration_distribution: str = "uniform"
     independent: float = 0.0
     mix: tuple[float, ...] = (0.3, 0.15, 0.05, 0.0, 0.0, 0.3, 0.2)
 
@@ -288,6 +292,9 @@ def _channel(fields_: Fields, gpu: GpuConfig) -> ChannelConfig:
         sgpr=fields_.int_range("sgpr", base.sgpr, minimum=0),
         lds=fields_.int_range("lds", base.lds, minimum=0),
         duration=fields_.int_range("duration", base.duration, minimum=1),
+        duration_distribution=fields_.str("duration_distribution",
+                                          base.duration_distribution,
+                                          choices=DURATION_DISTRIBUTIONS),
         independent=fields_.float("independent", base.independent, minimum=0, maximum=1),
         mix=fields_.float_list("mix", base.mix, length=len(INSTRUCTION_CLASSES), minimum=0),
     )
@@ -380,6 +387,14 @@ def _claim(fields_: Fields, policies: list[str]) -> Claim:
     return claim
 
 
+def _duration(channel: ChannelConfig, rng: random.Random) -> int:
+    low, high = channel.duration
+    if channel.duration_distribution == "uniform":
+        return rng.randint(low, high)
+    mean = (low + high) / 2
+    return min(high, max(low, round(rng.expovariate(1 / mean))))
+
+
 def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
     """Draw every channel's WGs, each channel from its own ``random.Random`` seeded with
     ``seed`` and the channel index (so adding a channel leaves the others' draws unchanged).
@@ -402,7 +417,7 @@ def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
                 id=-1, channel=index, priority=channel.priority,
                 waves=rng.randint(*channel.waves), vgpr=rng.randint(*channel.vgpr),
                 sgpr=rng.randint(*channel.sgpr), lds=rng.randint(*channel.lds),
-                duration=rng.randint(*channel.duration),
+                duration=_duration(channel, rng),
                 independent=rng.random() < channel.independent, arrival=cycle)))
             if channel.arrival != "back_to_back":
                 cycle += 1
