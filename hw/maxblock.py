@@ -7,7 +7,7 @@ Three components with the same ports and the same pipeline options:
 * :class:`SampledMaxFreeBlock` -- embodiment 6: only the sampled run lengths;
 
 and the project's exact allocator primitive, :class:`ExactMaxFreeBlock`: the longest free run
-with its start address and a first-fit search, in O(n log n) gates.
+with its start address and a first-fit search, in O(n) gates.
 
 Their golden models are in :mod:`model.maxblock`, which also holds the parameter checks, so
 the model and the hardware reject a bad argument with the same error.
@@ -346,12 +346,97 @@ class SampledMaxFreeBlock(_MaxFreeBlockBase):
         return self._samples, [k + 1 for k in self._samples]
 
 
+def _at_least(a: Value, b: Value) -> Value:
+    """``a >= b`` (unsigned) as plain logic, a balanced tree of (greater, equal) pairs.
+
+    Written out rather than as ``>=`` so that synthesis maps it into LUTs with the logic
+    around it instead of a carry chain of its own (the tree has thousands of small ones).
+    """
+    width = max(len(a), len(b))
+    a, b = a.as_unsigned(), b.as_unsigned()
+
+    def bit(value, i):
+        return value[i] if i < len(value) else Const(0, 1)
+
+    def compare(low, high):
+        if high - low == 1:
+            x, y = bit(a, low), bit(b, low)
+            return x & ~y, ~(x ^ y)
+        middle = (low + high) // 2
+        greater_low, equal_low = compare(low, middle)
+        greater_high, equal_high = compare(middle, high)
+        return greater_high | (equal_high & greater_low), equal_high & equal_low
+
+    greater, equal = compare(0, width)
+    return greater | equal
+
+
+def _difference(a: Value, b: Value, width: int) -> Value:
+    """``a - b`` (``a >= b``), ``width`` bits, as a ripple of plain logic (see _at_least)."""
+    bits, borrow = [], Const(0, 1)
+    for i in range(width):
+        x = a[i] if i < len(a) else Const(0, 1)
+        y = b[i] if i < len(b) else Const(0, 1)
+        bits.append(x ^ y ^ borrow)
+        borrow = (~x & (y | borrow)) | (y & borrow)
+    return Cat(*bits)
+
+
+def _half_plus(value: Value, k: int) -> Value:
+    """``2^(k-1) + value`` for ``value`` in ``0 .. 2^(k-1)`` (``k`` bits): ``k + 1`` bits, wiring
+    and one inverter (bit ``k - 1`` of ``value`` is set only for ``value = 2^(k-1)``)."""
+    return Cat(value[:k - 1], ~value[k - 1], value[k - 1])
+
+
+def _equals(value: Value, constant: int) -> Value:
+    """``value == constant`` as an AND of the value's bits, each inverted where the constant
+    has a 0 (a comparison with a constant would come out in Verilog with the constant at its
+    minimal width, which lint rightly flags)."""
+    return Cat(*(value[i] if constant >> i & 1 else ~value[i]
+                 for i in range(len(value)))).all()
+
+
+def _or_all(values: list[Value]) -> Value:
+    """The bitwise OR of ``values``."""
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result
+
+
+def _block_tables(size: int) -> tuple[list[dict], list[list[tuple[int, int]]]]:
+    """Per status word of one leaf block of ``size`` blocks (bit i free): its fields, and per
+    request class c (``c`` blocks, ``size + 1`` for "more than size"): (ok, fit start)."""
+    fields, fits = [], []
+    for word in range(1 << size):
+        free = [word >> i & 1 for i in range(size)]
+        prefix = next((i for i in range(size) if not free[i]), size)
+        suffix_start = next((i + 1 for i in reversed(range(size)) if not free[i]), 0)
+        best, best_start = 0, 0
+        for begin in range(size):
+            end = begin
+            while end < size and free[end]:
+                end += 1
+            if end - begin > best:
+                best, best_start = end - begin, begin
+        fields.append({"pre": prefix, "sfs": suffix_start, "best": best, "bst": best_start})
+        row = []
+        for request in range(size + 2):
+            starts = [j for j in range(size - request + 1) if all(free[j:j + request])]
+            row.append((1, starts[0]) if starts and request <= size else (0, suffix_start))
+        fits.append(row)
+    return fields, fits
+
+
 class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
-    """The longest free run, where it starts, and a first-fit search: exact, O(n log n) gates.
+    """The longest free run, where it starts, and a first-fit search: exact, O(n) gates.
 
     The allocator primitive of embodiment 1 (step a43 allocates at a start address). It gives
-    the same ``length`` as :class:`MaxFreeBlock` for about ``n log2 n`` gates instead of
-    ``n²``, and says where to allocate.
+    the same ``length`` as :class:`MaxFreeBlock` for O(n) gates instead of ``n²``, and says
+    where to allocate. It is a balanced tree over the blocks (see ``elaborate``): leaf
+    blocks of four are constant tables, and every node merges its two halves with a few
+    comparators of ``log2`` of its size bits, so the logic is ``O(log n)`` comparator levels
+    deep.
 
     Parameters
     ----------
@@ -361,12 +446,13 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         1 when a free block reads 1, 0 when it reads 0.
     latency : int
         Clocks from inputs to outputs. 0: combinational. 1: registered outputs. 2 up to
-        ``max_latency(n) = floor(log2 n) + 3``: pipelined -- a register after the run-length
-        doubling, then ``latency - 2`` registers spread evenly over the ``floor(log2 n) + 1``
-        lifting levels (the last possible one just before the address encoders), and the
-        output register. Each lifting level is one AND, one wide OR and one multiplexer
-        deep, so the deepest pipeline has about ``log2 n`` logic levels per stage. A new
-        ``status`` and ``request`` may be presented every clock.
+        ``max_latency(n) = floor(log2 n) + 3``: pipelined -- the logic is a sequence of
+        pieces: the leaf tables, then two per tree level above them (the run across the
+        middle of every node with its comparisons; the multiplexers that pick the node's
+        fields), ``2 ceil(log2 n) - 3`` pieces for ``n > 4``. ``latency - 1`` registers are
+        spread evenly over the boundaries between pieces, then the output register; where
+        there are more registers than boundaries (``n <= 32``), the rest delay the inputs.
+        A new ``status`` and ``request`` may be presented every clock.
 
     Attributes
     ----------
@@ -406,70 +492,176 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         """The deepest pipeline for ``n`` blocks (see ``latency``)."""
         return exact_max_latency(n)
 
-    def _cut_after_levels(self, levels: int) -> set[int]:
-        # Which lifting levels (0 = the first, for the largest power of two) get a register
-        # after them when the latency asks for latency - 2 of them.
-        cuts = max(self._latency - 2, 0)
-        return {(index + 1) * levels // (cuts + 1) if cuts < levels else index
-                for index in range(cuts)}
+    def _cut_positions(self, segments: int) -> list[int]:
+        # How many registers go on each boundary: 0 is the inputs, i (1 .. segments - 1)
+        # the boundary before piece i of the logic (the output register follows the last).
+        # latency - 1 registers are spread evenly over the boundaries between pieces; only
+        # when there are more registers than such boundaries do the rest go on the inputs.
+        cuts = max(self._latency - 1, 0)
+        counts = [0] * segments
+        inner = segments - 1
+        if cuts <= inner:
+            for index in range(cuts):
+                counts[(index + 1) * segments // (cuts + 1)] += 1
+        else:
+            counts[1:] = [1] * inner
+            counts[0] = cuts - inner
+        return counts
 
     def elaborate(self, platform):
-        # Run-length doubling: Q_b[j] says "blocks j .. j + 2^b - 1 are free"; Q_b is Q_(b-1)
-        # AND Q_(b-1) moved down by 2^(b-1), n - 2^b + 1 bits wide. Binary lifting then
-        # works on run *ends*: E[e] says "a free run of the current length ends just below
-        # e" (n + 1 bits, all set for length 0). Lengthening every such run by 2^b is
-        # (E AND Q_b) moved *up* by 2^b -- a constant shift, so each level is one AND, one
-        # multiplexer and (for the longest run) one wide OR per bit: n log n gates, log² n
-        # deep. The longest run takes a level whenever some run survives it; the first-fit
-        # search takes the levels of the bits of `request`. The lowest surviving end minus
-        # the length is the lowest start.
+        # A balanced tree over the blocks (padded with occupied blocks to a power of two).
+        # Every node of 2^k blocks knows its free prefix `pre` (0 .. 2^k), where its free
+        # suffix starts `sfs` (2^k when none), its longest free run `best` and where the
+        # lowest such run starts `bst`, and for the request r: whether a run of r blocks fits
+        # inside it `ok` and the lowest start of one `ffs` (`sfs` when none fits). Merging
+        # two halves: the run across the middle is `cross = 2^(k-1) + pre_R - sfs_L` blocks,
+        # starting at sfs_L; the longest run is the left one, else the crossing one, else the
+        # right one (ties to the lower start); the first fit is the left one, else the
+        # crossing one if cross >= r, else the right one. A node costs O(k) gates, so the
+        # tree costs O(n) gates and O(log n) levels of (small) comparators. Leaf blocks of
+        # four are constant tables.
         m = Module()
         n = self._n
-        top = n.bit_length() - 1                        # the largest b with 2^b <= n
-        ends_width = n + 1
-        everywhere = (1 << ends_width) - 1
-
-        def cut(name, value, init):
-            register = Signal(len(value), name=name, init=init)
-            m.d.sync += register.eq(value)
-            return register
+        levels = (n - 1).bit_length()                   # the tree has 2^levels leaves
+        leaf = min(2, levels)                           # leaf blocks of 2^leaf
+        size = 1 << leaf
+        merges = levels - leaf
+        segments = 1 + 2 * merges                       # leaf tables, then two halves a level
+        counts = self._cut_positions(segments)
 
         free = self.status if self._free_level else ~self.status
-        runs = run_doubling(m, free)
+        state = {"free": (Cat(free, Const(0, (1 << levels) - n)), 0),
+                 "request": (self.request, 0)}
 
-        request = self.request
-        if self._latency >= 2:                          # the register after the doubling
-            runs = [cut(f"runs{1 << b}_q", runs[b], 0) for b in range(top + 1)]
-            request = cut("request_q", request, 0)
+        def boundary(index, state):
+            # `counts[index]` registers on every value of the state, each reset to what the
+            # state holds for "all occupied, request 0".
+            for copy in range(counts[index]):
+                registered = {}
+                for name, (value, init) in state.items():
+                    register = Signal(len(value), name=f"{name}_q{index}_{copy}", init=init)
+                    m.d.sync += register.eq(value)
+                    registered[name] = (register, init)
+                state = registered
+            return {name: value for name, (value, _) in state.items()}
 
-        longest_ends = Const(everywhere, ends_width)
-        fit_ends = Const(everywhere, ends_width)
-        found = []
-        cuts = self._cut_after_levels(top + 1)
-        for level, b in enumerate(range(top, -1, -1)):
-            step, width = 1 << b, n - (1 << b) + 1
-            found_here, longer = lengthen(m, longest_ends, runs[b], step, str(step))
-            found.append(found_here)
-            longest_ends = named(m, f"longest_ends{level}", longer)
-            fitted = Cat(Const(0, step), fit_ends[:width] & runs[b])
-            fit_ends = named(m, f"fit_ends{level}", Mux(request[b], fitted, fit_ends))
-            if level in cuts:
-                longest_ends = cut(f"longest_ends{level}_q", longest_ends, everywhere)
-                fit_ends = cut(f"fit_ends{level}_q", fit_ends, everywhere)
-                found = [cut(f"found{level}_{index}_q", bit, 0) for index, bit in enumerate(found)]
-                runs = [cut(f"runs{1 << k}_l{level}_q", runs[k], 0) if k < b else runs[k]
-                        for k in range(top + 1)]
-                request = cut(f"request_l{level}_q", request, 0)
+        def node_state(nodes, k, state, prefix=""):
+            # The fields of the nodes of level k, with their reset values.
+            span = 1 << k
+            inits = {"pre": 0, "sfs": span, "best": 0, "bst": 0, "ok": 1, "ffs": 0}
+            for index, node in enumerate(nodes):
+                for field, value in node.items():
+                    if len(value):
+                        state[f"{prefix}n{k}_{index}_{field}"] = (value, inits[field])
+            return state
 
-        length = Cat(*reversed(found))                  # found[0] is the top bit
-        fit = fit_ends.any()
+        def read_nodes(values, count, k, prefix=""):
+            widths = {"pre": k + 1, "sfs": k + 1, "best": k + 1, "bst": k, "ok": 1,
+                      "ffs": k + 1}
+            return [{field: values.get(f"{prefix}n{k}_{index}_{field}", Const(0, 0))
+                     for field in widths} for index in range(count)]
+
+        # Leaf blocks: constant tables of their `size` status bits (and the request class).
+        values = boundary(0, state)
+        free, request = values["free"], values["request"]
+        fields, fits = _block_tables(size)
+        # One-hot request class (c blocks, size + 1 for more) and, per block, one-hot status
+        # word: every table bit is then an OR of a few of them (plain logic, which both
+        # synthesis and the equivalence checker take as it is, unlike a ROM).
+        classes = [_equals(request, c) for c in range(size + 1)]
+        classes.append(~Cat(*classes).any())            # more than `size` blocks
+        request_class = named(m, "request_class", Cat(*classes))
+
+        def table(word_hot, bits_of):
+            # OR of the minterms of the words whose entry has the bit set, per bit.
+            width = max((value.bit_length() for value in map(bits_of, range(1 << size))),
+                        default=0)
+            return Cat(*(Cat(*(word_hot[w] for w in range(1 << size) if bits_of(w) >> i & 1),
+                             Const(0, 1)).any()
+                         for i in range(width)))
+
+        nodes = []
+        for index in range(1 << (levels - leaf)):
+            word = free[index * size:(index + 1) * size]
+            word_hot = named(m, f"n{leaf}_{index}_word",
+                             Cat(*(_equals(word, w) for w in range(1 << size))))
+            node = {}
+            for field, width in (("pre", leaf + 1), ("sfs", leaf + 1), ("best", leaf + 1),
+                                 ("bst", leaf)):
+                bits = table(word_hot, lambda w, f=field: fields[w][f])
+                node[field] = (named(m, f"n{leaf}_{index}_{field}",
+                                     Cat(bits, Const(0, width - len(bits))))
+                               if width else Const(0, 0))
+            node["ok"] = named(m, f"n{leaf}_{index}_ok", Cat(*(
+                request_class[c] & table(word_hot, lambda w, c=c: fits[w][c][0])
+                for c in range(size + 2))).any())
+            node["ffs"] = named(m, f"n{leaf}_{index}_ffs", _or_all([
+                Mux(request_class[c], table(word_hot, lambda w, c=c: fits[w][c][1]), 0)
+                for c in range(size + 2)])[:leaf + 1])
+            nodes.append(node)
+
+        k = leaf
+        for level in range(merges):
+            k += 1
+            # First half: the crossing run and the comparisons.
+            state = node_state(nodes, k - 1, {"request": (request, 0)})
+            values = boundary(1 + 2 * level, state)
+            request = values["request"]
+            children = read_nodes(values, len(nodes), k - 1)
+            state = node_state(children, k - 1, {"request": (request, 0)})
+            for index in range(len(nodes) // 2):
+                left, right = children[2 * index], children[2 * index + 1]
+                name = f"n{k}_{index}"
+                cross = named(m, f"{name}_cross",
+                              _difference(_half_plus(right["pre"], k), left["sfs"], k + 1))
+                left_wins = _at_least(left["best"], cross) & _at_least(left["best"],
+                                                                        right["best"])
+                cross_wins = ~_at_least(left["best"], cross) & _at_least(cross, right["best"])
+                # Cross, the comparisons: reset values for "all occupied, request 0".
+                state[f"{name}_cross"] = (cross, 0)
+                state[f"{name}_left_wins"] = (named(m, f"{name}_left_wins", left_wins), 1)
+                state[f"{name}_cross_wins"] = (named(m, f"{name}_cross_wins", cross_wins), 0)
+                state[f"{name}_cross_fits"] = (
+                    named(m, f"{name}_cross_fits", _at_least(cross, request)), 1)
+            # Second half: the multiplexers.
+            values = boundary(2 + 2 * level, state)
+            request = values["request"]
+            children = read_nodes(values, len(nodes), k - 1)
+            nodes = []
+            for index in range(len(children) // 2):
+                left, right = children[2 * index], children[2 * index + 1]
+                name = f"n{k}_{index}"
+                cross = values[f"{name}_cross"]
+                left_wins, cross_wins = values[f"{name}_left_wins"], values[f"{name}_cross_wins"]
+                cross_fits = values[f"{name}_cross_fits"]
+                left_full, right_full = left["pre"][k - 1], right["pre"][k - 1]
+                nodes.append({
+                    "pre": named(m, f"{name}_pre",
+                                 Mux(left_full, _half_plus(right["pre"], k), left["pre"])),
+                    "sfs": named(m, f"{name}_sfs",
+                                 Mux(right_full, left["sfs"], _half_plus(right["sfs"], k))),
+                    "best": named(m, f"{name}_best",
+                                  Mux(left_wins, left["best"],
+                                      Mux(cross_wins, cross, right["best"]))),
+                    "bst": named(m, f"{name}_bst",
+                                 Mux(left_wins, left["bst"],
+                                     Mux(cross_wins, left["sfs"], Cat(right["bst"], 1)))),
+                    "ok": named(m, f"{name}_ok", left["ok"] | cross_fits | right["ok"]),
+                    # When nothing fits, ffs is sfs: so the crossing run (which starts at
+                    # sfs_L) needs no multiplexer input of its own.
+                    "ffs": named(m, f"{name}_ffs",
+                                 Mux(left["ok"] | cross_fits | right_full, left["ffs"],
+                                     _half_plus(right["ffs"], k))),
+                })
+
+        root = nodes[0]
         # With latency, the ports are the output registers; they reset (see their `init` in
         # the signature) to what "all occupied, request 0" gives.
         domain = m.d.sync if self._latency else m.d.comb
         domain += [
-            self.length.eq(length),
-            self.start.eq(lowest_end(longest_ends) - length),
-            self.fit.eq(fit),
-            self.fit_start.eq(Mux(fit, lowest_end(fit_ends) - request, 0)),
+            self.length.eq(root["best"]),
+            self.start.eq(root["bst"]),
+            self.fit.eq(root["ok"]),
+            self.fit_start.eq(Mux(root["ok"], root["ffs"], 0)),
         ]
         return m
