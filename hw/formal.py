@@ -2,7 +2,7 @@
 
 :func:`prove_equivalent` shows that two components drive the same values on the named outputs
 for every value of their inputs -- a proof, not a sample. It is meant for a fast, structurally
-different circuit held against a plain reference (an O(n log n) block against the O(n²) one,
+different circuit held against a plain reference (the O(n) exact tree against the O(n²) one,
 a grouped block against the full circuit on reduced bits).
 
 How: each component is wrapped so that it exposes the same ports (every free input of either

@@ -12,7 +12,7 @@ sequences, AND-reduce and invert). Every function here is bit-exact to the match
 * :func:`sampled_max_free_run` -- embodiment 6, the largest sampled length ``k + 1`` that
   still fits (never more than the exact length);
 * :func:`largest_free_block`, :func:`first_fit` and :func:`exact_free_block` -- the project's
-  exact O(n log n) allocator primitive (``hw.maxblock.ExactMaxFreeBlock``): where the longest
+  exact O(n)-gate allocator primitive (``hw.maxblock.ExactMaxFreeBlock``): where the longest
   free run starts, and the lowest start of a run of at least ``request`` blocks.
 
 :func:`seed_procedure` and friends are literal, step-by-step transcriptions of the seed's
@@ -147,8 +147,9 @@ def check_samples(n: int, samples) -> tuple[int, ...]:
 def exact_max_latency(n: int) -> int:
     """The deepest pipeline of the exact circuit for ``n`` blocks: ``floor(log2 n) + 3``.
 
-    One register after the run-length doubling, one after each of the ``floor(log2 n) + 1``
-    lifting levels, and the output register.
+    Kept from the first (run-length doubling) design so that the allowed latencies did not
+    change when the circuit became a tree; ``hw.maxblock.ExactMaxFreeBlock`` says where the
+    registers go.
     """
     return check_block_count(n).bit_length() + 2
 
