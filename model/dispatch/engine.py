@@ -211,8 +211,11 @@ class DispatchSimulator:
                      "sgpr": [(1 << gpu.sgpr) - 1] * (P * Q),
                      "lds": [(1 << gpu.lds) - 1] * P}
         self.circuit = {name: circuit_function(policy, n) for name, n in self.size.items()}
-        self.longest = {name: _memoised(lambda bits, n=n: max_free_run(bits, n))
-                        for name, n in self.size.items()}
+        # The true longest run (for fragmentation); the exact and full circuits report it
+        # already, so they share one memo.
+        self.longest = (self.circuit if policy.circuit in ("exact", "full") else
+                        {name: _memoised(lambda bits, n=n: max_free_run(bits, n))
+                         for name, n in self.size.items()})
         self.view = {name: np.full(len(self.bits[name]), self.circuit[name](self.bits[name][0]),
                                    dtype=np.int64) for name in self.size}
         self.largest = {name: np.full(len(self.bits[name]), n, dtype=np.int64)
