@@ -44,7 +44,8 @@ def default_configs(subcommand: str) -> list[Path]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpusched", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="gpusched", description="One console command for every system model of the project.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
