@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import CONFIG_ROOT
 from model.dispatch.config import load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator
 from model.report import figure, print_table, progress, save_figure, write_json
@@ -134,7 +135,7 @@ def _plot(scenario, results: dict, path: Path) -> Path:
 
 
 def _bench(args) -> int:
-    default = Path(__file__).resolve().parents[2] / "configs" / "sim" / "default.toml"
+    default = CONFIG_ROOT / "sim" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
                              else default)
     rows = []
