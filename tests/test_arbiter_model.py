@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (test_rtl_keeps_its_parameters builds arbiters only to read their parameters back)
 """The arbiter's golden model: the seed's table and quantisation, the parameter checks (pinned
 for the model and the RTL alike), the history arithmetic, the clock-level behaviour, and
 :func:`simulate_shares` against the cycle-exact model."""
