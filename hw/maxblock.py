@@ -350,9 +350,11 @@ def _at_least(a: Value, b: Value) -> Value:
     """``a >= b`` (unsigned) as plain logic, a balanced tree of (greater, equal) pairs.
 
     Written out rather than as ``>=`` so that synthesis maps it into LUTs with the logic
-    around it instead of a carry chain of its own (the tree has thousands of small ones).
+    around it instead of a carry chain of its own (the tree has hundreds of small ones).
     """
     width = max(len(a), len(b))
+    if width == 0:
+        return Const(1, 1)
     a, b = a.as_unsigned(), b.as_unsigned()
 
     def bit(value, i):
@@ -371,15 +373,48 @@ def _at_least(a: Value, b: Value) -> Value:
     return greater | equal
 
 
-def _difference(a: Value, b: Value, width: int) -> Value:
-    """``a - b`` (``a >= b``), ``width`` bits, as a ripple of plain logic (see _at_least)."""
+# The tree's run lengths and positions are "capped" values: w bits holding 0 .. 2^(w-1), so
+# the top bit is set only for the largest value, when the rest are 0. The comparisons below
+# use that to compare one bit fewer than plain comparators would (synthesis cannot know it).
+
+def _capped_at_least(a: Value, b: Value) -> Value:
+    """``a >= b`` for capped ``a`` and ``b`` whose widths differ by at most one bit."""
+    if len(a) == len(b):
+        return a[-1] | (~b[-1] & _at_least(a[:-1], b[:-1]))
+    if len(a) == len(b) + 1:                # a >= 2^(w-1) >= b, where w = len(b)
+        return a[-1] | a[-2] | (~b[-1] & _at_least(a[:-2], b[:-1]))
+    assert len(b) == len(a) + 1
+    return ~b[-1] & Mux(b[-2], a[-1] & ~b[:-2].any(), a[-1] | _at_least(a[:-1], b[:-2]))
+
+
+def _fits(length: Value, request: Value) -> Value:
+    """``length >= request`` for a capped ``length`` and any ``request``."""
+    w = len(length)
+    request = Cat(request, Const(0, w))     # at least w + 1 bits
+    low_fits = ~request[w - 1] & _at_least(length[:w - 1], request[:w - 1])
+    top_fits = ~(request[w - 1] & request[:w - 1].any())
+    return ~request[w:].any() & Mux(length[w - 1], top_fits, low_fits)
+
+
+def _cross_run(prefix: Value, suffix_start: Value) -> Value:
+    """``2^(k-1) + prefix - suffix_start`` for capped ``k``-bit operands: ``k + 1`` bits, capped.
+
+    A ripple subtraction of the ``k - 1`` low bits; the two top bits follow from whether
+    either operand is ``2^(k-1)`` (then its low bits are 0) and from the borrow.
+    """
+    k = len(prefix)
     bits, borrow = [], Const(0, 1)
-    for i in range(width):
-        x = a[i] if i < len(a) else Const(0, 1)
-        y = b[i] if i < len(b) else Const(0, 1)
+    for i in range(k - 1):
+        x, y = prefix[i], suffix_start[i]
         bits.append(x ^ y ^ borrow)
         borrow = (~x & (y | borrow)) | (y & borrow)
-    return Cat(*bits)
+    # The value is 2^(k-1) * (1 + prefix_top - suffix_top - borrow) + low bits, and the
+    # multiplier is 0, 1 or 2.
+    prefix_top, suffix_top = prefix[k - 1], suffix_start[k - 1]
+    one = (~prefix_top & ~suffix_top & ~borrow) | (prefix_top & suffix_top) | (
+        prefix_top & ~suffix_top & borrow)
+    two = prefix_top & ~suffix_top & ~borrow
+    return Cat(*bits, one, two)
 
 
 def _half_plus(value: Value, k: int) -> Value:
@@ -404,28 +439,28 @@ def _or_all(values: list[Value]) -> Value:
     return result
 
 
-def _block_tables(size: int) -> tuple[list[dict], list[list[tuple[int, int]]]]:
-    """Per status word of one leaf block of ``size`` blocks (bit i free): its fields, and per
-    request class c (``c`` blocks, ``size + 1`` for "more than size"): (ok, fit start)."""
-    fields, fits = [], []
-    for word in range(1 << size):
-        free = [word >> i & 1 for i in range(size)]
-        prefix = next((i for i in range(size) if not free[i]), size)
-        suffix_start = next((i + 1 for i in reversed(range(size)) if not free[i]), 0)
+#: Blocks per leaf of the exact circuit's tree.
+_LEAF = 4
+
+
+def _leaf_fields() -> list[dict[str, int]]:
+    """Per status word of one leaf (bit i set: block i free): its free prefix ``pre``, where its
+    free suffix starts ``sfs`` (4 when none), its longest free run ``best`` and the lowest
+    start of one ``bst``."""
+    fields = []
+    for word in range(1 << _LEAF):
+        free = [word >> i & 1 for i in range(_LEAF)]
+        prefix = next((i for i in range(_LEAF) if not free[i]), _LEAF)
+        suffix_start = next((i + 1 for i in reversed(range(_LEAF)) if not free[i]), 0)
         best, best_start = 0, 0
-        for begin in range(size):
+        for begin in range(_LEAF):
             end = begin
-            while end < size and free[end]:
+            while end < _LEAF and free[end]:
                 end += 1
             if end - begin > best:
                 best, best_start = end - begin, begin
         fields.append({"pre": prefix, "sfs": suffix_start, "best": best, "bst": best_start})
-        row = []
-        for request in range(size + 2):
-            starts = [j for j in range(size - request + 1) if all(free[j:j + request])]
-            row.append((1, starts[0]) if starts and request <= size else (0, suffix_start))
-        fits.append(row)
-    return fields, fits
+    return fields
 
 
 class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
@@ -433,8 +468,8 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
 
     The allocator primitive of embodiment 1 (step a43 allocates at a start address). It gives
     the same ``length`` as :class:`MaxFreeBlock` for O(n) gates instead of ``n²``, and says
-    where to allocate. It is a balanced tree over the blocks (see ``elaborate``): leaf
-    blocks of four are constant tables, and every node merges its two halves with a few
+    where to allocate. It is a balanced tree over the blocks (see ``elaborate``): leaves of
+    four blocks are constant tables, and every node merges its two halves with a few
     comparators of ``log2`` of its size bits, so the logic is ``O(log n)`` comparator levels
     deep.
 
@@ -454,6 +489,11 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         there are more registers than boundaries (``n <= 32``), the rest delay the inputs.
         A new ``status`` and ``request`` may be presented every clock.
 
+        Latency 0 and 1 build for area: below the root, a node compares its left half's
+        longest run with the run across its middle, and only the winner with its right
+        half's. The root, and every node of a pipelined circuit, compare all three pairs
+        side by side, which takes a third comparator but one comparator delay less.
+
     Attributes
     ----------
     status : In(n)
@@ -467,7 +507,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
     fit : Out(1)
         A free run of at least ``request`` blocks exists (always 1 for ``request = 0``).
     fit_start : Out(range(max(n, 2)))
-        Lowest address at which such a run starts; 0 when ``fit`` is 0.
+        Lowest address at which such a run starts; 0 when ``fit`` is 0 or ``request`` is 0.
 
     After reset, and until the first inputs have passed through, the outputs read as for
     "all blocks occupied, request 0": ``length = start = fit_start = 0`` and ``fit = 1``.
@@ -509,25 +549,31 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         return counts
 
     def elaborate(self, platform):
-        # A balanced tree over the blocks (padded with occupied blocks to a power of two).
-        # Every node of 2^k blocks knows its free prefix `pre` (0 .. 2^k), where its free
-        # suffix starts `sfs` (2^k when none), its longest free run `best` and where the
-        # lowest such run starts `bst`, and for the request r: whether a run of r blocks fits
-        # inside it `ok` and the lowest start of one `ffs` (`sfs` when none fits). Merging
-        # two halves: the run across the middle is `cross = 2^(k-1) + pre_R - sfs_L` blocks,
-        # starting at sfs_L; the longest run is the left one, else the crossing one, else the
-        # right one (ties to the lower start); the first fit is the left one, else the
-        # crossing one if cross >= r, else the right one. A node costs O(k) gates, so the
-        # tree costs O(n) gates and O(log n) levels of (small) comparators. Leaf blocks of
-        # four are constant tables.
+        # A balanced tree over the blocks, padded with occupied blocks to a power of two (at
+        # least one leaf of four). Every node of 2^k blocks knows, as capped values (see
+        # _capped_at_least): its free prefix `pre` (0 .. 2^k), where its free suffix starts
+        # `sfs` (2^k when none), its longest free run `best` and the lowest start of one
+        # `bst` (k bits), and for the request r >= 1, `ffs`: the lowest start of a free run of
+        # at least r blocks inside the node, or `sfs` when there is none.
+        #
+        # Merging halves L and R of h = 2^(k-1) blocks: the run across the middle is
+        # `cross = h + pre_R - sfs_L` blocks from sfs_L. The longest run is the first of L's,
+        # the crossing one and R's that is longest (so ties go to the lower start): with
+        # `first` the longer of L's and the crossing one, best = first if first >= best_R,
+        # else best_R. The first fit is ffs_L if L's best or the crossing run fits (ffs_L is
+        # sfs_L when only the crossing run does) or if R is all free (then nothing fits and
+        # the node's suffix starts at sfs_L); else h + ffs_R. A node costs O(k) gates: the tree
+        # costs O(n) gates and O(log n) levels of small comparators.
+        #
+        # Request 0 fits at 0: the root's `fit_start` reads 0 for it, so the tree below may
+        # treat it as it likes (it reads it as request 1 in the leaves).
         m = Module()
         n = self._n
-        levels = (n - 1).bit_length()                   # the tree has 2^levels leaves
-        leaf = min(2, levels)                           # leaf blocks of 2^leaf
-        size = 1 << leaf
-        merges = levels - leaf
+        levels = max((n - 1).bit_length(), 2)           # the tree has 2^levels blocks
+        merges = levels - 2                             # tree levels above the leaves
         segments = 1 + 2 * merges                       # leaf tables, then two halves a level
         counts = self._cut_positions(segments)
+        parallel = self._latency >= 2
 
         free = self.status if self._free_level else ~self.status
         state = {"free": (Cat(free, Const(0, (1 << levels) - n)), 0),
@@ -545,65 +591,61 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
                 state = registered
             return {name: value for name, (value, _) in state.items()}
 
-        def node_state(nodes, k, state, prefix=""):
-            # The fields of the nodes of level k, with their reset values.
-            span = 1 << k
-            inits = {"pre": 0, "sfs": span, "best": 0, "bst": 0, "ok": 1, "ffs": 0}
+        # Reset values of the fields of a node of 2^k blocks: all occupied, request 0 (which
+        # fits at once, so every node passes its leftmost leaf's `ffs` up).
+        def node_inits(k):
+            return {"pre": 0, "sfs": 1 << k, "best": 0, "bst": 0, "ffs": _LEAF}
+
+        def node_state(nodes, k, state):
+            inits = node_inits(k)
             for index, node in enumerate(nodes):
                 for field, value in node.items():
-                    if len(value):
-                        state[f"{prefix}n{k}_{index}_{field}"] = (value, inits[field])
+                    state[f"n{k}_{index}_{field}"] = (value, inits[field])
             return state
 
-        def read_nodes(values, count, k, prefix=""):
-            widths = {"pre": k + 1, "sfs": k + 1, "best": k + 1, "bst": k, "ok": 1,
-                      "ffs": k + 1}
-            return [{field: values.get(f"{prefix}n{k}_{index}_{field}", Const(0, 0))
-                     for field in widths} for index in range(count)]
+        def read_nodes(values, count, k):
+            return [{field: values[f"n{k}_{index}_{field}"] for field in node_inits(k)}
+                    for index in range(count)]
 
-        # Leaf blocks: constant tables of their `size` status bits (and the request class).
+        # Leaves: constant tables of their four status bits (each table bit an OR of one-hot
+        # status words: plain logic, which synthesis and the equivalence checker take as it
+        # is, unlike a ROM), and the first fit for requests 1 .. 4 (more fits in no leaf).
         values = boundary(0, state)
         free, request = values["free"], values["request"]
-        fields, fits = _block_tables(size)
-        # One-hot request class (c blocks, size + 1 for more) and, per block, one-hot status
-        # word: every table bit is then an OR of a few of them (plain logic, which both
-        # synthesis and the equivalence checker take as it is, unlike a ROM).
-        classes = [_equals(request, c) for c in range(size + 1)]
-        classes.append(~Cat(*classes).any())            # more than `size` blocks
-        request_class = named(m, "request_class", Cat(*classes))
-
-        def table(word_hot, bits_of):
-            # OR of the minterms of the words whose entry has the bit set, per bit.
-            width = max((value.bit_length() for value in map(bits_of, range(1 << size))),
-                        default=0)
-            return Cat(*(Cat(*(word_hot[w] for w in range(1 << size) if bits_of(w) >> i & 1),
-                             Const(0, 1)).any()
-                         for i in range(width)))
-
+        fields = _leaf_fields()
+        at_most = {j: named(m, f"request_at_most_{j}", ~_at_least(request, Const(j + 1, 3)))
+                   for j in range(1, _LEAF + 1)}
         nodes = []
-        for index in range(1 << (levels - leaf)):
-            word = free[index * size:(index + 1) * size]
-            word_hot = named(m, f"n{leaf}_{index}_word",
-                             Cat(*(_equals(word, w) for w in range(1 << size))))
+        for index in range(1 << merges):
+            name = f"n2_{index}"
+            w = free[index * _LEAF:(index + 1) * _LEAF]
+            word_hot = named(m, f"{name}_word",
+                             Cat(*(_equals(w, word) for word in range(1 << _LEAF))))
             node = {}
-            for field, width in (("pre", leaf + 1), ("sfs", leaf + 1), ("best", leaf + 1),
-                                 ("bst", leaf)):
-                bits = table(word_hot, lambda w, f=field: fields[w][f])
-                node[field] = (named(m, f"n{leaf}_{index}_{field}",
-                                     Cat(bits, Const(0, width - len(bits))))
-                               if width else Const(0, 0))
-            node["ok"] = named(m, f"n{leaf}_{index}_ok", Cat(*(
-                request_class[c] & table(word_hot, lambda w, c=c: fits[w][c][0])
-                for c in range(size + 2))).any())
-            node["ffs"] = named(m, f"n{leaf}_{index}_ffs", _or_all([
-                Mux(request_class[c], table(word_hot, lambda w, c=c: fits[w][c][1]), 0)
-                for c in range(size + 2)])[:leaf + 1])
+            for field in ("pre", "sfs", "best", "bst"):
+                width = 2 if field == "bst" else 3
+                node[field] = named(m, f"{name}_{field}", Cat(*(
+                    Cat(*(word_hot[word] for word in range(1 << _LEAF)
+                          if fields[word][field] >> i & 1), Const(0, 1)).any()
+                    for i in range(width))))
+            # In four blocks a maximal free run starts at 0 (the prefix), ends at 4 (the
+            # suffix, from sfs) or lies strictly inside: [1, 2), [1, 3) or [2, 3). The first
+            # fit is the first of them, in that order, that is long enough; else sfs.
+            prefix_fits = _or_all([at_most[j] & w[:j].all() for j in range(1, _LEAF + 1)])
+            inside_12 = ~w[0] & w[1] & ~w[2]
+            inside_13 = ~w[0] & w[1] & w[2] & ~w[3]
+            inside_23 = ~w[1] & w[2] & ~w[3]
+            inside_fits = (at_most[1] & (inside_12 | inside_13 | inside_23)) | (
+                at_most[2] & inside_13)
+            node["ffs"] = named(m, f"{name}_ffs", Mux(
+                prefix_fits, 0, Mux(inside_fits, Mux(inside_23, 2, 1), node["sfs"]))[:3])
             nodes.append(node)
 
-        k = leaf
+        root_fits = None
         for level in range(merges):
-            k += 1
-            # First half: the crossing run and the comparisons.
+            k = level + 3                               # the new nodes have 2^k blocks
+            h = 1 << (k - 1)
+            # First half: the crossing run and the comparisons that need no multiplexer.
             state = node_state(nodes, k - 1, {"request": (request, 0)})
             values = boundary(1 + 2 * level, state)
             request = values["request"]
@@ -612,18 +654,22 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
             for index in range(len(nodes) // 2):
                 left, right = children[2 * index], children[2 * index + 1]
                 name = f"n{k}_{index}"
-                cross = named(m, f"{name}_cross",
-                              _difference(_half_plus(right["pre"], k), left["sfs"], k + 1))
-                left_wins = _at_least(left["best"], cross) & _at_least(left["best"],
-                                                                        right["best"])
-                cross_wins = ~_at_least(left["best"], cross) & _at_least(cross, right["best"])
-                # Cross, the comparisons: reset values for "all occupied, request 0".
-                state[f"{name}_cross"] = (cross, 0)
-                state[f"{name}_left_wins"] = (named(m, f"{name}_left_wins", left_wins), 1)
-                state[f"{name}_cross_wins"] = (named(m, f"{name}_cross_wins", cross_wins), 0)
-                state[f"{name}_cross_fits"] = (
-                    named(m, f"{name}_cross_fits", _at_least(cross, request)), 1)
-            # Second half: the multiplexers.
+                cross = named(m, f"{name}_cross", _cross_run(right["pre"], left["sfs"]))
+                compared = {"cross": (cross, 0),
+                            "left_first": (_capped_at_least(left["best"], cross), 1)}
+                if parallel or k == levels:
+                    compared.update({
+                        "left_over_right": (_capped_at_least(left["best"], right["best"]), 1),
+                        "cross_over_right": (_capped_at_least(cross, right["best"]), 1),
+                        "left_fits": (_fits(left["best"], request), 1),
+                        "cross_fits": (_fits(cross, request), 1),
+                    })
+                if k == levels:
+                    compared["right_fits"] = (_fits(right["best"], request), 1)
+                for key, (value, init) in compared.items():
+                    state[f"{name}_{key}"] = (named(m, f"{name}_{key}", value), init)
+            # Second half: the multiplexers (and, building for area, the comparisons with
+            # the first candidate).
             values = boundary(2 + 2 * level, state)
             request = values["request"]
             children = read_nodes(values, len(nodes), k - 1)
@@ -631,37 +677,45 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
             for index in range(len(children) // 2):
                 left, right = children[2 * index], children[2 * index + 1]
                 name = f"n{k}_{index}"
-                cross = values[f"{name}_cross"]
-                left_wins, cross_wins = values[f"{name}_left_wins"], values[f"{name}_cross_wins"]
-                cross_fits = values[f"{name}_cross_fits"]
+                cross, left_first = values[f"{name}_cross"], values[f"{name}_left_first"]
+                first = named(m, f"{name}_first", Mux(left_first, left["best"], cross))
+                first_start = Mux(left_first, left["bst"], left["sfs"])
+                if f"{name}_left_fits" in values:
+                    first_wins = Mux(left_first, values[f"{name}_left_over_right"],
+                                     values[f"{name}_cross_over_right"])
+                    first_fits = Mux(left_first, values[f"{name}_left_fits"],
+                                     values[f"{name}_cross_fits"])
+                else:
+                    first_wins = _capped_at_least(first, right["best"])
+                    first_fits = _fits(first, request)
+                first_wins = named(m, f"{name}_first_wins", first_wins)
+                first_fits = named(m, f"{name}_first_fits", first_fits)
+                if k == levels:
+                    root_fits = first_fits | values[f"{name}_right_fits"]
                 left_full, right_full = left["pre"][k - 1], right["pre"][k - 1]
                 nodes.append({
                     "pre": named(m, f"{name}_pre",
                                  Mux(left_full, _half_plus(right["pre"], k), left["pre"])),
                     "sfs": named(m, f"{name}_sfs",
                                  Mux(right_full, left["sfs"], _half_plus(right["sfs"], k))),
-                    "best": named(m, f"{name}_best",
-                                  Mux(left_wins, left["best"],
-                                      Mux(cross_wins, cross, right["best"]))),
+                    "best": named(m, f"{name}_best", Mux(first_wins, first, right["best"])),
                     "bst": named(m, f"{name}_bst",
-                                 Mux(left_wins, left["bst"],
-                                     Mux(cross_wins, left["sfs"], Cat(right["bst"], 1)))),
-                    "ok": named(m, f"{name}_ok", left["ok"] | cross_fits | right["ok"]),
-                    # When nothing fits, ffs is sfs: so the crossing run (which starts at
-                    # sfs_L) needs no multiplexer input of its own.
+                                 Mux(first_wins, first_start, Cat(right["bst"], 1))),
                     "ffs": named(m, f"{name}_ffs",
-                                 Mux(left["ok"] | cross_fits | right_full, left["ffs"],
+                                 Mux(first_fits | right_full, left["ffs"],
                                      _half_plus(right["ffs"], k))),
                 })
 
         root = nodes[0]
+        if root_fits is None:                           # a single leaf
+            root_fits = _fits(root["best"], request)
         # With latency, the ports are the output registers; they reset (see their `init` in
         # the signature) to what "all occupied, request 0" gives.
         domain = m.d.sync if self._latency else m.d.comb
         domain += [
             self.length.eq(root["best"]),
             self.start.eq(root["bst"]),
-            self.fit.eq(root["ok"]),
-            self.fit_start.eq(Mux(root["ok"], root["ffs"], 0)),
+            self.fit.eq(root_fits),
+            self.fit_start.eq(Mux(root_fits & request.any(), root["ffs"], 0)),
         ]
         return m

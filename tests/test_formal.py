@@ -4,7 +4,7 @@
 
 Each proof covers every status word of its width, where exhaustive simulation stops near n = 20:
 
-* the O(n log n) :class:`ExactMaxFreeBlock` gives the ``length`` of :class:`MaxFreeBlock`;
+* the O(n) :class:`ExactMaxFreeBlock` gives the ``length`` of :class:`MaxFreeBlock`;
 * :class:`GroupedMaxFreeBlock` is the full circuit on the group-reduced word, scaled;
 * its ``fit`` says "the longest free run has at least ``request`` blocks", for every request;
 * :class:`SampledMaxFreeBlock` with every ``k`` sampled is :class:`MaxFreeBlock`;

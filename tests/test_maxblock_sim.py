@@ -67,6 +67,10 @@ def small_configs():
     for n in (1, 2, 3, 7, 8):
         for free_level, latency in itertools.product((0, 1), range(exact_max_latency(n) + 1)):
             yield BlockConfig("exact", n, free_level, latency)
+    # Nine blocks: the smallest tree with nodes below the root, which latencies 0 and 1 build
+    # for area (serial comparisons) and a pipeline builds for speed (side by side).
+    for free_level, latency in ((1, 0), (0, 1), (1, exact_max_latency(9))):
+        yield BlockConfig("exact", 9, free_level, latency)
 
 
 @pytest.mark.parametrize("config", list(small_configs()), ids=lambda config: config.name)
