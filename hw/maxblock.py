@@ -347,30 +347,19 @@ class SampledMaxFreeBlock(_MaxFreeBlockBase):
 
 
 def _at_least(a: Value, b: Value) -> Value:
-    """``a >= b`` (unsigned) as plain logic, a balanced tree of (greater, equal) pairs.
+    """``a >= b`` (unsigned) as plain logic: a ripple from the lowest bit up.
 
     Written out rather than as ``>=`` so that synthesis maps it into LUTs with the logic
-    around it instead of a carry chain of its own (the tree has hundreds of small ones).
+    around it instead of a carry chain of its own (the tree has hundreds of small ones). The
+    operands here are a few bits wide; a ripple maps to fewer LUTs than a balanced tree of
+    (greater, equal) pairs, and no deeper once mapped (the first version of the tree used one).
     """
-    width = max(len(a), len(b))
-    if width == 0:
-        return Const(1, 1)
-    a, b = a.as_unsigned(), b.as_unsigned()
-
-    def bit(value, i):
-        return value[i] if i < len(value) else Const(0, 1)
-
-    def compare(low, high):
-        if high - low == 1:
-            x, y = bit(a, low), bit(b, low)
-            return x & ~y, ~(x ^ y)
-        middle = (low + high) // 2
-        greater_low, equal_low = compare(low, middle)
-        greater_high, equal_high = compare(middle, high)
-        return greater_high | (equal_high & greater_low), equal_high & equal_low
-
-    greater, equal = compare(0, width)
-    return greater | equal
+    result = Const(1, 1)                    # equal so far: at least
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else Const(0, 1)
+        y = b[i] if i < len(b) else Const(0, 1)
+        result = (x & ~y) | (~(x ^ y) & result)
+    return result
 
 
 # The tree's run lengths and positions are "capped" values: w bits holding 0 .. 2^(w-1), so
