@@ -633,7 +633,6 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         root_fits = None
         for level in range(merges):
             k = level + 3                               # the new nodes have 2^k blocks
-            h = 1 << (k - 1)
             # First half: the crossing run and the comparisons that need no multiplexer.
             state = node_state(nodes, k - 1, {"request": (request, 0)})
             values = boundary(1 + 2 * level, state)
