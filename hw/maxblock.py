@@ -633,6 +633,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         root_fits = None
         for level in range(merges):
             k = level + 3                               # the new nodes have 2^k blocks
+            side_by_side = parallel or k == levels      # every comparison in the first half
             # First half: the crossing run and the comparisons that need no multiplexer.
             state = node_state(nodes, k - 1, {"request": (request, 0)})
             values = boundary(1 + 2 * level, state)
@@ -645,7 +646,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
                 cross = named(m, f"{name}_cross", _cross_run(right["pre"], left["sfs"]))
                 compared = {"cross": (cross, 0),
                             "left_first": (_capped_at_least(left["best"], cross), 1)}
-                if parallel or k == levels:
+                if side_by_side:
                     compared.update({
                         "left_over_right": (_capped_at_least(left["best"], right["best"]), 1),
                         "cross_over_right": (_capped_at_least(cross, right["best"]), 1),
@@ -668,7 +669,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
                 cross, left_first = values[f"{name}_cross"], values[f"{name}_left_first"]
                 first = named(m, f"{name}_first", Mux(left_first, left["best"], cross))
                 first_start = Mux(left_first, left["bst"], left["sfs"])
-                if f"{name}_left_fits" in values:
+                if side_by_side:
                     first_wins = Mux(left_first, values[f"{name}_left_over_right"],
                                      values[f"{name}_cross_over_right"])
                     first_fits = Mux(left_first, values[f"{name}_left_fits"],
