@@ -379,7 +379,7 @@ class ArbiterConfig(ArbiterParams):
     """One arbiter parameter set for the benches and reports: the component and the model.
 
     ``name`` is the Verilog module name; ``to_json``/``from_json`` carry it to a cocotb
-    bench (in ``MAXBLOCK_CONFIG``, the variable ``tb.runner.run_bench`` sets).
+    bench (in ``MAXBLOCK_CONFIG``, the variable ``hw.flow.runner.run_bench`` sets).
     """
 
     def component(self) -> DelayFactorArbiter:

@@ -31,7 +31,7 @@ scheduling (:class:`StrideScheduling`); and WF2Q+ (:class:`WF2QPlus`). Every pol
 a ``(sets, tasks)`` batch with numpy, one round per call.
 
 ``python -m model.fairness`` prints the table (with the iCE40 LUT count of every arbiter
-variant, from :mod:`hw.arbiter_cost`) and writes ``arbiter_fairness.csv``, ``.md`` and
+variant, from :mod:`hw.flow.arbiter_cost`) and writes ``arbiter_fairness.csv``, ``.md`` and
 ``.png`` to ``build/reports/``; ``--quick`` is the smaller run that ``make sim`` shows.
 """
 
@@ -584,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_synth:
         from concurrent.futures import ThreadPoolExecutor
 
-        from hw.arbiter_cost import arbiter_cost
+        from hw.flow.arbiter_cost import arbiter_cost
 
         costed = [policy for policy in policies if policy.arbiter is not None]
         with ThreadPoolExecutor(max_workers=2) as pool:       # each job is a Yosys process

@@ -9,7 +9,7 @@ import os
 import random
 from collections.abc import Iterable
 
-from hw.catalog import BlockConfig
+from hw.flow.catalog import BlockConfig
 from model.maxblock import max_free_run
 
 __all__ = ["DENSITIES", "bench_seed", "directed_inputs", "directed_vectors", "exhaustive_inputs",

@@ -1,7 +1,7 @@
 """cocotb bench: a max-free-block circuit against its golden model, clock by clock.
 
 The block and its parameters arrive as JSON in ``MAXBLOCK_CONFIG`` (see
-:class:`hw.catalog.BlockConfig`); ``tests/test_cocotb_maxblock.py`` builds one bench per
+:class:`hw.flow.catalog.BlockConfig`); ``tests/test_cocotb_maxblock.py`` builds one bench per
 parameter set and simulator. The driver presents new inputs every clock (or holds them for a
 random number of clocks); the scoreboard compares every output in every clock with
 :class:`model.maxblock.PipelineModel`, which carries the reference function through the
@@ -23,7 +23,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from hw.catalog import BlockConfig
+from hw.flow.catalog import BlockConfig
 from model.maxblock import PipelineModel
 from tb.stimulus import bench_seed, directed_inputs, exhaustive_inputs, random_inputs
 

@@ -1,6 +1,6 @@
 """cocotb bench: the time-multiplexed unit (embodiment 7) against its model, clock by clock.
 
-The parameters arrive as JSON in ``MAXBLOCK_CONFIG`` (see :class:`hw.catalog.SharedConfig`).
+The parameters arrive as JSON in ``MAXBLOCK_CONFIG`` (see :class:`hw.flow.catalog.SharedConfig`).
 Every clock the driver presents new status words for every resource type (each type's word
 is only read in its own period); the scoreboard compares every ``length``, ``valid`` and
 ``start`` field in every clock with :class:`model.maxblock.SharedMaxFreeBlockModel`.
@@ -14,7 +14,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from hw.catalog import SharedConfig
+from hw.flow.catalog import SharedConfig
 from tb.stimulus import bench_seed, packed_fields, random_free_masks
 
 

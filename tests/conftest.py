@@ -1,7 +1,7 @@
 """Shared pytest set-up: the ``simulator`` parameter of every cocotb co-simulation test.
 
 A test that takes a ``simulator`` argument runs once per HDL simulator of
-:data:`tb.runner.SIMULATORS`; ``SIM=verilator`` or ``SIM=icarus`` keeps one (``make regress``
+:data:`hw.flow.runner.SIMULATORS`; ``SIM=verilator`` or ``SIM=icarus`` keeps one (``make regress``
 passes it through). A simulator that is not installed is skipped with the reason.
 """
 
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tb.runner import SIMULATORS, missing_simulator
+from hw.flow.runner import SIMULATORS, missing_simulator
 
 
 def _simulators() -> list:

@@ -516,7 +516,7 @@ def test_benchmark_writes_its_reports(tmp_path, capsys):
 
 def test_cost_is_cached_by_the_verilog(tmp_path):
     # A cached result is returned without running Yosys; another circuit has another key.
-    from hw.arbiter_cost import arbiter_cost, arbiter_verilog, cache_key
+    from hw.flow.arbiter_cost import arbiter_cost, arbiter_verilog, cache_key
 
     params = ArbiterParams(2, 1)
     text = arbiter_verilog(params)

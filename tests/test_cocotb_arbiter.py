@@ -8,7 +8,7 @@ the wrong parameters to the bench, which must reject each of them.
 import pytest
 
 from hw.arbiter import ArbiterConfig, DelayFactorArbiter
-from tb.runner import run_bench
+from hw.flow.runner import run_bench
 
 #: The regression: the seed's arbiter at the default size; two classes and integer H with
 #: slot-index ties; an odd slot count (the slot field has unused values) with 16 fraction

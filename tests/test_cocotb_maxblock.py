@@ -1,4 +1,4 @@
-"""The cocotb regression: every parameter set of ``hw.catalog.REGRESSION`` on both simulators.
+"""The cocotb regression: every parameter set of ``hw.flow.catalog.REGRESSION`` on both simulators.
 
 ``SIM=verilator`` or ``SIM=icarus`` restricts it to one simulator (``make regress`` does).
 A simulator that is not installed is skipped with the reason; CI has both. The last tests
@@ -10,9 +10,9 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.catalog import REGRESSION, SHARED_REGRESSION, BlockConfig
+from hw.flow.catalog import REGRESSION, SHARED_REGRESSION, BlockConfig
+from hw.flow.runner import run_bench
 from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock
-from tb.runner import run_bench
 
 
 @pytest.mark.cocotb

@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 # (the bad-argument tests build components that are rejected before they are elaborated)
-"""Formal equivalence proofs of the max-free-block circuits, with :mod:`hw.formal` and Yosys.
+"""Formal equivalence proofs of the max-free-block circuits, with :mod:`hw.flow.formal` and Yosys.
 
 Each proof covers every status word of its width, where exhaustive simulation stops near n = 20:
 
@@ -24,7 +24,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.formal import find_yosys, prove_equivalent
+from hw.flow.formal import find_yosys, prove_equivalent
 from hw.maxblock import (
     ExactMaxFreeBlock,
     GroupedMaxFreeBlock,

@@ -15,7 +15,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from hw.fpga_report import (
+from hw.flow.fpga_report import (
     FAMILIES,
     TABLE_HEADERS,
     accuracy_columns,
@@ -27,7 +27,7 @@ from hw.fpga_report import (
     generate_verilog,
     run_flow,
 )
-from hw.fpga_wrapper import RegisterWrapper
+from hw.flow.fpga_wrapper import RegisterWrapper
 from hw.maxblock import MaxFreeBlock
 from model.maxblock import max_free_run
 
@@ -180,7 +180,7 @@ def test_board_top_prepares_for_the_icebreaker():
     # Elaborates the board design and writes the build files; runs no tool.
     from amaranth_boards.icebreaker import ICEBreakerPlatform
 
-    from hw.board import SHIFT_INTERFACE, ShiftInterfaceTop
+    from hw.flow.board import SHIFT_INTERFACE, ShiftInterfaceTop
     platform = ICEBreakerPlatform()
     platform.add_resources(platform.break_off_pmod)
     platform.add_resources([SHIFT_INTERFACE])

@@ -13,7 +13,7 @@ from amaranth.back import verilog
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from hw.catalog import BlockConfig, SharedConfig
+from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.maxblock import MaxFreeBlock
 from model.maxblock import PipelineModel, SharedSchedule, default_samples, exact_max_latency
 from tb.stimulus import directed_inputs, exhaustive_inputs, random_free_masks, random_inputs

@@ -1,7 +1,7 @@
 """Area and speed of every max-free-block variant on iCE40 and ECP5: ``make fpga-report``.
 
 Each variant (:data:`VARIANT_LABELS`) at each block count is wrapped in
-:class:`hw.fpga_wrapper.RegisterWrapper`, converted to Verilog, synthesized with Yosys
+:class:`hw.flow.fpga_wrapper.RegisterWrapper`, converted to Verilog, synthesized with Yosys
 (``synth_ice40`` and ``synth_ecp5``, LUT mapping with ABC9's fast script, see
 :data:`ABC9_SCRIPT`) and placed and routed with nextpnr (fixed seed) on the smallest device of
 the family that holds it, all with the YoWASP (WebAssembly) builds of the tools from PyPI. A
@@ -17,7 +17,7 @@ generated Verilog, the tool versions, the devices and every flag of the flow, so
 only regenerates the Verilog and prints the same table. Jobs run in a process pool (two by
 default), largest first.
 
-Run ``python -m hw.fpga_report --help`` for the options.
+Run ``python -m hw.flow.fpga_report --help`` for the options.
 """
 
 import argparse
@@ -38,7 +38,7 @@ from importlib import metadata
 from pathlib import Path
 
 import hw.maxblock
-from hw.fpga_wrapper import RegisterWrapper
+from hw.flow.fpga_wrapper import RegisterWrapper
 from model.maxblock import default_samples
 
 __all__ = [
@@ -663,7 +663,7 @@ def _settings(timeout: float) -> list[str]:
 
 def _markdown(table_rows, ratios, notes, timeout) -> str:
     explanation = (
-        "Each circuit sits in a register wrapper (`hw/fpga_wrapper.py`): a serial-in shift "
+        "Each circuit sits in a register wrapper (`hw/flow/fpga_wrapper.py`): a serial-in shift "
         "register loads an input register that drives the circuit, and the XOR of all its "
         "outputs is registered onto one pin. Latency 1 (the circuit's output register) for "
         "all but the pipelined exact circuit, so fmax is that of the circuit between two "
@@ -720,7 +720,7 @@ def _parse_list(text: str, allowed: Sequence, convert=str) -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run (or read from the cache) every job, print and write the report."""
-    parser = argparse.ArgumentParser(prog="python -m hw.fpga_report",
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.fpga_report",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/reports"),
                         help="directory of fpga.md, fpga.csv, cache/ and work/ "

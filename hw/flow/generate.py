@@ -1,8 +1,8 @@
-"""Write Verilog for the default parameter sets and lint it: ``python -m hw.generate``.
+"""Write Verilog for the default parameter sets and lint it: ``python -m hw.flow.generate``.
 
-Each block of :data:`hw.catalog.VERILOG_DEFAULTS` becomes ``<out>/<module name>.v``. With
+Each block of :data:`hw.flow.catalog.VERILOG_DEFAULTS` becomes ``<out>/<module name>.v``. With
 ``--lint`` each file is checked with ``verilator --lint-only -Wall`` and the waivers in
-``hw/lint.vlt`` (which waive only Amaranth's own idioms); any other warning fails the run.
+``hw/flow/lint.vlt`` (which waive only Amaranth's own idioms); any other warning fails the run.
 """
 
 import argparse
@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from hw.catalog import VERILOG_DEFAULTS
-from tb.runner import use_packaged_verilator, write_verilog
+from hw.flow.catalog import VERILOG_DEFAULTS
+from hw.flow.runner import use_packaged_verilator, write_verilog
 
 WAIVERS = Path(__file__).resolve().parent / "lint.vlt"
 

@@ -1,6 +1,6 @@
 """A bitstream for the iCEBreaker: the free-block finder behind a three-wire shift interface.
 
-``python -m hw.board`` builds (but does not program) ``build/board/maxfree_board.bin`` with
+``python -m hw.flow.board`` builds (but does not program) ``build/board/maxfree_board.bin`` with
 Amaranth's iCE40 flow run on the YoWASP tools from PyPI (Yosys, nextpnr-ice40, icepack),
 which Amaranth is pointed at through its tool environment variables (``YOSYS``,
 ``NEXTPNR_ICE40``, ``ICEPACK``). The circuit is :class:`hw.maxblock.ExactMaxFreeBlock` when it
@@ -24,7 +24,7 @@ from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 
 import hw.maxblock
-from hw.fpga_wrapper import input_ports, output_ports
+from hw.flow.fpga_wrapper import input_ports, output_ports
 
 __all__ = ["SHIFT_INTERFACE", "ShiftInterfaceTop", "board_dut", "build", "main", "yowasp_env"]
 
@@ -153,7 +153,7 @@ def build(out: Path, n: int = 64) -> tuple[Path, str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hw.board",
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.board",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/board"),
                         help="build directory (default: %(default)s)")

@@ -13,12 +13,12 @@ from pathlib import Path
 from amaranth.back import verilog
 from cocotb_tools.runner import Verilator, get_runner
 
-from hw.catalog import BlockConfig, SharedConfig
+from hw.flow.catalog import BlockConfig, SharedConfig
 
 __all__ = ["BUILD_ROOT", "SIMULATORS", "missing_simulator", "run_bench",
            "use_packaged_verilator", "write_verilog"]
 
-BUILD_ROOT = Path(__file__).resolve().parent.parent / "build"
+BUILD_ROOT = Path(__file__).resolve().parents[2] / "build"
 SIMULATORS = ("verilator", "icarus")
 
 
