@@ -60,13 +60,13 @@ sim: sim-dispatch report
 	$(PYTHON) -m model.fairness --quick
 
 sim-dispatch: $(STAMP)
-	$(PYTHON) -m model.cli sim --json build/sim/dispatch.json
+	$(PYTHON) -m model.cli dispatch --json build/sim/dispatch.json
 
 bench: $(STAMP)
-	$(PYTHON) -m model.cli sim --bench
+	$(PYTHON) -m model.cli dispatch --bench
 
 report: $(STAMP)
-	$(PYTHON) -m model.maxblock report
+	$(PYTHON) -m model.maxblock_report
 
 test: $(STAMP) icarus
 	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
@@ -77,17 +77,18 @@ regress: $(STAMP) icarus
 	  $(if $(K),-k "$(K)")
 
 verilog: $(STAMP)
-	$(PYTHON) -m hw.generate --out build/verilog --lint
+	$(PYTHON) -m hw.flow.generate --out build/verilog --lint
 
 bench-arbiter: $(STAMP)
+	$(PYTHON) -m hw.flow.arbiter_cost
 	$(PYTHON) -m model.fairness
 
 # Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
 fpga-report: $(STAMP)
-	$(PYTHON) -m hw.fpga_report --out build/reports
+	$(PYTHON) -m hw.flow.fpga_report --out build/reports
 
 board: $(STAMP)
-	$(PYTHON) -m hw.board --out build/board
+	$(PYTHON) -m hw.flow.board --out build/board
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check hw model tb tests

@@ -30,13 +30,17 @@ other settings of its own knobs (:class:`DelayFactorPolicy`, bit-exact with
 scheduling (:class:`StrideScheduling`); and WF2Q+ (:class:`WF2QPlus`). Every policy works on
 a ``(sets, tasks)`` batch with numpy, one round per call.
 
-``python -m model.fairness`` prints the table (with the iCE40 LUT count of every arbiter
-variant, from :mod:`hw.flow.arbiter_cost`) and writes ``arbiter_fairness.csv``, ``.md`` and
-``.png`` to ``build/reports/``; ``--quick`` is the smaller run that ``make sim`` shows.
+``python -m model.fairness`` prints the table and writes ``arbiter_fairness.csv``, ``.md`` and
+``.png`` to ``build/reports/``; ``--quick`` is the smaller run that ``make sim`` shows. The
+iCE40 LUT and flip-flop count of every arbiter variant is read from a results file
+(``--costs``, default :data:`COSTS_FILE`) that ``python -m hw.flow.arbiter_cost`` writes with
+Yosys (``make bench-arbiter`` does both): this module never synthesizes anything, and a
+variant the file does not list is shown as "model only".
 """
 
 import argparse
 import csv
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -53,6 +57,7 @@ from model.arbiter import (
 )
 
 __all__ = [
+    "COSTS_FILE",
     "PATTERNS",
     "DeficitRoundRobin",
     "DelayFactorPolicy",
@@ -65,6 +70,8 @@ __all__ = [
     "main",
     "random_weight_sets",
     "run_pattern",
+    "costed_params",
+    "read_costs",
     "standard_policies",
 ]
 
@@ -76,6 +83,10 @@ MEAN_ON, MEAN_OFF = 64, 32
 
 #: The most tasks in a weight set.
 MAX_SET = 16
+
+#: The arbiter variants' iCE40 costs, written by ``python -m hw.flow.arbiter_cost`` and kept in
+#: the repository (with the Yosys version and date that produced them).
+COSTS_FILE = Path(__file__).resolve().parent.parent / "results" / "arbiter_cost.json"
 
 
 # -- the policies ---------------------------------------------------------------------------------
@@ -571,8 +582,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026, help="seed of the weights and patterns")
     parser.add_argument("--out", type=Path, default=Path("build/reports"),
                         help="directory of the csv, md and png files (default build/reports)")
+    parser.add_argument("--costs", type=Path, default=COSTS_FILE, metavar="FILE",
+                        help="the arbiter variants' iCE40 costs, as written by `python -m "
+                             "hw.flow.arbiter_cost` (default results/arbiter_cost.json)")
     parser.add_argument("--no-synth", action="store_true",
-                        help="leave the LUT column empty instead of running Yosys")
+                        help="leave the LUT column empty (ignore the costs file)")
     args = parser.parse_args(argv)
     sets = args.sets or (48 if args.quick else 200)
     rounds = args.rounds or (2048 if args.quick else 8192)
@@ -580,28 +594,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     weights, present = random_weight_sets(sets, rng)
     policies = standard_policies()
-    costs = {}
-    if not args.no_synth:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from hw.flow.arbiter_cost import arbiter_cost
-
-        costed = [policy for policy in policies if policy.arbiter is not None]
-        with ThreadPoolExecutor(max_workers=2) as pool:       # each job is a Yosys process
-            found = pool.map(lambda policy: arbiter_cost(_costed(policy.arbiter),
-                                                         args.out / "cache"), costed)
-            costs = {policy.name: cost for policy, cost in zip(costed, found, strict=True)}
+    costs, note = ({}, "LUTs left out (--no-synth)") if args.no_synth else read_costs(args.costs)
     results = []
     for pattern in PATTERNS:
         for policy in policies:
             result = run_pattern(policy, weights, present, pattern, rounds, seed=args.seed)
-            cost = costs.get(policy.name, {})
+            cost = costs.get(costed_params(policy.arbiter).name, {}) if policy.arbiter else {}
             result.luts, result.ffs = cost.get("luts"), cost.get("ffs")
             results.append(result)
     title = (f"{sets} random weight sets of 2-{MAX_SET} tasks, weights 1-255, {rounds} rounds, "
              f"seed {args.seed}")
     print(f"Arbiter fairness: {title}. Share error and lag against GPS with the configured "
-          f"weights; LUTs: iCE40 (synth_ice40) for 8 slots, 3 classes.")
+          f"weights; LUTs: iCE40 (synth_ice40) for 8 slots, 3 classes; {note}.")
     for pattern in PATTERNS:
         print(f"\n{pattern}:")
         print(format_table(results, pattern))
@@ -617,7 +621,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _costed(params: ArbiterParams) -> ArbiterParams:
+def read_costs(path: Path) -> tuple[dict[str, dict], str]:
+    """The per-variant costs in ``path`` (keyed by :attr:`ArbiterParams.name` at 8 slots and 3
+    classes) and a note saying where they come from, or ``({}, why not)``."""
+    try:
+        data = json.loads(Path(path).read_text())
+        variants, tool, date = data["variants"], data["tool"], data["date"]
+    except FileNotFoundError:
+        return {}, f"LUTs left out: {path} does not exist (`make bench-arbiter` writes it)"
+    except (ValueError, KeyError, TypeError) as error:
+        return {}, f"LUTs left out: {path} is not a costs file ({error})"
+    return variants, f"LUTs from {path} ({tool}, {date})"
+
+
+def costed_params(params: ArbiterParams) -> ArbiterParams:
     """The RTL whose cost the table shows: 8 slots and 3 classes with ``params``' knobs."""
     return ArbiterParams(8, 3, params.frac_bits, params.table, params.tie_break, params.decay,
                          params.weight_bits)

