@@ -27,7 +27,7 @@ raises the same error from the model and from the hardware.
 :class:`SharedSchedule` and :class:`SharedMaxFreeBlockModel` describe and model embodiment 7,
 one unit time-multiplexed over several resource types (``hw.shared_maxblock``).
 
-Run ``python -m model.maxblock report`` for the accuracy report of the approximate variants.
+Run ``python -m model.maxblock_report`` for the accuracy report of the approximate variants.
 """
 
 from collections.abc import Callable, Sequence
@@ -606,8 +606,3 @@ class SharedMaxFreeBlockModel:
                 self._outputs["start"][name] = start
         self._period = (self._period + 1) % len(self._schedule.periods)
         return seen
-
-
-if __name__ == "__main__":
-    from model.maxblock_report import main
-    main()

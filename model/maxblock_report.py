@@ -15,7 +15,7 @@ occupied independently with a given probability (the *occupancy*):
 
 The Monte Carlo helpers work on a ``(words, n)`` boolean array, ``True`` meaning free and
 column ``i`` being block ``i``; they agree bit for bit with the scalar models. Run
-``python -m model.maxblock report`` (or ``python -m model.maxblock_report``) for the report.
+``python -m model.maxblock_report`` for the report.
 """
 
 import argparse
@@ -615,12 +615,12 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: ``python -m model.maxblock [report] [--samples N] [--seed S] [--peus P]``.
+    """Command line: ``python -m model.maxblock_report [--samples N] [--seed S] [--peus P]``.
 
     Prints :func:`report`. ``argv`` defaults to ``sys.argv[1:]``.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m model.maxblock",
+        prog="python -m model.maxblock_report",
         description="Accuracy report of the approximate largest-free-block circuits.")
     parser.add_argument("command", nargs="?", choices=["report"], default="report",
                         help="what to do (the only command, and the default): print the report")

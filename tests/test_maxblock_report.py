@@ -217,7 +217,7 @@ def test_main_rejects_unknown_command():
 
 def test_module_entry_point():
     result = subprocess.run(
-        [sys.executable, "-m", "model.maxblock", "report", "--samples", "300", "--peus", "640"],
+        [sys.executable, "-m", "model.maxblock_report", "--samples", "300", "--peus", "640"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert not result.stderr
