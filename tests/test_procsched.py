@@ -12,7 +12,7 @@ import pytest
 
 from model import cli
 from model.config import ConfigError
-from model.process_sched import (
+from model.procsched import (
     CFS_WEIGHTS,
     POLICIES,
     CfsPolicy,
@@ -23,7 +23,6 @@ from model.process_sched import (
     SeedPolicy,
     TaskSpec,
     TimeSharingPolicy,
-    _window_jains,
     check_invariants,
     generate_tasks,
     make_policy,
@@ -33,6 +32,7 @@ from model.process_sched import (
     slice_lengths,
     task_weight,
 )
+from model.procsched.sim import _window_jains
 from model.stats import jain_index
 
 
