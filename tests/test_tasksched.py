@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from model import task_sched
+from model import tasksched
 from model.arbiter import ArbiterInputs, DelayFactorArbiterModel, WriteOp
 from model.cli import default_configs, main
 from model.config import ConfigError
-from model.task_sched import (
+from model.tasksched import (
     POLICIES,
     FifoRoundRobinArbiter,
     InvariantError,
@@ -360,7 +360,7 @@ class NoPredecessorQuery(TaskSchedulerSim):
 
 def test_invariants_hold_on_the_shipped_scenarios():
     for path in default_configs("tasksched"):
-        scene = task_sched.load_scenario(path)
+        scene = tasksched.load_scenario(path)
         for policy in POLICIES:
             result = simulate(scene, policy, quick=True, check=True)
             assert result["completed"] == result["admitted"], (path, policy)
@@ -420,7 +420,7 @@ def test_config_error_names_the_file(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('[[processors]]\ntype = "vector"\ncount = 0\n')
     with pytest.raises(ConfigError, match=r"bad.toml: processors\[0\].count must be an integer"):
-        task_sched.load_scenario(path)
+        tasksched.load_scenario(path)
 
 
 # -- the command line -----------------------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""Configuration of the task-scheduler model: the scenario dataclasses, the TOML loader with
+its validation, and the constants every part of the model shares (task classes, policies,
+arrival kinds). ``docs/tasksched.md`` has the config format.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from model.arbiter import MAX_TASKS, MAX_WEIGHT, ArbiterParams
+from model.config import ConfigError, Fields, load_toml
+
+__all__ = [
+    "ARRIVALS",
+    "MAX_JOBS",
+    "MIN_SHARE_ROUNDS",
+    "POLICIES",
+    "POLICY_LABELS",
+    "POLICY_SHORT",
+    "TASK_CLASSES",
+    "ProcessorGroup",
+    "Scenario",
+    "SchedulerConfig",
+    "Stream",
+    "load_scenario",
+    "parse_scenario",
+]
+
+#: The task (and job) classes, in the arbiter's class order: the seed's three data-processing
+#: classes first (class 0 wins the last tie, as in :data:`model.arbiter.CLASS_NAMES`), then
+#: event and communication tasks.
+TASK_CLASSES = ("block", "cluster", "union", "event", "communication")
+
+#: The policies every scenario runs, the seed's first.
+POLICIES = ("delay-factor", "fifo-rr", "smooth-wrr")
+
+POLICY_SHORT = {"delay-factor": "DF", "fifo-rr": "FIFO", "smooth-wrr": "SWRR"}
+
+POLICY_LABELS = {
+    "delay-factor": "delay-factor arbiter (seed)",
+    "fifo-rr": "FIFO per class, RR across",
+    "smooth-wrr": "smooth WRR",
+}
+
+#: How a stream's tasks arrive in global memory.
+ARRIVALS = ("burst", "periodic", "poisson")
+
+MAX_JOBS = 1 << 16
+
+#: Tasks (and streams) that competed in fewer grant rounds than this are left out of the share
+#: errors: with a handful of rounds one grant more or less is a large fraction.
+MIN_SHARE_ROUNDS = 64
+
+
+@dataclass(frozen=True)
+class ProcessorGroup:
+    """``count`` identical second processors of one type.
+
+    ``word_bytes`` is the type's word length (jobs are whole words of it); ``max_job_words``
+    the processor's capability, the largest job it takes.
+    """
+
+    type: str
+    count: int
+    word_bytes: int
+    max_job_words: int
+
+
+@dataclass(frozen=True)
+class Stream:
+    """``count`` tasks of one kind (see ``docs/tasksched.md`` for every field)."""
+
+    name: str
+    task_class: str
+    weight: int
+    processor: str
+    count: int
+    jobs: int
+    job_bytes: int
+    job_beats: tuple[int, int]
+    arrival: str
+    start: int
+    gap: int
+    chain: bool
+    after: str | None
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The timing of the scheduler, in beats, and its sizes."""
+
+    timeout: int = 128
+    send_beats: int = 4
+    fetch_beats: int = 8
+    register_beats: int = 2
+    cache_entries: int = 16
+    match_jobs_per_beat: int = 64
+    max_beats: int = 200_000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario file: the scheduler, the arbiter, the processors and the workload."""
+
+    name: str
+    description: str
+    scheduler: SchedulerConfig
+    arbiter: ArbiterParams
+    processors: tuple[ProcessorGroup, ...]
+    streams: tuple[Stream, ...]
+    quick_divisor: int = 4
+
+    def word_bytes(self, processor_type: str) -> int | None:
+        """The word length of a processor type, ``None`` when no processor has that type."""
+        return next((group.word_bytes for group in self.processors
+                     if group.type == processor_type), None)
+
+
+def _job_beats(fields: Fields) -> tuple[int, int]:
+    """``job_beats``: one duration for every job, or a ``[least, most]`` uniform range."""
+    try:
+        beats = fields.int("job_beats", 32, minimum=1)
+        return beats, beats
+    except ConfigError:
+        pass
+    try:
+        least, most = fields.int_list("job_beats", length=2, minimum=1)
+    except ConfigError:
+        least, most = 0, -1
+    if least > most:
+        raise fields.error("job_beats", "must be an integer >= 1 or a [least, most] pair of "
+                                        "integers with 1 <= least <= most") from None
+    return least, most
+
+
+def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenario:
+    """Build a :class:`Scenario` from a parsed TOML document; errors name the field."""
+    root = Fields(data, source=source)
+    description = root.str("description", "")
+    quick_divisor = root.int("quick_divisor", 4, minimum=1)
+
+    table = root.table("scheduler", {})
+    scheduler = SchedulerConfig(
+        timeout=table.int("timeout", 128, minimum=1),
+        send_beats=table.int("send_beats", 4, minimum=1),
+        fetch_beats=table.int("fetch_beats", 8, minimum=1),
+        register_beats=table.int("register_beats", 2, minimum=1),
+        cache_entries=table.int("cache_entries", 16, minimum=1),
+        match_jobs_per_beat=table.int("match_jobs_per_beat", 64, minimum=1),
+        max_beats=table.int("max_beats", 200_000, minimum=1),
+    )
+    table.done()
+
+    table = root.table("arbiter", {})
+    slots = table.int("slots", 8, minimum=1, maximum=MAX_TASKS)
+    frac_bits = table.int("frac_bits", 8, minimum=0, maximum=16)
+    tie_break = table.str("tie_break", "history", choices=("history", "index"))
+    decay = table.bool("decay", True)
+    weight_bits = table.int("weight_bits", 8, minimum=8, maximum=16)
+    table.done()
+    try:
+        arbiter = ArbiterParams(slots, len(TASK_CLASSES), frac_bits, tie_break=tie_break,
+                                decay=decay, weight_bits=weight_bits)
+    except (TypeError, ValueError) as error:
+        raise table.error("weight_bits", f"is not accepted: {error}") from None
+
+    groups = []
+    word_of_type: dict[str, tuple[int, str]] = {}
+    for group in root.tables("processors"):
+        processor_type = group.str("type")
+        count = group.int("count", 1, minimum=1, maximum=1024)
+        word_bytes = group.int("word_bytes", 4, minimum=1)
+        max_job_words = group.int("max_job_words", 1024, minimum=1)
+        group.done()
+        if processor_type in word_of_type and word_of_type[processor_type][0] != word_bytes:
+            known, where = word_of_type[processor_type]
+            raise group.error("word_bytes", f"must be {known}, the word length of type "
+                                            f"{processor_type!r} in {where}, not {word_bytes}")
+        word_of_type.setdefault(processor_type, (word_bytes, group.path))
+        groups.append(ProcessorGroup(processor_type, count, word_bytes, max_job_words))
+    if not groups:
+        raise root.error("processors", "must list at least one processor group")
+
+    streams = []
+    names = set()
+    for entry in root.tables("streams"):
+        stream_name = entry.str("name")
+        if stream_name in names:
+            raise entry.error("name", f"must be unique, but {stream_name!r} is used twice")
+        task_class = entry.str("class", choices=TASK_CLASSES)
+        weight = entry.int("weight", 1, minimum=1, maximum=MAX_WEIGHT)
+        processor_type = entry.str("processor")
+        count = entry.int("count", 1, minimum=1)
+        jobs = entry.int("jobs", 64, minimum=2, maximum=MAX_JOBS)
+        if jobs & (jobs - 1):
+            raise entry.error("jobs", f"must be a power of two 2**n with n >= 1 (the seed's "
+                                      f"job count), not {jobs}")
+        job_bytes = entry.int("job_bytes", 256, minimum=1)
+        job_beats = _job_beats(entry)
+        arrival = entry.str("arrival", "burst", choices=ARRIVALS)
+        start = entry.int("start", 0, minimum=0)
+        gap = entry.int("gap", 0 if arrival == "burst" else 100, minimum=0)
+        if arrival != "burst" and gap < 1:
+            raise entry.error("gap", f"must be an integer >= 1 for {arrival} arrivals, "
+                                     f"not {gap}")
+        chain = entry.bool("chain", False)
+        after = entry.str("after", "") or None
+        if after is not None and after not in names:
+            raise entry.error("after", f"must name a stream listed before this one, "
+                                       f"not {after!r}")
+        entry.done()
+        names.add(stream_name)
+        streams.append(Stream(stream_name, task_class, weight, processor_type, count, jobs,
+                              job_bytes, job_beats, arrival, start, gap, chain, after))
+    if not streams:
+        raise root.error("streams", "must list at least one stream")
+    root.done()
+    return Scenario(name, description, scheduler, arbiter, tuple(groups), tuple(streams),
+                    quick_divisor)
+
+
+def load_scenario(path) -> Scenario:
+    """Read a scenario file (its name is the file's stem); errors name the file and field."""
+    path = Path(path)
+    return parse_scenario(load_toml(path), source=path, name=path.stem)
