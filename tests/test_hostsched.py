@@ -10,7 +10,7 @@ import pytest
 
 from model import cli
 from model.config import ConfigError
-from model.host_dispatch import (
+from model.hostsched import (
     InvariantChecker,
     InvariantError,
     Scenario,
