@@ -19,20 +19,24 @@ from pathlib import Path
 
 from model.config import ConfigError
 
-__all__ = ["SUBCOMMANDS", "default_configs", "main"]
+__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "default_configs", "main"]
 
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS = {
-    "sim": ("model.dispatch.cli", "the seed-002 workgroup dispatcher against its baselines"),
-    "procsched": ("model.process_sched", "the seed-000 GPU process scheduler against "
+    "dispatch": ("model.dispatch.cli", "the seed-002 workgroup dispatcher against its "
+                                       "baselines (alias: sim)"),
+    "procsched": ("model.procsched.cli", "the seed-000 GPU process scheduler against "
                                          "time sharing and CFS"),
-    "tasksched": ("model.task_sched", "the seed-001 hardware task scheduler against FIFO "
+    "tasksched": ("model.tasksched.cli", "the seed-001 hardware task scheduler against FIFO "
                                       "round-robin and smooth WRR"),
-    "hostsched": ("model.host_dispatch", "the seed-003 host-side dispatcher against static "
+    "hostsched": ("model.hostsched.cli", "the seed-003 host-side dispatcher against static "
                                          "binding and a plain work queue"),
     "cluster": ("model.cluster", "the seed-004 power-aware placement against spread, "
                                  "bin-packing and random"),
 }
+
+#: Other names of a subcommand (``gpusched sim`` was the dispatcher's first name).
+ALIASES = {"dispatch": ["sim"]}
 
 #: Where the shipped scenario files are, relative to the repository root.
 CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
@@ -48,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="gpusched", description="One console command for every system model of the project.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub = commands.add_parser(name, help=help_text, description=help_text,
+                                  aliases=ALIASES.get(name, []))
         sub.add_argument("--config", action="append", type=Path, metavar="FILE",
                          help=f"scenario file (repeatable; default: configs/{name}/*.toml)")
         sub.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -57,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="where PNG plots go (default build/sim)")
         sub.add_argument("--quick", action="store_true", help="shorter runs")
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
-        sub.set_defaults(module=module)
+        sub.set_defaults(module=module, command=name)
     return parser
 
 

@@ -1,7 +1,7 @@
 """Validated TOML configuration for the system models: every error names the field.
 
-The system models (:mod:`model.dispatch`, :mod:`model.process_sched`, :mod:`model.task_sched`,
-:mod:`model.host_dispatch`, :mod:`model.cluster`) keep their configuration in frozen
+The system models (:mod:`model.dispatch`, :mod:`model.procsched`, :mod:`model.tasksched`,
+:mod:`model.hostsched`, :mod:`model.cluster`) keep their configuration in frozen
 dataclasses and build them from TOML tables through :class:`Fields`, a read-once view of one
 table that knows its own path (``channels[2].priority``). Reading a key checks its type and
 range; :meth:`Fields.done` rejects keys nobody read, so a misspelt knob is an error rather

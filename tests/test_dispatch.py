@@ -32,7 +32,7 @@ from model.dispatch.cli import claim_rows, run_scenario
 from model.dispatch.config import with_policy
 from model.maxblock import PipelineModel, grouped_max_free_run, max_free_run
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "sim"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 SMALL = GpuConfig(aps=2, peus=4, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=4)
 ONE_AP = replace(SMALL, aps=1)
 EMB1 = PRESETS["emb1"]
@@ -469,7 +469,7 @@ def test_cli_writes_tables_plots_and_json(tmp_path, capsys):
                      "--quiet", "--plots", str(tmp_path), "--json", str(out),
                      "--write-trace", str(tmp_path / "t.csv")])
     assert code == 0
-    assert (tmp_path / "sim_hol_blocking.png").stat().st_size > 10000
+    assert (tmp_path / "dispatch_hol_blocking.png").stat().st_size > 10000
     data = json.loads(out.read_text())["head-of-line blocking"]["policies"]["emb1"]
     for key in ("cycles", "workgroups_submitted", "workgroups_completed",
                 "workgroups_rejected", "throughput", "wait", "utilisation", "ap_imbalance",

@@ -1,4 +1,23 @@
-"""The seed-002 workgroup dispatcher as a cycle-level system model (see :mod:`.engine`)."""
+"""Seed 002: the multi-channel workgroup dispatcher as a cycle-level system model.
+
+``gpusched dispatch`` (alias ``gpusched sim``) runs it against its baselines; the clock and
+every decision taken where the seed is ambiguous are in ``docs/dispatch.md``.
+
+Modules, and where each of the seed's embodiments lives:
+
+* :mod:`~model.dispatch.config`: the GPU shape (:class:`GpuConfig`), the policy knobs and
+  their presets (:class:`PolicyConfig`, :data:`PRESETS`: which embodiments are on), the
+  channels and workload generators, CSV traces, scenario files;
+* :mod:`~model.dispatch.engine`: :class:`DispatchSimulator`, one dispatcher clock per cycle —
+  embodiment 1 (all heads x all APs, ``_match``; the a41/a42 tie-break flags with
+  :class:`Lfsr`, ``_tie_break``; target WG, ``_select``), 2 (priority windows, ``_rank``),
+  3 (all-fail counter and split, ``_split``), 4-6 and the exact circuit (the matcher's view
+  through :mod:`model.maxblock`, ``circuit_function``; first-fit allocation, ``_allocate``),
+  8 (:func:`split_table` and the rotating pointer, ``_waves``), 9 and 10 (``_choose_ap``),
+  and the baselines (prior art, MIAOW-like, GPGPU-Sim-like: ``_channel_order`` and the same
+  steps with their presets);
+* :mod:`~model.dispatch.cli`: the command line, tables, claims and plots.
+"""
 
 from model.dispatch.config import (
     PRESETS,

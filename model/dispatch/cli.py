@@ -1,7 +1,8 @@
-"""``gpusched sim``: run the dispatcher scenarios, compare the policies, plot, write JSON.
+"""``gpusched dispatch`` (alias ``gpusched sim``): run the dispatcher scenarios, compare the
+policies, plot, write JSON.
 
 Every scenario file runs every policy it lists on the same workload (same seed). Per scenario:
-a table comparing the policies, a PNG (``<plots>/sim_<scenario>.png``: utilisation over
+a table comparing the policies, a PNG (``<plots>/dispatch_<scenario>.png``: utilisation over
 time, wait per priority, per-PEU wave balance); after all scenarios, a table of the
 scenarios' claims (the seed's assertions, each as a measured ratio). ``--bench`` instead
 times every policy on the default scenario and prints simulated cycles per second.
@@ -135,7 +136,7 @@ def _plot(scenario, results: dict, path: Path) -> Path:
 
 
 def _bench(args) -> int:
-    default = CONFIG_ROOT / "sim" / "default.toml"
+    default = CONFIG_ROOT / "dispatch" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
                              else default)
     rows = []
@@ -164,7 +165,7 @@ def run(args) -> int:
         results = run_scenario(scenario, seed=args.seed, cycles=cycles, policies=args.policy,
                                debug=args.debug, quiet=args.quiet)
         _table(scenario, results)
-        _plot(scenario, results, Path(args.plots) / f"sim_{Path(path).stem}.png")
+        _plot(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
         claims += claim_rows(scenario, results)
         everything[scenario.name] = {"file": str(path), "policies": results}
     if claims:
