@@ -3,13 +3,25 @@
 Plain functions over sequences of numbers; every one returns ``0.0`` (or zeros) for an empty
 input rather than raising, because a scenario in which a priority never ran is a result to
 report, not an error.
+
+Claims over seeds: :func:`interval` is the mean of one metric over independent runs (one per
+workload seed) with its two-sided Student-t confidence interval; :func:`compare` sets a
+policy against its baseline *on the same seeds* and judges the claim from the interval of
+the per-seed ratio: "holds" when the whole interval is on the better side of 1, "does not
+hold" when it is all on the worse side, "cannot tell" when it contains 1.
 """
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats as _scipy_stats
 
-__all__ = ["coefficient_of_variation", "jain_index", "summary"]
+__all__ = ["VERDICTS", "Comparison", "Interval", "coefficient_of_variation", "compare",
+           "interval", "jain_index", "summary"]
+
+#: The three answers a claim over seeds can get.
+VERDICTS = ("holds", "does not hold", "cannot tell")
 
 
 def summary(values: Sequence[float]) -> dict:
@@ -44,3 +56,88 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
         return 0.0
     mean = float(array.mean())
     return float(array.std()) / mean if mean else 0.0
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The mean of ``count`` values and its confidence interval ``[low, high]``."""
+
+    mean: float
+    low: float
+    high: float
+    count: int
+    confidence: float = 0.95
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}]"
+
+
+def interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Mean of ``values`` with its two-sided Student-t interval (``n - 1`` degrees of freedom).
+
+    A single value says nothing about the spread: its interval is ``[-inf, inf]``.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"Confidence must be between 0 and 1, not {confidence!r}")
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        raise ValueError("An interval needs at least one value")
+    mean = float(array.mean())
+    if array.size == 1:
+        return Interval(mean, -np.inf, np.inf, 1, confidence)
+    half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, array.size - 1)
+                 * array.std(ddof=1) / np.sqrt(array.size))
+    return Interval(mean, mean - half, mean + half, int(array.size), confidence)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A policy against its baseline over the same seeds (see :func:`compare`).
+
+    ``ratio`` is the interval of the per-seed ``policy / baseline`` (None when a baseline
+    value is 0 and the policy's is not); ``difference`` that of ``policy - baseline``.
+    """
+
+    policy: Interval
+    baseline: Interval
+    ratio: Interval | None
+    difference: Interval
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return {"policy": self.policy.as_dict(), "baseline": self.baseline.as_dict(),
+                "ratio": None if self.ratio is None else self.ratio.as_dict(),
+                "difference": self.difference.as_dict(), "verdict": self.verdict}
+
+
+def compare(policy: Sequence[float], baseline: Sequence[float], *, higher_is_better: bool,
+            confidence: float = 0.95) -> Comparison:
+    """Judge "the policy beats its baseline" from paired runs (element ``i`` of both on seed
+    ``i``): by the interval of the per-seed ratio ``policy / baseline`` against 1, or, when a
+    baseline value is 0 and the policy's is not, of the difference against 0.
+
+    "holds" when the whole interval is on the better side; "does not hold" when none of it
+    is (an exact tie included); "cannot tell" when it straddles the neutral value. A seed on
+    which both are 0 is a tie (ratio 1).
+    """
+    mine, theirs = np.asarray(policy, dtype=float), np.asarray(baseline, dtype=float)
+    if mine.shape != theirs.shape or mine.ndim != 1:
+        raise ValueError(f"Paired runs need as many policy values as baseline values, not "
+                         f"{mine.size} and {theirs.size}")
+    both_zero = (mine == 0) & (theirs == 0)
+    difference = interval(mine - theirs, confidence)
+    ratio = None
+    if not np.any((theirs == 0) & ~both_zero):
+        ratio = interval(np.where(both_zero, 1.0, mine / np.where(both_zero, 1.0, theirs)),
+                         confidence)
+    judged, neutral = (difference, 0.0) if ratio is None else (ratio, 1.0)
+    low, high = ((judged.low, judged.high) if higher_is_better
+                 else (-judged.high, -judged.low))
+    neutral = neutral if higher_is_better else -neutral
+    verdict = (VERDICTS[0] if low > neutral else VERDICTS[1] if high <= neutral
+               else VERDICTS[2])
+    return Comparison(interval(mine, confidence), interval(theirs, confidence), ratio,
+                      difference, verdict)
