@@ -76,24 +76,26 @@ def resident_workgroups(preset: GpuPreset, shape: WorkgroupShape,
     """WGs of ``shape`` resident on one empty AP of ``preset`` as ``policy`` (default: the
     seed's, with embodiment 8's rotating split) places them, counted on the model.
 
-    A one-AP GPU receives more identical WGs than its wave slots could hold, all at cycle 0,
-    that never complete; the run lasts long enough for one dispatch attempt per WG (with the
-    circuit's latency), and the dispatched ones are ``submitted - rejected - still waiting``.
+    A one-AP GPU receives more identical WGs than its wave slots (or LDS) could hold, all at
+    cycle 0. Each runs ``D`` cycles, longer than the dispatch of the first round (one WG per
+    cycle, with the circuit's latency), and the run stops at ``2D + 1``: the WGs completed by
+    then are exactly those the empty AP took at once (a second round cannot finish before
+    ``2D + 2``). Only the constructor, ``run`` and its documented metrics are used.
     """
     policy = _occupancy_policy(policy)
     gpu = preset_gpu(preset, aps=1)
     offered = gpu.peus * gpu.wave_slots // shape.waves + 1
     if shape.lds:
         offered = min(offered, gpu.lds // shape.lds + 1)
-    cycles = (offered + 2) * (policy.circuit_latency + 1)
+    duration = (offered + 2) * (policy.circuit_latency + 1)
     workload = [WorkGroup(id=index, channel=0, priority=0, waves=shape.waves, vgpr=shape.vgpr,
-                          sgpr=shape.sgpr, lds=shape.lds, duration=10 * cycles,
+                          sgpr=shape.sgpr, lds=shape.lds, duration=duration,
                           independent=False, arrival=0)
                 for index in range(offered)]
-    results = DispatchSimulator(gpu, policy, workload, cycles=cycles).run()
+    results = DispatchSimulator(gpu, policy, workload, cycles=2 * duration + 1).run()
     if results["workgroups_rejected"]:
         return 0
-    resident = offered - results["workgroups_waiting_at_end"]
+    resident = results["workgroups_completed"]
     if resident >= offered or results["invariant_violations"]:
         raise AssertionError(f"occupancy run of {shape} on {preset.name} is inconsistent: "
                              f"{resident} of {offered} offered WGs resident")
