@@ -6,21 +6,29 @@ a table comparing the policies, a PNG (``<plots>/dispatch_<scenario>.png``: util
 time, wait per priority, per-PEU wave balance); after all scenarios, a table of the
 scenarios' claims (the seed's assertions, each as a measured ratio). ``--bench`` instead
 times every policy on the default scenario and prints simulated cycles per second.
+``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
+(:mod:`model.dispatch.kernels`).
 """
 
+import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 
 from model.cli import CONFIG_ROOT
+from model.config import ConfigError
 from model.dispatch.config import load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator
+from model.dispatch.gpus import GPU_PRESETS
+from model.dispatch.kernels import prepare, print_summary, trace_scenario
+from model.dispatch.profilers import FORMATS
 from model.report import figure, print_table, progress, save_figure, write_json
 
 __all__ = ["add_arguments", "claim_rows", "run", "run_scenario"]
 
 QUICK_CYCLES = 3000
+TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
 
 
 def add_arguments(parser) -> None:
@@ -35,6 +43,54 @@ def add_arguments(parser) -> None:
                         help="check every invariant every cycle (as the tests do)")
     parser.add_argument("--bench", action="store_true",
                         help="print simulated cycles per second per policy")
+    # -- kernel traces (issue 15) --
+    traces = parser.add_argument_group("kernel traces (instead of the scenario files)")
+    traces.add_argument("--kernel-trace", type=Path, metavar="FILE",
+                        help="a profiler's per-launch kernel trace (formats: "
+                             f"{', '.join(FORMATS)})")
+    traces.add_argument("--preset", choices=tuple(GPU_PRESETS),
+                        help="the GPU it runs on (required with --kernel-trace)")
+    traces.add_argument("--format", choices=tuple(FORMATS),
+                        help="the trace's format (default: detected from its header)")
+    traces.add_argument("--kernels", type=_window, metavar="FIRST:LAST",
+                        help="launches FIRST..LAST-1 only (0-based, file order)")
+    traces.add_argument("--clock-mhz", type=int, metavar="MHZ",
+                        help="the clock that turns the trace's time into cycles (default: the "
+                             "preset's)")
+
+
+def _window(text: str) -> tuple[int, int | None]:
+    first, _, last = text.partition(":")
+    try:
+        window = (int(first or 0), int(last) if last else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be FIRST:LAST, not {text!r}") from None
+    if window[0] < 0 or (window[1] is not None and window[1] <= window[0]):
+        raise argparse.ArgumentTypeError(f"must be FIRST:LAST with 0 <= FIRST < LAST, not "
+                                         f"{text!r}")
+    return window
+
+
+def _scenarios(args):
+    """``(file, scenario)`` of every scenario to run, kernel traces converted (each prints
+    what the conversion did)."""
+    if args.kernel_trace is not None:
+        if args.preset is None:
+            raise ConfigError("--kernel-trace needs --preset (one of "
+                              f"{', '.join(GPU_PRESETS)})")
+        loaded = [(args.kernel_trace, trace_scenario(
+            args.kernel_trace, args.preset, format=args.format,
+            kernels=args.kernels or (0, None), clock_mhz=args.clock_mhz,
+            cycles=args.cycles or TRACE_CYCLES))]
+    else:
+        loaded = [(path, load_scenario(path)) for path in args.config]
+    for path, scenario in loaded:
+        horizon = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
+                                  else scenario.cycles)
+        scenario, converted = prepare(scenario, horizon)
+        if converted is not None:
+            print_summary(converted, scenario.name)
+        yield path, scenario
 
 
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
@@ -157,8 +213,7 @@ def run(args) -> int:
     if args.bench:
         return _bench(args)
     everything, claims = {}, []
-    for path in args.config:
-        scenario = load_scenario(path)
+    for path, scenario in _scenarios(args):
         if args.write_trace and not everything:
             write_trace(args.write_trace, scenario.workload(args.seed))
         cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick else None)

@@ -25,6 +25,10 @@ A scenario file (TOML) has four parts, every one validated with messages that na
 A ``trace = "file.csv"`` key replaces the channel generators by a CSV trace (columns
 :data:`TRACE_COLUMNS`; relative paths are relative to the scenario file). Channels are then
 still declared for their instruction mixes, or default to one per channel index in the trace.
+
+A ``kernel_trace = "results.csv"`` key with ``preset = "<GPU preset>"`` (and optionally
+``format``, ``kernels = [first, last]``, ``clock_mhz``) replays a profiler's kernel trace on a
+real GPU instead: see :class:`KernelTraceSource` and :mod:`model.dispatch.kernels`.
 """
 
 import csv
@@ -33,6 +37,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from model.config import ConfigError, Fields, load_toml
+from model.dispatch.gpus import GPU_PRESETS
+from model.dispatch.profilers import FORMATS as KERNEL_TRACE_FORMATS
 from model.maxblock import default_samples
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "ChannelConfig",
     "Claim",
     "GpuConfig",
+    "KernelTraceSource",
     "PolicyConfig",
     "Scenario",
     "WorkGroup",
@@ -246,16 +253,25 @@ class Scenario:
     path: Path | None = None
     sample_interval: int = 64
     claims: tuple[Claim, ...] = ()
+    # Kernel traces (issue 15): the source, and its WGs once model.dispatch.kernels.prepare
+    # has converted it (the conversion drives the dispatcher model, which imports this module).
+    kernel_trace: "KernelTraceSource | None" = None
+    workgroups: tuple[WorkGroup, ...] | None = None
 
     def workload(self, seed: int = 1) -> list[WorkGroup]:
         """The WGs of this scenario: the trace, or the generators run with ``seed``."""
+        if self.workgroups is not None:
+            return list(self.workgroups)
+        if self.kernel_trace is not None:
+            raise ConfigError(f"{self.path or self.name}: the kernel trace has not been "
+                              f"converted yet (model.dispatch.kernels.prepare)")
         if self.trace is not None:
             return read_trace(self.trace, self.gpu, len(self.channels) or None)
         return generate_workload(self.channels, self.cycles, seed)
 
 
-def _gpu(fields_: Fields) -> GpuConfig:
-    base = GpuConfig()
+def _gpu(fields_: Fields, base: GpuConfig | None = None) -> GpuConfig:
+    base = base or GpuConfig()
     gpu = GpuConfig(
         aps=fields_.int("aps", base.aps, minimum=1, maximum=1024),
         peus=fields_.int("peus", base.peus, minimum=1, maximum=64),
@@ -348,6 +364,50 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
                                           f"resource size ({resource} has {size} blocks)")
 
 
+# -- kernel traces (issue 15): the scenario fields; the conversion is model.dispatch.kernels -----
+
+@dataclass(frozen=True)
+class KernelTraceSource:
+    """A profiler's kernel trace replayed on a GPU preset (scenario keys ``kernel_trace``,
+    ``preset``, ``format``, ``kernels``, ``clock_mhz``; CLI ``--kernel-trace`` ...).
+
+    ``first``/``last``: the launches taken, by position among the file's kernels (0-based,
+    ``last`` excluded, ``None`` = to the end). ``clock_mhz``: overrides the preset's clock.
+    """
+
+    path: Path
+    preset: str
+    format: str | None = None
+    first: int = 0
+    last: int | None = None
+    clock_mhz: int | None = None
+
+
+def _kernel_trace(root: Fields, path: Path) -> KernelTraceSource | None:
+    if "kernel_trace" not in root:
+        for key in ("preset", "format", "kernels", "clock_mhz"):
+            if key in root:
+                raise root.error(key, "needs kernel_trace (a profiler's kernel trace)")
+        return None
+    trace = (path.parent / root.str("kernel_trace")).resolve()
+    if not trace.is_file():
+        raise root.error("kernel_trace", f"names {str(trace)!r}, which is not a file")
+    preset = root.str("preset", choices=tuple(GPU_PRESETS))
+    format_ = (root.str("format", choices=tuple(KERNEL_TRACE_FORMATS)) if "format" in root
+               else None)
+    first, last = 0, None
+    if "kernels" in root:
+        window = root.int_list("kernels", length=2, minimum=0)
+        first, last = window
+        if last <= first:
+            raise root.error("kernels", f"must be [first, last] with first < last, not "
+                                        f"{list(window)!r}")
+    clock = (root.int("clock_mhz", minimum=1, maximum=100000) if "clock_mhz" in root
+             else None)
+    return KernelTraceSource(path=trace, preset=preset, format=format_, first=first,
+                             last=last, clock_mhz=clock)
+
+
 def load_scenario(path) -> Scenario:
     """Load and validate a scenario file; :class:`~model.config.ConfigError` names the field."""
     path = Path(path)
@@ -355,7 +415,10 @@ def load_scenario(path) -> Scenario:
     name = root.str("name", path.stem)
     cycles = root.int("cycles", 20000, minimum=1)
     sample_interval = root.int("sample_interval", 64, minimum=1)
-    gpu = _gpu(root.table("gpu", {}))
+    kernel_trace = _kernel_trace(root, path)
+    base = (GpuConfig(**GPU_PRESETS[kernel_trace.preset].gpu_fields())
+            if kernel_trace is not None else None)
+    gpu = _gpu(root.table("gpu", {}), base)
     trace = None
     if "trace" in root:
         trace = (path.parent / root.str("trace")).resolve()
@@ -363,8 +426,10 @@ def load_scenario(path) -> Scenario:
             raise root.error("trace", f"names {str(trace)!r}, which is not a file")
     channel_tables = root.tables("channels", [])
     channels = tuple(_channel(table, gpu) for table in channel_tables)
-    if not channels and trace is None:
+    if not channels and trace is None and kernel_trace is None:
         raise root.error("channels", "must list at least one channel (or give a trace)")
+    if trace is not None and kernel_trace is not None:
+        raise root.error("kernel_trace", "and trace cannot both be given")
     policy_tables = root.tables("policies", [])
     policies = tuple(_policy(table, gpu) for table in policy_tables) or tuple(
         PRESETS[name] for name in ("prior-art", "miaow", "gpgpusim", "emb1", "seed"))
@@ -375,7 +440,8 @@ def load_scenario(path) -> Scenario:
     claims = tuple(_claim(table, names) for table in root.tables("claims", []))
     root.done()
     return Scenario(name=name, cycles=cycles, gpu=gpu, channels=channels, policies=policies,
-                    trace=trace, path=path, sample_interval=sample_interval, claims=claims)
+                    trace=trace, path=path, sample_interval=sample_interval, claims=claims,
+                    kernel_trace=kernel_trace)
 
 
 def _claim(fields_: Fields, policies: list[str]) -> Claim:

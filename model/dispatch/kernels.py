@@ -1,0 +1,326 @@
+"""Real kernels on real GPUs: a profiler's kernel trace as the dispatcher model's workload.
+
+:func:`trace_workload` turns the launches of a :class:`~model.dispatch.profilers.KernelTrace`
+into workgroups for a :class:`~model.dispatch.gpus.GpuPreset`:
+
+* **Channels.** One channel per stream (HIP/CUDA stream or HSA queue, with its device), in the
+  order the streams first appear. A channel's priority is the scenario's ``[[channels]]``
+  table of the same index, else 0. Kernel WGs are not *independent* (embodiment 3 does not
+  split them): real kernels synchronise their waves.
+* **Time.** A launch's WGs all arrive at its start: ``arrival = floor((start - t0) x f)``
+  cycles, ``t0`` the first start in the window and ``f`` the preset's clock in cycles per ns
+  (``clock_mhz / 1000``), so launch order and gaps are kept. Within a channel, launches are
+  taken in order of start time (ties in file order). The end (or duration) gives the
+  kernel's measured time ``D = ceil(duration x f)`` cycles.
+* **Shape.** Each launch becomes ``workgroups`` WGs of :meth:`GpuPreset.shape` (waves,
+  VGPR/SGPR blocks per wave, LDS blocks) as if compiled for the preset: a wave size the GPU
+  does not run becomes its native one; registers or SGPRs above what the GPU allows are
+  clamped to its maximum (counted: rocprof v1 reports 128 SGPRs for every gfx10+ kernel);
+  accumulation registers on a GPU without them count as VGPRs. A launch the GPU cannot run
+  (too many threads or LDS bytes per WG, NVIDIA's per-block register check) is skipped and
+  counted.
+* **Duration** (:func:`workgroup_duration`, the one place to swap for an execution model): the
+  kernel's ``N`` WGs run in ``R = ceil(N / (A x O))`` rounds on ``A`` APs holding ``O`` WGs
+  each (``O`` = :func:`occupancy`, as the model's allocator places the shape), and each WG
+  lasts ``max(1, round(D / R))`` cycles: a GPU that keeps every AP full reproduces the
+  measured kernel time.
+
+:func:`occupancy` is measured on the model, not computed: a one-AP GPU of the preset receives
+identical WGs that never finish, all at cycle 0, and the WGs it dispatched are counted.
+
+Scenario files name a trace with ``kernel_trace``/``preset`` (:class:`KernelTraceSource`);
+:func:`prepare` converts it (it cannot happen at load time: the conversion drives the
+dispatcher model, which imports the configuration module). Only WGs arriving before the cycle
+limit are made, and a window of more than :data:`MAX_WORKGROUPS` WGs is refused with a message
+saying how to narrow it.
+"""
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from model.config import ConfigError
+from model.dispatch.config import (
+    PRESETS,
+    GpuConfig,
+    KernelTraceSource,
+    PolicyConfig,
+    Scenario,
+    WorkGroup,
+)
+from model.dispatch.engine import DispatchSimulator
+from model.dispatch.gpus import GPU_PRESETS, GpuPreset, LaunchError, WorkgroupShape, gpu_preset
+from model.dispatch.profilers import FORMATS, Kernel, KernelTrace, read_kernel_trace
+from model.report import print_table
+
+__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "KernelWorkload", "adapt", "ns_to_cycles",
+           "occupancy", "preset_gpu", "prepare", "print_summary", "resident_workgroups",
+           "trace_scenario", "trace_workload", "workgroup_duration"]
+
+#: The most WGs one conversion makes (about 200 bytes each in the simulator).
+MAX_WORKGROUPS = 2_000_000
+
+
+def preset_gpu(preset, aps: int | None = None) -> GpuConfig:
+    """The model's :class:`GpuConfig` of a GPU preset (``aps`` overrides the AP count)."""
+    return GpuConfig(**gpu_preset(preset).gpu_fields(aps))
+
+
+def _occupancy_policy(policy: PolicyConfig | None) -> PolicyConfig:
+    return PRESETS["seed"] if policy is None else policy
+
+
+@lru_cache(maxsize=4096)
+def resident_workgroups(preset: GpuPreset, shape: WorkgroupShape,
+                        policy: PolicyConfig | None = None) -> int:
+    """WGs of ``shape`` resident on one empty AP of ``preset`` as ``policy`` (default: the
+    seed's, with embodiment 8's rotating split) places them, counted on the model.
+
+    A one-AP GPU receives more identical WGs than its wave slots (or LDS) could hold, all at
+    cycle 0. Each runs ``D`` cycles, longer than the dispatch of the first round (one WG per
+    cycle, with the circuit's latency), and the run stops at ``2D + 1``: the WGs completed by
+    then are exactly those the empty AP took at once (a second round cannot finish before
+    ``2D + 2``). Only the constructor, ``run`` and its documented metrics are used.
+    """
+    policy = _occupancy_policy(policy)
+    gpu = preset_gpu(preset, aps=1)
+    offered = gpu.peus * gpu.wave_slots // shape.waves + 1
+    if shape.lds:
+        offered = min(offered, gpu.lds // shape.lds + 1)
+    duration = (offered + 2) * (policy.circuit_latency + 1)
+    workload = [WorkGroup(id=index, channel=0, priority=0, waves=shape.waves, vgpr=shape.vgpr,
+                          sgpr=shape.sgpr, lds=shape.lds, duration=duration,
+                          independent=False, arrival=0)
+                for index in range(offered)]
+    results = DispatchSimulator(gpu, policy, workload, cycles=2 * duration + 1).run()
+    if results["workgroups_rejected"]:
+        return 0
+    resident = results["workgroups_completed"]
+    if resident >= offered or results["invariant_violations"]:
+        raise AssertionError(f"occupancy run of {shape} on {preset.name} is inconsistent: "
+                             f"{resident} of {offered} offered WGs resident")
+    return resident
+
+
+def occupancy(preset, threads: int, regs_per_thread: int, lds_bytes: int, *, sgprs: int = 0,
+              accum_vgprs: int = 0, wave_size: int | None = None,
+              policy: PolicyConfig | None = None) -> int:
+    """WGs of this shape resident on one empty AP of ``preset`` (a name or a
+    :class:`GpuPreset`) as the model's allocator places them; 0 when the GPU cannot launch
+    the shape (as the vendors' occupancy APIs answer).
+
+    ``regs_per_thread`` are architected VGPRs (registers per thread on NVIDIA), ``accum_vgprs``
+    CDNA's accumulation registers; ``wave_size`` defaults to the GPU's native one.
+    """
+    preset = gpu_preset(preset)
+    try:
+        shape = preset.shape(threads, regs_per_thread, lds_bytes, sgprs=sgprs,
+                             accum_registers=accum_vgprs, wave_size=wave_size)
+    except LaunchError:
+        return 0
+    return resident_workgroups(preset, shape, policy)
+
+
+def workgroup_duration(kernel_cycles: int, workgroups: int, aps: int, resident: int) -> int:
+    """Cycles each WG of a kernel runs: the measured kernel time over its rounds.
+
+    ``R = ceil(workgroups / (aps x resident))`` rounds of a GPU kept full; each WG lasts
+    ``max(1, round(kernel_cycles / R))`` (halves rounded up). ``resident = 0`` (a shape no AP
+    holds) gives one round. This is the derivation an execution model will replace.
+    """
+    if kernel_cycles < 1 or workgroups < 1 or aps < 1 or resident < 0:
+        raise ValueError(f"kernel cycles, workgroups and APs must be positive and resident "
+                         f"not negative, not {kernel_cycles}, {workgroups}, {aps}, {resident}")
+    rounds = -(-workgroups // (aps * resident)) if resident else 1
+    return max(1, (2 * kernel_cycles + rounds) // (2 * rounds))
+
+
+def ns_to_cycles(nanoseconds: int, clock_mhz: int) -> int:
+    """``floor(nanoseconds x clock_mhz / 1000)``: a time since ``t0`` as a cycle number."""
+    return nanoseconds * clock_mhz // 1000
+
+
+def _duration_cycles(nanoseconds: int, clock_mhz: int) -> int:
+    return max(1, -(-nanoseconds * clock_mhz // 1000))
+
+
+@dataclass(frozen=True)
+class Adapted:
+    """A launch as compiled for a preset: its shape and what had to change."""
+
+    shape: WorkgroupShape
+    changes: tuple[str, ...]
+
+
+def adapt(kernel: Kernel, preset: GpuPreset) -> Adapted:
+    """The :class:`WorkgroupShape` of ``kernel`` on ``preset`` (see the module docstring:
+    wave size, registers and SGPRs adapted, each change named); :class:`LaunchError` when
+    the GPU cannot run it at all."""
+    changes = []
+    wave = kernel.wave_size
+    if wave is not None and wave not in preset.wave_sizes:
+        changes.append(f"wave{wave} ran as wave{preset.wave_sizes[0]}")
+        wave = None
+    registers, accum = kernel.registers, kernel.accum_registers
+    if preset.unified_accumulation:
+        if accum:
+            registers, accum = -(-registers // 4) * 4 + accum, 0
+    elif accum:
+        changes.append("accumulation registers counted as VGPRs")
+        registers, accum = registers + accum, 0
+    if registers > preset.max_registers:
+        changes.append(f"registers clamped to {preset.max_registers}")
+        registers = preset.max_registers
+    sgprs = kernel.sgprs
+    if preset.sgprs_per_peu and sgprs > preset.max_sgprs:
+        changes.append(f"SGPRs clamped to {preset.max_sgprs}")
+        sgprs = preset.max_sgprs
+    shape = preset.shape(kernel.threads, registers, kernel.lds_bytes, sgprs=sgprs,
+                         accum_registers=accum, wave_size=wave)
+    return Adapted(shape, tuple(changes))
+
+
+@dataclass
+class KernelWorkload:
+    """The WGs made from a trace window, and what the conversion did (for the report)."""
+
+    workgroups: list[WorkGroup]
+    notes: list[str] = field(default_factory=list)
+    #: One row per kernel name and shape: name, launches, WGs, threads, waves, VGPR blocks,
+    #: SGPR blocks, LDS blocks, resident WGs per AP, mean WG duration in cycles.
+    shapes: list[list] = field(default_factory=list)
+    channels: dict[tuple, int] = field(default_factory=dict)
+
+
+def _short(name: str, width: int = 48) -> str:
+    name = name.removeprefix("void ")
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | None = None,
+                   horizon: int | None = None, clock_mhz: int | None = None,
+                   priorities=(), policy: PolicyConfig | None = None) -> KernelWorkload:
+    """The WGs of launches ``first..last-1`` of ``trace`` on ``preset`` (module docstring).
+
+    ``horizon``: WGs arriving at or after this cycle are not made (counted in the notes).
+    ``priorities[c]``: channel ``c``'s priority (default 0). ``policy``: the allocator whose
+    occupancy sets the rounds (default the seed's).
+    """
+    preset = gpu_preset(preset)
+    clock = clock_mhz or preset.clock_mhz
+    window = trace.kernels[first:last]
+    notes = [f"{trace.path.name}: {FORMATS[trace.format]}, {len(trace.kernels)} kernel "
+             f"launches"
+             + "".join(f"; {count} {reason} skipped" for reason, count in trace.skipped.items())]
+    if not window:
+        raise ConfigError(f"{trace.path}: no kernel launches in the window [{first}, "
+                          f"{'end' if last is None else last}) of {len(trace.kernels)}")
+    ordered = sorted(window, key=lambda kernel: kernel.start_ns)
+    t0 = ordered[0].start_ns
+    channels: dict[tuple, int] = {}
+    changed: dict[str, int] = {}
+    unlaunchable: list[str] = []
+    late_kernels = late_workgroups = 0
+    planned = []                            # (arrival, channel, position, kernel, adapted)
+    for position, kernel in enumerate(ordered):
+        arrival = ns_to_cycles(kernel.start_ns - t0, clock)
+        if horizon is not None and arrival >= horizon:
+            late_kernels += 1
+            late_workgroups += kernel.workgroups
+            continue
+        try:
+            adapted = adapt(kernel, preset)
+        except LaunchError as error:
+            unlaunchable.append(f"row {kernel.row} ({_short(kernel.name, 40)}): {error}")
+            continue
+        for change in adapted.changes:
+            changed[change] = changed.get(change, 0) + 1
+        channel = channels.setdefault(kernel.stream, len(channels))
+        planned.append((arrival, channel, position, kernel, adapted))
+    total = sum(kernel.workgroups for _, _, _, kernel, _ in planned)
+    if total > MAX_WORKGROUPS:
+        raise ConfigError(f"{trace.path}: the window holds {total:,} WGs arriving before the "
+                          f"cycle limit (at most {MAX_WORKGROUPS:,}); narrow it with kernels = "
+                          f"[first, last] or fewer cycles")
+    planned.sort(key=lambda item: (item[0], item[1], item[2]))
+    workgroups: list[WorkGroup] = []
+    shapes: dict[tuple, list] = {}
+    for arrival, channel, _, kernel, adapted in planned:
+        shape = adapted.shape
+        resident = resident_workgroups(preset, shape, policy)
+        duration = workgroup_duration(_duration_cycles(kernel.duration_ns, clock),
+                                      kernel.workgroups, preset.aps, resident)
+        priority = priorities[channel] if channel < len(priorities) else 0
+        for _ in range(kernel.workgroups):
+            workgroups.append(WorkGroup(
+                id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
+                vgpr=shape.vgpr, sgpr=shape.sgpr, lds=shape.lds, duration=duration,
+                independent=False, arrival=arrival))
+        key = (_short(kernel.name), shape)
+        row = shapes.setdefault(key, [key[0], 0, 0, kernel.threads, shape.waves, shape.vgpr,
+                                      shape.sgpr, shape.lds, resident, 0])
+        row[1] += 1
+        row[2] += kernel.workgroups
+        row[9] += duration * kernel.workgroups
+    for row in shapes.values():
+        row[9] = row[9] / row[2]
+    span = ordered[-1].start_ns + ordered[-1].duration_ns - t0
+    notes.append(f"window: launches {first}..{first + len(window) - 1}, {span / 1000:,.1f} us "
+                 f"from the first start; {clock} MHz -> {ns_to_cycles(span, clock):,} cycles; "
+                 f"{len(channels)} channel(s) (one per stream)")
+    notes.append(f"{len(planned)} launches -> {len(workgroups):,} WGs on {preset.name} "
+                 f"({preset.aps} APs x {preset.peus} PEUs)")
+    if late_kernels:
+        notes.append(f"{late_kernels} launches ({late_workgroups:,} WGs) start at or after the "
+                     f"cycle limit {horizon:,}: not made")
+    if unlaunchable:
+        notes.append(f"{len(unlaunchable)} launches cannot run on {preset.name}, skipped; "
+                     f"first: {unlaunchable[0]}")
+    for change, count in changed.items():
+        notes.append(f"{count} launches adapted to {preset.name}: {change}")
+    return KernelWorkload(workgroups=workgroups, notes=notes, shapes=list(shapes.values()),
+                          channels=channels)
+
+
+def prepare(scenario: Scenario, cycles: int | None = None
+            ) -> tuple[Scenario, KernelWorkload | None]:
+    """``scenario`` with its kernel trace converted (WGs arriving before ``cycles``, default
+    the scenario's limit), and the conversion's report; unchanged without a kernel trace."""
+    source = scenario.kernel_trace
+    if source is None or scenario.workgroups is not None:
+        return scenario, None
+    trace = read_kernel_trace(source.path, source.format)
+    limit = cycles or scenario.cycles
+    converted = trace_workload(trace, source.preset, first=source.first, last=source.last,
+                               horizon=limit, clock_mhz=source.clock_mhz,
+                               priorities=tuple(c.priority for c in scenario.channels))
+    return (replace(scenario, workgroups=tuple(converted.workgroups), cycles=limit),
+            converted)
+
+
+def trace_scenario(path, preset: str, *, format: str | None = None,  # noqa: A002
+                   kernels: tuple[int, int | None] = (0, None), clock_mhz: int | None = None,
+                   cycles: int = 200_000) -> Scenario:
+    """A scenario replaying the kernel trace at ``path`` on ``preset`` with every policy
+    preset (what ``gpusched dispatch --kernel-trace`` runs)."""
+    path = Path(path)
+    if preset not in GPU_PRESETS:
+        raise ConfigError(f"--preset must be one of {', '.join(GPU_PRESETS)}, not {preset!r}")
+    if not path.is_file():
+        raise ConfigError(f"--kernel-trace names {str(path)!r}, which is not a file")
+    first, last = kernels
+    source = KernelTraceSource(path=path.resolve(), preset=preset, format=format, first=first,
+                               last=last, clock_mhz=clock_mhz)
+    return Scenario(name=f"{path.name} on {preset}", cycles=cycles, gpu=preset_gpu(preset),
+                    channels=(), policies=tuple(PRESETS.values()), path=path,
+                    kernel_trace=source)
+
+
+def print_summary(converted: KernelWorkload, title: str) -> None:
+    """The conversion's notes and its table of kernel shapes."""
+    for note in converted.notes:
+        print(f"  {note}")
+    print_table(f"{title}: kernel shapes as the model's blocks",
+                ["kernel", "launches", "WGs", "threads", "waves", "VGPR blk", "SGPR blk",
+                 "LDS blk", "WGs/AP", "WG cycles"],
+                sorted(converted.shapes, key=lambda row: -row[2]))
