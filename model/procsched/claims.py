@@ -173,8 +173,9 @@ def _judged_text(comparison: dict) -> str:
 #: Headers of :func:`claim_rows` and :func:`sensitivity_rows`.
 CLAIM_HEADERS = ("#", "scenario: claim (metric, better)", "seed's policy\nmean [95 % CI]",
                  "baseline\nmean [95 % CI]", "per seed\npolicy / baseline", "verdict")
-SENSITIVITY_HEADERS = ("#", "the parameter the claim leans on, changed", "per seed",
-                       "verdict")
+SENSITIVITY_HEADERS = ("#", "the parameter the claim leans on, changed",
+                       "seed's policy\nmean [95 % CI]", "baseline\nmean [95 % CI]",
+                       "per seed", "verdict")
 
 
 def claim_rows(rows: Sequence[dict]) -> list[list[str]]:
@@ -191,6 +192,8 @@ def claim_rows(rows: Sequence[dict]) -> list[list[str]]:
 def sensitivity_rows(rows: Sequence[dict]) -> list[list[str]]:
     """One table row per claim: the same judgement with the parameter it leans on changed."""
     return [[str(number), row["sensitivity"]["label"],
+             _interval_text(row["sensitivity"]["comparison"]["policy"]),
+             _interval_text(row["sensitivity"]["comparison"]["baseline"]),
              _judged_text(row["sensitivity"]["comparison"]),
              row["sensitivity"]["comparison"]["verdict"]]
             for number, row in enumerate(rows, 1)]
