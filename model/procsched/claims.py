@@ -156,10 +156,16 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
             for claim in chosen]
 
 
+def _number(value: float) -> str:
+    """Four significant digits, without exponents: 30,040 rather than 3.004e+04."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def _interval_text(entry: dict | None) -> str:
     if entry is None:
         return "-"
-    return f"{entry['mean']:.4g} [{entry['low']:.4g}, {entry['high']:.4g}]"
+    return (f"{_number(entry['mean'])} [{_number(entry['low'])}, "
+            f"{_number(entry['high'])}]")
 
 
 def _judged_text(comparison: dict) -> str:
