@@ -233,7 +233,8 @@ BATCH_FACTORS = (2, 4, 8, 16)
 
 
 def batch_sweep(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5,
-                scale: float = 1.0, shorter: int = 1) -> dict:
+                scale: float = 1.0, shorter: int = 1,
+                factors: Sequence[int] = BATCH_FACTORS) -> dict:
     """The seed's makespan, host packing time, batch count and (with priorities) the
     top-priority threads' median completion against the batch size, from ``I + 1`` (the
     smallest the seed allows) to ``16 I``; means over seeds with intervals. ``shorter``
@@ -242,7 +243,7 @@ def batch_sweep(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5,
     scenario = _shorter(shorter)(scenario) if shorter != 1 else scenario
     instances = scenario.system.instances
     rows = []
-    for batch in (instances + 1, *(factor * instances for factor in BATCH_FACTORS)):
+    for batch in (instances + 1, *(factor * instances for factor in factors)):
         changed = dataclasses.replace(scenario, batch=batch)
         runs = [run_policies(changed, seed, scale=scale)
                 for seed in range(first_seed, first_seed + seeds)]

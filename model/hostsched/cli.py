@@ -12,7 +12,9 @@ import numpy as np
 
 from model.config import ConfigError
 from model.hostsched.claims import (
+    BATCH_FACTORS,
     CLAIM_HEADERS,
+    DURATION_DIVISORS,
     SENSITIVITY_HEADERS,
     batch_sweep,
     claim_rows,
@@ -233,15 +235,19 @@ def run(args) -> int:
     by_name = {scenario.name: scenario for scenario in scenarios}
     cross = None
     if "transcode" in by_name:
-        cross = crossover(by_name["transcode"], first_seed=args.seed, seeds=seeds, scale=scale)
+        # --quick: every other point of the sweeps (the tests' smoke run).
+        divisors = DURATION_DIVISORS[::2] if args.quick else DURATION_DIVISORS
+        cross = crossover(by_name["transcode"], first_seed=args.seed, seeds=seeds, scale=scale,
+                          divisors=divisors)
         print_table(f"hostsched transcode: makespan ms as sub-tasks shorten against a state "
                     f"move ({span}; 'static faster' judged per seed)",
                     ("cache", "move /\nsub-task", f"seed,\n{cross['readings'][0]}",
                      f"seed,\n{cross['readings'][1]}", "static-rr", "work-queue",
                      "static faster than\nas written", "static faster than\nthe first reading"),
                     _sweep_rows(cross))
+    factors = BATCH_FACTORS[::2] if args.quick else BATCH_FACTORS
     batches = [batch_sweep(by_name[name], first_seed=args.seed, seeds=seeds, scale=scale,
-                           shorter=shorter)
+                           shorter=shorter, factors=factors)
                for name, shorter in (("transcode", 1), ("transcode", 64), ("priority", 1))
                if name in by_name]
     for sweep in batches:
