@@ -25,6 +25,9 @@ from model.hostsched import (
     simulate,
     workload_from_lists,
 )
+from model.hostsched.claims import Claim, Variant, evaluate_claims
+from model.hostsched.policies import binding_for
+from model.stats import VERDICTS
 
 
 class _Recorder:
@@ -34,6 +37,9 @@ class _Recorder:
         self.policy = policy
         self.name = policy.name
         self.starts = []
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
 
     def bind(self, instances, take, head):
         self.policy.bind(instances, take, head)
@@ -59,7 +65,10 @@ def _starts(workload, system, policy):
     return recorder.starts, result
 
 
-ONE = SystemParams(instances=1, instance_cache=0)
+#: Nothing costs anything to move: the directed cases of the dispatch itself (the costs of
+#: moving states and inputs have their own cases below).
+FREE = {"state_bytes": 0, "input_bytes": 0, "dma_setup_us": 0}
+ONE = SystemParams(instances=1, instance_cache=0, **FREE)
 
 # -- the seed's batch FIFO ------------------------------------------------------------------------
 
@@ -89,7 +98,8 @@ def test_eager_refill_and_rounds():
     threads = [[(0, 0, 10), (0, 0, 10)], [(1, 0, 10), (1, 0, 10)], [(2, 5, 10)]]
     workload = workload_from_lists(threads)
     policy = SeedBatchDispatch("arrival", batch=1)
-    starts, result = _starts(workload, ONE, policy)
+    with pytest.warns(UserWarning, match="batch 1 is not greater than the 1 instances"):
+        starts, result = _starts(workload, ONE, policy)
     assert [(time, task, index) for time, task, index, _ in starts] == [
         (0, 0, 0), (10, 1, 0), (20, 0, 1), (30, 2, 0), (40, 1, 1)]
     assert result.makespan == 50
@@ -122,7 +132,7 @@ def test_seed_figure_six_threads_two_instances():
     # 90 / (2 x 60) = 0.75. The seed's FIFO (batch 3 > 2 instances) keeps both busy until the
     # last part of thread 4, which must wait for its first: makespan 50, 90 / 100 = 0.9.
     workload = workload_from_lists(SIX_THREADS)
-    system = SystemParams(instances=2, instance_cache=0)
+    system = SystemParams(instances=2, instance_cache=0, **FREE)
     static = simulate(workload, system, StaticBinding()).metrics()
     seed = simulate(workload, system, SeedBatchDispatch("arrival", 3)).metrics()
     queue = simulate(workload, system, WorkQueue()).metrics()
@@ -140,7 +150,8 @@ def test_static_binding_serves_its_threads_first_ready_first():
     # 0p1 at 20 (ready at 10), 2p1 at 30. Instance 1 runs thread 1 at 0 and is idle after.
     threads = [[(0, 0, 10), (0, 0, 10)], [(1, 0, 10)], [(2, 0, 10), (2, 0, 10)]]
     starts, result = _starts(workload_from_lists(threads),
-                             SystemParams(instances=2, instance_cache=0), StaticBinding())
+                             SystemParams(instances=2, instance_cache=0, **FREE),
+                             StaticBinding())
     assert starts == [(0, 0, 0, 0), (0, 1, 0, 1), (10, 2, 0, 0), (20, 0, 1, 0), (30, 2, 1, 0)]
     assert result.busy == [40, 10]
     assert result.thread_done == [30, 10, 40]
@@ -154,15 +165,15 @@ def test_state_transfer_and_instance_cache():
     # 0p1 needs its state shipped: 20-35 and evicts task 1; 1p1 likewise: 35-50.
     threads = [[(0, 0, 10), (0, 0, 10)], [(1, 0, 10), (1, 0, 10)]]
     workload = workload_from_lists(threads)
-    result = simulate(workload, SystemParams(instances=1, instance_cache=1, state_transfer_us=5),
-                      WorkQueue()).metrics()
+    result = simulate(workload, SystemParams(instances=1, instance_cache=1, state_transfer_us=5,
+                                             **FREE), WorkQueue()).metrics()
     assert result["makespan_us"] == 50
     assert (result["state_transfers"], result["state_transfer_us"]) == (2, 10)
     assert result["utilisation"] == pytest.approx(1.0)
     assert result["useful_utilisation"] == pytest.approx(0.8)
     # Two cached states: no transfer at all.
-    result = simulate(workload, SystemParams(instances=1, instance_cache=2, state_transfer_us=5),
-                      WorkQueue()).metrics()
+    result = simulate(workload, SystemParams(instances=1, instance_cache=2, state_transfer_us=5,
+                                             **FREE), WorkQueue()).metrics()
     assert (result["makespan_us"], result["state_transfers"]) == (40, 0)
 
 
@@ -174,7 +185,7 @@ def test_buffer_spills_to_spare_then_host():
     # 45. B1 45-60. C1 taken at 60 -> B read; C1 pays 5 + 7: 60-82; end of stream: C at 82.
     threads = [[(0, 0, 10), (1, 0, 10), (2, 0, 10), (0, 0, 10), (1, 0, 10), (2, 0, 10)]]
     system = SystemParams(instances=1, instance_cache=0, state_transfer_us=5, per_thread=1,
-                          spare=1, host_refetch_us=7)
+                          spare=1, host_refetch_us=7, **FREE)
     result = simulate(workload_from_lists(threads), system, WorkQueue())
     metrics = result.metrics()
     assert metrics["makespan_us"] == 82
@@ -189,7 +200,7 @@ def test_spare_space_is_reused_after_a_result_is_read():
     # Thread area 0, spare 1: task 0's state takes the spare, is read when thread 0 takes
     # task 1 (at 10), so task 1's state gets the spare too: no host spill.
     threads = [[(0, 0, 10), (1, 0, 10)]]
-    system = SystemParams(instances=1, instance_cache=0, per_thread=0, spare=1)
+    system = SystemParams(instances=1, instance_cache=0, per_thread=0, spare=1, **FREE)
     metrics = simulate(workload_from_lists(threads), system, WorkQueue()).metrics()
     assert (metrics["spills_spare"], metrics["spills_host"]) == (2, 0)
 
@@ -271,7 +282,7 @@ class _Lazy(WorkQueue):
 def test_broken_policy_is_caught():
     workload = workload_from_lists([[(0, 0, 10), (0, 0, 10)]])
     with pytest.raises(InvariantError, match="started twice"):
-        simulate(workload, SystemParams(instances=2), _TwiceQueue())
+        simulate(workload, SystemParams(instances=2, **FREE), _TwiceQueue())
 
 
 def test_stranded_work_is_reported_not_spun_on():
@@ -291,8 +302,9 @@ def test_shipped_scenarios_hold_every_invariant(stem):
     scenario = load_scenario(cli.CONFIG_ROOT / "hostsched" / f"{stem}.toml")
     workload = generate_workload(scenario, random.Random(3), scale=0.25)
     compute = None
-    for policy in make_policies(scenario):
-        result = simulate(workload, scenario.system, policy)   # debug: checker on
+    for policy in make_policies(scenario, len(workload.threads), seed=3):
+        result = simulate(workload, scenario.system, policy,   # debug: checker on
+                          pack_gb_s=scenario.pack_gb_s)
         assert result.unfinished == 0
         assert result.subtasks_run == len(workload.subtasks)
         # The same work whatever the policy.
@@ -306,6 +318,91 @@ def test_seed_beats_static_binding_on_skewed_loads():
     seed = simulate(workload, scenario.system, SeedBatchDispatch("arrival", scenario.batch))
     static = simulate(workload, scenario.system, StaticBinding())
     assert seed.metrics()["utilisation"] > static.metrics()["utilisation"] + 0.2
+
+
+# -- what moving data costs: per sub-task for the baselines, per batch for the seed ---------------
+
+
+def test_batch_costs_packing_and_one_dma():
+    # One instance, two 100-us sub-tasks of 1 MB input each; no states. Link 15.75 GB/s:
+    # one input 63.5 -> 64 us, both 127 us; a DMA costs 10 us more.
+    # Seed (batch 2): refill 20 us, packing 2 MB at 10 GB/s = 200 us, one DMA 10 + 127:
+    # the batch lands at 357; 0 runs 357-457, 1 457-557. The instance waits for nothing.
+    # Work queue: each sub-task's own DMA, 10 + 64 = 74 us, on the instance: 0-174, 174-348.
+    threads = [[(0, 0, 100)], [(1, 0, 100)]]
+    system = SystemParams(instances=1, instance_cache=0, state_bytes=0, input_bytes=1_000_000,
+                          dma_setup_us=10)
+    workload = workload_from_lists(threads)
+    seed = simulate(workload, system, SeedBatchDispatch("arrival", 2), pack_gb_s=10.0,
+                    refill_us=20)
+    metrics = seed.metrics()
+    assert (seed.makespan, metrics["host_pack_us"], metrics["batch_dma_us"]) == (557, 220, 137)
+    assert metrics["transfer_utilisation"] == 0 and metrics["useful_utilisation"] == 200 / 557
+    queue = simulate(workload, system, WorkQueue()).metrics()
+    assert queue["makespan_us"] == 348
+    assert queue["transfer_utilisation"] == pytest.approx(148 / 348)
+    assert queue["utilisation"] == pytest.approx(queue["useful_utilisation"]
+                                                 + queue["transfer_utilisation"])
+
+
+@pytest.mark.parametrize(("ship_state", "makespan", "instance_transfer"), [
+    # A task of two parts on one instance that caches nothing; state 1 MB (64 us), no input.
+    # always: each part is packed and sent in its own batch (the second one with the state:
+    # 10 + 64); 0p0 0-100, the next batch lands at 100 + 74 = 174, 0p1 174-274.
+    ("always", 274, 0),
+    # on-miss: nothing to pack; the instance fetches the state itself: 0p1 100-274 too, the
+    # 74 us now counted as the instance's transfer time.
+    ("on-miss", 274, 74),
+])
+def test_the_seed_ships_the_state_with_every_part(ship_state, makespan, instance_transfer):
+    threads = [[(0, 0, 100), (0, 0, 100)]]
+    system = SystemParams(instances=1, instance_cache=0, state_bytes=1_000_000, input_bytes=0,
+                          dma_setup_us=10)
+    policy = SeedBatchDispatch("arrival", 2, ship_state)
+    result = simulate(workload_from_lists(threads), system, policy).metrics()
+    assert result["makespan_us"] == makespan
+    assert result["state_transfer_us"] == instance_transfer
+    assert result["state_transfers"] == 1
+
+
+def test_random_binding_is_balanced_and_drawn_per_seed():
+    first = binding_for(10, 4, seed=1)
+    assert sorted(first.count(instance) for instance in range(4)) == [2, 2, 3, 3]
+    assert first == binding_for(10, 4, seed=1) and first != binding_for(10, 4, seed=2)
+    policy = StaticBinding(first)
+    threads = [[(thread, 0, 10)] for thread in range(10)]
+    starts, _ = _starts(workload_from_lists(threads), SystemParams(instances=4, **FREE), policy)
+    assert all(instance == first[task] for _, task, _, instance in starts)
+    with pytest.raises(ValueError, match="a random static binding needs"):
+        make_policies(Scenario(name="x"))
+    with pytest.raises(ValueError, match=r"binding\[1\] must be an instance number"):
+        StaticBinding([0, -1])
+
+
+def test_api_arguments_are_checked():
+    with pytest.raises(ValueError, match="SystemParams.state_bytes must be an integer >= 0"):
+        SystemParams(state_bytes=-1)
+    with pytest.raises(ValueError, match="SystemParams.link_gb_s must be a positive number"):
+        SystemParams(link_gb_s=0)
+    with pytest.raises(ValueError, match="ship_state must be one of always, on-miss"):
+        SeedBatchDispatch("arrival", 8, "sometimes")
+    workload = workload_from_lists([[(0, 0, 10)]])
+    with pytest.raises(ValueError, match="pack_gb_s must be a number >= 0"):
+        simulate(workload, ONE, WorkQueue(), pack_gb_s=-1)
+    with pytest.raises(TypeError, match="workload must be a Workload"):
+        simulate([[(0, 0, 10)]], ONE, WorkQueue())
+
+
+def test_claims_over_seeds_and_the_binding():
+    group = ThreadGroup(count=6, tasks=(1, 2), subtasks=(2, 4), duration_us=(1000, 3000))
+    scenario = Scenario(name="tiny", system=SystemParams(instances=2, **FREE), batch=3,
+                        groups=(group,))
+    claim = Claim("tiny", "beats static", "makespan ms", "seed003-arrival", "static-rr",
+                  lambda m: m["makespan_us"] / 1e3, False,
+                  Variant("round-robin binding", lambda s: s))
+    (row,) = evaluate_claims([scenario], seeds=3, claims=[claim])
+    assert row["comparison"]["verdict"] in VERDICTS and row["seeds"] == [1, 2, 3]
+    assert row["comparison"]["policy"]["count"] == 3
 
 
 # -- workload and configuration -------------------------------------------------------------------
@@ -362,6 +459,13 @@ THREADS = "[[threads]]\ncount = 2\n"
     (THREADS + "colour = 1\n", "threads[0].colour is not a known field"),
     ("[system]\ninstanses = 4\n" + THREADS, "system.instanses is not a known field"),
     ("threads = []\n", "threads must list at least one thread group"),
+    ("[dispatch]\nbatch = 4\n" + THREADS,
+     "dispatch.batch must be greater than system.instances (4): the seed's target threads "
+     "outnumber the instances ([0007]), not 4"),
+    ("[dispatch]\nship_state = \"never\"\n" + THREADS,
+     "dispatch.ship_state must be a string (one of 'always', 'on-miss'), not 'never'"),
+    ("[static]\nbinding = \"sorted\"\n" + THREADS,
+     "static.binding must be a string (one of 'random', 'round-robin'), not 'sorted'"),
     ("description = \"none\"\n", "threads is required"),
 ])
 def test_config_errors_name_the_field(tmp_path, text, message):
@@ -384,8 +488,9 @@ def test_config_defaults(tmp_path):
 
 def test_cli_quick(tmp_path, capsys):
     out = tmp_path / "hostsched.json"
+    events = tmp_path / "events.csv"
     assert cli.main(["hostsched", "--quick", "--quiet", "--json", str(out),
-                     "--plots", str(tmp_path)]) == 0
+                     "--plots", str(tmp_path), "--seeds", "2", "--events", str(events)]) == 0
     report = json.loads(out.read_text())
     assert report["time_unit"] == "us"
     assert set(report["scenarios"]) == {"transcode", "skewed", "live_spills", "priority"}
@@ -394,6 +499,12 @@ def test_cli_quick(tmp_path, capsys):
         assert {"static-rr", "work-queue", "seed003-arrival"} <= set(scenario["policies"])
         assert "seed003-arrival" in scenario["utilisation_gain_over_static"]
     assert "vs static-rr" in capsys.readouterr().out
+    assert len(report["claims"]) >= 5 and report["crossover"]["caches"]
+    assert (tmp_path / "hostsched_sweeps.png").stat().st_size > 0
+    lines = events.read_text().splitlines()
+    assert lines[0] == "scenario,policy,time_us,event,thread,task,part,instance,detail"
+    assert {line.split(",")[3] for line in lines[1:]} >= {"take", "batch", "start", "finish",
+                                                           "result"}
 
 
 def test_cli_bad_config_exits_2(tmp_path, capsys):

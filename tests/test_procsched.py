@@ -27,17 +27,25 @@ from model.procsched import (
     generate_tasks,
     make_policy,
     measure,
+    reload_candidates,
     select_for_cache,
     simulate,
     slice_lengths,
+    switch_cost_for,
     task_weight,
 )
+from model.procsched.claims import Claim, Variant, evaluate_claims
 from model.procsched.sim import _window_jains
-from model.stats import jain_index
+from model.stats import VERDICTS, jain_index
 
 
 def spec(task_id, arrival, priority, work):
     return TaskSpec(task_id=task_id, arrival_us=arrival, priority=priority, work_us=work)
+
+
+#: The model's first readings, kept as named options: reload after one slice each with every
+#: task competing again, and a higher priority taking effect only at that reload.
+FIRST_READING = {"reload": "rerank", "priority": "reload"}
 
 
 def spans(result, count=None):
@@ -130,7 +138,7 @@ def test_stage1_only_the_loaded_ones_run_until_reload():
     # 0 and 1 (both weight 40/20 = 2) the tie goes to id 0. Cache [0, 2], weights [2, inf->2]
     # -> slices 20 each: 0 [40,60), 2 [60,80).
     specs = [spec(0, 0, 3, 1000), spec(1, 0, 3, 1000), spec(2, 0, 3, 1000)]
-    result = simulate(specs, SeedPolicy(2, 10), 0)
+    result = simulate(specs, SeedPolicy(2, 10, **FIRST_READING), 0)
     assert spans(result, 4) == [(0, 0, 20), (1, 20, 40), (0, 40, 60), (2, 60, 80)]
 
 
@@ -151,7 +159,7 @@ def test_stage1_only_the_loaded_ones_run_until_reload():
 ])
 def test_stage2_fifo_slices_from_weights(rule, expected):
     specs = [spec(0, 0, 2, 1000), spec(1, 30, 2, 1000)]
-    result = simulate(specs, SeedPolicy(4, 10, rule), 0)
+    result = simulate(specs, SeedPolicy(4, 10, rule, **FIRST_READING), 0)
     assert spans(result, len(expected)) == expected
 
 
@@ -164,16 +172,20 @@ def test_higher_priority_arrival_waits_for_the_next_reload():
     # X, Y (priority 5) at 0 fill the cache, slices 10 * 2/1 = 20: X [0,20), Y [20,40).
     # H (priority 1) arrives at 5 but joins at the reload at 40: H [40,50), response 35.
     specs = [spec(0, 0, 5, 1000), spec(1, 0, 5, 1000), spec(2, 5, 1, 10)]
-    result = simulate(specs, SeedPolicy(4, 10), 0)
+    result = simulate(specs, SeedPolicy(4, 10, **FIRST_READING), 0)
     assert spans(result, 3) == [(0, 0, 20), (1, 20, 40), (2, 40, 50)]
     metrics = measure(result)
     assert metrics["per_priority"][1]["response_us"]["max"] == 35
-    # Y's slice started at 20 with H runnable: the reload latency, 20 us of inversion.
-    assert metrics["inversion_us"] == 20
-    # Time sharing (slice 10) takes H at the next slice boundary: X [0,10), H [10,20).
+    # Y's slice started at 20 with H runnable: the reload latency, 20 us of inversion at a
+    # slice start; counting the rest of X's slice too (H waits from 5): 15 + 20 = 35.
+    assert metrics["inversion_at_start_us"] == 20
+    assert metrics["inversion_us"] == 35
+    # Time sharing (slice 10) takes H at the next slice boundary: X [0,10), H [10,20); only
+    # the rest of X's slice, [5, 10), ran while H waited.
     result = simulate(specs, TimeSharingPolicy(10), 0)
     assert spans(result, 2) == [(0, 0, 10), (2, 10, 20)]
-    assert measure(result)["inversion_us"] == 0
+    assert measure(result)["inversion_at_start_us"] == 0
+    assert measure(result)["inversion_us"] == 5
 
 
 @pytest.mark.parametrize("policy", ["seed", "seed-prop", "timeshare", "timeshare-t0"])
@@ -182,30 +194,181 @@ def test_lower_priority_never_runs_while_a_higher_one_has_work(policy):
     # exactly when the last priority-0 task completes, at 100.
     specs = [spec(0, 0, 1, 30), spec(1, 0, 0, 50), spec(2, 0, 0, 50)]
     scenario = Scenario(name="t", t0_us=10, timeshare_slice_us=10, cache_tasks=8,
-                        groups=())
+                        groups=(), gpu=GpuContext(compute_units=0))      # nothing to move
     result = simulate(specs, make_policy(policy, scenario), 0)
     by_id = {task.task_id: task for task in result.tasks}
     assert by_id[0].first_start_us == 100
     assert max(by_id[1].completion_us, by_id[2].completion_us) == 100
 
 
+# -- the patent's reload rule ([0094]) and strict priority ([0090]) -----------------------------
+
+
+@pytest.mark.parametrize(("reload", "expected"), [
+    # a = 3 equal tasks of the top priority, L = 2, t0 = 10, nothing to move. Every rule loads
+    # [0, 1] first (never-run weights, 10 * 2/1 = 20 each).
+    # completed: [0, 1] run pass after pass (weights 40/20 = 2 each -> 20 again) until both
+    # complete; task 2 is loaded only then.
+    ("completed", [(0, 0, 20), (1, 20, 40), (0, 40, 60), (1, 60, 80)]),
+    # slice: after one pass the next load is "the remaining a - L": [2] alone (slice 10 *
+    # 1/1 = 10); then [0, 1] again (50/20 = 2.5 each -> 20), then [2] (90/10 = 9 -> 10).
+    ("slice", [(0, 0, 20), (1, 20, 40), (2, 40, 50), (0, 50, 70), (1, 70, 90),
+               (2, 90, 100)]),
+    # rerank (the first reading): everyone competes; 2 (never ran) and 0 (tie with 1 at
+    # weight 2, lower id) load.
+    ("rerank", [(0, 0, 20), (1, 20, 40), (0, 40, 60), (2, 60, 80)]),
+])
+def test_reload_rules_of_0094(reload, expected):
+    specs = [spec(0, 0, 3, 1000), spec(1, 0, 3, 1000), spec(2, 0, 3, 1000)]
+    result = simulate(specs, SeedPolicy(2, 10, reload=reload, priority="reload"), 0)
+    assert spans(result, len(expected)) == expected
+    if reload == "completed":
+        by_id = {task.task_id: task for task in result.tasks}
+        # 0 and 1 alternate 20 us slices: 1 completes at 2000, and only then 2 starts.
+        assert by_id[1].completion_us == 2000 and by_id[2].first_start_us == 2000
+
+
+def test_reload_candidates_leave_out_the_previous_load():
+    pool = [pool_task(i, 2, 0, 0) for i in range(3)] + [pool_task(3, 5, 0, 0)]
+    assert [t.task_id for t in reload_candidates(pool, pool[:2], "slice")] == [2]
+    # Every top-priority task was in the previous load: they all compete again; a lower
+    # priority never gets in while the top one has work ([0090]).
+    assert [t.task_id for t in reload_candidates(pool, pool[:3], "slice")] == [0, 1, 2]
+    assert reload_candidates(pool, pool[:2], "rerank") == pool
+    with pytest.raises(ValueError, match="Reload rule must be one of"):
+        reload_candidates(pool, [], "lifo")
+
+
+def test_strict_priority_flushes_the_cache_at_the_slice_boundary():
+    # X, Y (priority 5) at 0; H (priority 1) at 5. L = 4, t0 = 10, a context moves into or out
+    # of the cache in 3 us, no switch cost. 0: load X, Y (6 us), X [6,26) (slices 20 each).
+    # 26: H waits -> flush: evict X, Y (unfinished), load H: 9 us, H [35,45). 45: reload X, Y
+    # (6 us; X 45/20 = 2.25, Y never ran -> 2.25: 20 each): X [51,71), Y [71,91).
+    specs = [spec(0, 0, 5, 1000), spec(1, 0, 5, 1000), spec(2, 5, 1, 10)]
+    policy = SeedPolicy(4, 10, transfer_us=3)
+    result = simulate(specs, policy, 0, events=True)
+    assert spans(result, 4) == [(0, 6, 26), (2, 35, 45), (0, 51, 71), (1, 71, 91)]
+    assert [record.overhead_us for record in result.log[:4]] == [6, 9, 6, 0]
+    assert (policy.flushes, policy.loads, policy.evictions) == (1, 5, 2)
+    metrics = measure(result)
+    assert metrics["per_priority"][1]["response_us"]["max"] == 30
+    assert metrics["inversion_us"] == 20                 # X's slice [6, 26) while H waited
+    assert metrics["cache_load_us"] == result.overhead_us == sum(
+        record.overhead_us for record in result.log)
+    assert ("cache_load" in {event[1] for event in result.events}
+            and any("flush" in event[5] for event in result.events))
+    # The first reading: H waits until X and Y have completed (the cache runs to completion).
+    late = simulate(specs, SeedPolicy(4, 10, priority="reload", transfer_us=3), 0)
+    assert {t.task_id: t.first_start_us for t in late.tasks}[2] > 2000
+
+
+def test_inversion_counts_the_rest_of_the_slice_under_any_higher_priority():
+    # L (priority 2) [0,50) while H1 (0, from 10) and H2 (1, from 12) wait; then H1 [50,55),
+    # H2 [55,60), L [60,110). Inversion: [10,50) of L's first slice = 40; H2's slice starts as
+    # H1 completes (55): none.
+    specs = [spec(0, 0, 2, 100), spec(1, 10, 0, 5), spec(2, 12, 1, 5)]
+    result = simulate(specs, TimeSharingPolicy(50), 0)
+    assert spans(result) == [(0, 0, 50), (1, 50, 55), (2, 55, 60), (0, 60, 110)]
+    metrics = measure(result)
+    assert (metrics["inversion_us"], metrics["inversion_at_start_us"]) == (40, 0)
+    assert metrics["slice_us"]["p50"] == metrics["slice_us"]["max"] == 50
+
+
+def test_the_seed_formula_reaches_many_t0_as_written():
+    # Eight cached tasks, seven with weight 1 (run all their alive time) and one with weight
+    # 8; the sum is 15, so the weight-1 tasks get 10 * 15/1 = 150 = 15 t0 each (the formula
+    # gives the longest slice to the most served), the weight-8 one 10 * 15/8 = 18.75 -> 19.
+    assert slice_lengths([8.0] + [1.0] * 7, 10) == [19] + [150] * 7
+
+
+def test_api_arguments_are_checked_like_the_config():
+    with pytest.raises(ValueError, match="t0_us must be a positive integer, not 0"):
+        slice_lengths([1.0, 1.0], 0)
+    with pytest.raises(TypeError, match="t0_us must be a positive integer"):
+        slice_lengths([1.0], 2.5)
+    with pytest.raises(ValueError, match=r"weights\[1\] must be positive"):
+        slice_lengths([1.0, 0.0], 10)
+    with pytest.raises(ValueError, match="capacity must be a positive integer, not 0"):
+        select_for_cache([], 0, 0)
+    with pytest.raises(ValueError, match="arrival_us must be >= 0, not -1"):
+        spec(0, -1, 0, 10)
+    with pytest.raises(ValueError, match="priority must be in 0..15, not 16"):
+        spec(0, 0, 16, 10)
+    with pytest.raises(ValueError, match="work_us must be >= 1, not 0"):
+        spec(0, 0, 1, 0)
+    with pytest.raises(TypeError, match="TaskSpec.work_us must be an integer"):
+        spec(0, 0, 1, 1.5)
+    with pytest.raises(ValueError, match="task id 0 is used twice"):
+        simulate([spec(0, 0, 0, 5), spec(0, 1, 0, 5)], TimeSharingPolicy(10), 0)
+    with pytest.raises(ValueError, match="switch_cost_us must be >= 0"):
+        simulate([spec(0, 0, 0, 5)], TimeSharingPolicy(10), -1)
+    with pytest.raises(TypeError, match=r"specs\[0\] must be a TaskSpec"):
+        simulate([(0, 0, 0, 5)], TimeSharingPolicy(10), 0)
+    with pytest.raises(ValueError, match="cache_tasks must be an integer >= 1, not 0"):
+        SeedPolicy(0, 10)
+    with pytest.raises(ValueError, match="Priority rule must be one of"):
+        SeedPolicy(2, 10, priority="never")
+    with pytest.raises(ValueError, match="slice_us must be an integer >= 1, not 0"):
+        TimeSharingPolicy(0)
+    with pytest.raises(ValueError, match="scale must be a positive number"):
+        generate_tasks(Scenario(name="t"), random.Random(1), scale=0)
+
+
+def test_claims_over_seeds_with_a_sensitivity_line():
+    scenario = Scenario.from_dict({"seed": {"cache_tasks": 4, "t0_us": 2000},
+                                   "timeshare": {"slice_us": 500},
+                                   "tasks": [{"count": 6, "priority": 1, "spacing_us": 3000,
+                                              "spacing": "poisson", "work_us": [5000, 20000]}]},
+                                  name="tiny")
+    claim = Claim("tiny", "fewer switches", "switches/s", "seed", "timeshare",
+                  lambda m: m["switches_per_s"], False, Variant("t0 = 500 us",
+                                                                lambda s: dataclasses.replace(
+                                                                    s, t0_us=500)))
+    (row,) = evaluate_claims([scenario], seeds=3, claims=[claim])
+    assert row["seeds"] == [1, 2, 3] and row["comparison"]["verdict"] == "holds"
+    assert row["comparison"]["policy"]["count"] == 3
+    assert row["comparison"]["ratio"]["high"] < 1
+    assert row["sensitivity"]["label"] == "t0 = 500 us"
+    assert row["sensitivity"]["comparison"]["verdict"] in VERDICTS
+    assert evaluate_claims([scenario], seeds=3) == []          # no shipped claim is about it
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        evaluate_claims([scenario], seeds=1, claims=[claim])
+
+
 # -- context switches and time accounting -------------------------------------------------------
 
 
 def test_switch_cost_from_context_size():
-    gpu = GpuContext()
+    gpu = GpuContext(save_to="device")
     # 64 CUs x (256 + 64) KiB = 20,971,520 bytes, saved and restored at 300 GB/s:
     # 2 * 20971520 / 300e3 us = 139.8 -> 140 us.
     assert gpu.context_bytes == 20_971_520
     assert gpu.switch_cost_us == 140
     # Plus 48 MiB of device memory: 71,303,168 bytes -> 475.4 -> 476 us.
-    assert GpuContext(extra_state_mib=48).switch_cost_us == 476
+    assert GpuContext(extra_state_mib=48, save_to="device").switch_cost_us == 476
     assert GpuContext(switch_us=500).switch_cost_us == 500
+
+
+def test_switch_and_cache_load_over_the_host_path():
+    # [0042]: saved to main memory over PCIe 4.0 x16 (31.5 GB/s): 2 * 20971520 / 31.5e3 =
+    # 1331.5 -> 1332 us a switch; one context one way (a cache load) 665.8 -> 666 us. The
+    # seed's in-cache switch stays on the device path (140 us).
+    gpu = GpuContext()
+    assert (gpu.save_to, gpu.host_gb_s) == ("host", 31.5)
+    assert (gpu.switch_cost_us, gpu.transfer_us, gpu.device_switch_us) == (1332, 666, 140)
+    assert GpuContext(save_to="device").transfer_us == 70       # 69.9 -> 70
+    assert GpuContext(switch_us=501).transfer_us == 251
+    scenario = Scenario(name="t", gpu=gpu)
+    assert switch_cost_for("seed", scenario) == 140
+    assert switch_cost_for("timeshare-mean", scenario) == 1332
+    assert make_policy("seed", scenario).transfer_us == 666
+    with pytest.raises(ValueError, match="save_to must be one of"):
+        GpuContext(save_to="disk")
 
 
 def test_switch_only_when_the_task_changes():
     # One task alone: loaded once (one switch), then it keeps the GPU slice after slice.
-    result = simulate([spec(0, 0, 0, 100)], SeedPolicy(4, 10), 7)
+    result = simulate([spec(0, 0, 0, 100)], SeedPolicy(4, 10, **FIRST_READING), 7)
     assert result.switches == 1 and result.makespan_us == 107
     assert measure(result)["efficiency"] == pytest.approx(100 / 107)
     # Two tasks of 20 us, round-robin slices of 10, switch 5:
@@ -264,7 +427,12 @@ def test_every_policy_is_built_from_the_scenario():
     assert make_policy("seed-prop", scenario).slice_rule == "proportional"
     assert make_policy("timeshare", scenario).slice_us == 5
     assert make_policy("timeshare-t0", scenario).slice_us == 7
+    assert make_policy("timeshare-mean", scenario, mean_slice_us=41.6).slice_us == 42
+    with pytest.raises(ValueError, match="timeshare-mean needs the seed's mean slice"):
+        make_policy("timeshare-mean", scenario)
     assert isinstance(make_policy("cfs", scenario), CfsPolicy)
+    assert (make_policy("seed", scenario).reload_rule,
+            make_policy("seed", scenario).priority_rule) == ("completed", "strict")
     with pytest.raises(ValueError, match="Policy must be one of"):
         make_policy("lottery", scenario)
 
@@ -305,8 +473,10 @@ def test_slice_readings_differ_in_fairness():
     # All tasks cached, staggered arrivals: the formula as written favours the older tasks
     # (smaller weight, longer slice), the proportional reading evens them out.
     specs = [spec(i, 200_000 * i, 4, 1_000_000) for i in range(4)]
-    seed = measure(simulate(specs, SeedPolicy(8, 10_000, "seed"), 140), 500_000)
-    proportional = measure(simulate(specs, SeedPolicy(8, 10_000, "proportional"), 140), 500_000)
+    seed = measure(simulate(specs, SeedPolicy(8, 10_000, "seed", **FIRST_READING), 140),
+                   500_000)
+    proportional = measure(simulate(specs, SeedPolicy(8, 10_000, "proportional",
+                                                      **FIRST_READING), 140), 500_000)
     assert seed["jain_life_min"] < proportional["jain_life_min"]
     assert seed["jain_window_min"] < proportional["jain_window_min"]
     assert seed["switches_per_s"] < proportional["switches_per_s"]
@@ -332,7 +502,8 @@ def test_invariants_hold_on_random_workloads():
     for seed in range(5):
         specs = generate_tasks(scenario, random.Random(seed))
         for name in POLICIES:
-            result = simulate(specs, make_policy(name, scenario), 37, name=name, check=True)
+            policy = make_policy(name, scenario, mean_slice_us=1500)
+            result = simulate(specs, policy, 37, name=name, check=True)
             assert sorted(t.task_id for t in result.tasks if t.completion_us) == list(range(13))
 
 
@@ -409,7 +580,9 @@ def test_config_defaults():
     assert (scenario.cache_tasks, scenario.t0_us, scenario.timeshare_slice_us) == (8, 10_000,
                                                                                    4_000)
     assert scenario.policies == POLICIES
-    assert scenario.gpu.switch_cost_us == 140
+    # The default path is main memory over PCIe 4.0 x16 ([0042]); on the device it is 140 us.
+    assert scenario.gpu.switch_cost_us == 1332
+    assert (scenario.reload, scenario.priority_rule) == ("completed", "strict")
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -475,10 +648,17 @@ def test_workload_is_seeded_and_scaled():
 
 def test_cli_quick_run(tmp_path, capsys):
     out = tmp_path / "procsched.json"
+    events = tmp_path / "events.csv"
     status = cli.main(["procsched", "--quick", "--quiet", "--json", str(out),
-                       "--plots", str(tmp_path)])
+                       "--plots", str(tmp_path), "--seeds", "2", "--events", str(events)])
     assert status == 0
     report = json.loads(out.read_text())
+    assert len(report["claims"]) >= 5
+    assert all(claim["comparison"]["verdict"] in VERDICTS for claim in report["claims"])
+    lines = events.read_text().splitlines()
+    assert lines[0] == "scenario,policy,time_us,event,task,priority,duration_us,detail"
+    assert {line.split(",")[3] for line in lines[1:]} >= {"arrive", "cache_load", "switch",
+                                                           "slice", "complete"}
     names = [scenario["name"] for scenario in report["scenarios"]]
     assert names == [path.stem for path in cli.default_configs("procsched")]
     for scenario in report["scenarios"]:

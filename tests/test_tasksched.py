@@ -25,11 +25,14 @@ from model.tasksched import (
     parse_scenario,
     simulate,
 )
+from model.tasksched.claims import Claim, Variant, evaluate_claims
 
-# Timing of every directed case: fetch 8, register 2, send 4 beats.
+# Timing of every directed case: fetch 8, register 2, send 4 beats. The directed cases of the
+# first reading pin matching = "count" (a job matches any idle compatible processor without
+# reserving it); the reservation and the gates have their own cases below.
 BASE = {
     "scheduler": {"timeout": 128, "send_beats": 4, "fetch_beats": 8, "register_beats": 2,
-                  "cache_entries": 16, "match_jobs_per_beat": 64},
+                  "cache_entries": 16, "match_jobs_per_beat": 64, "matching": "count"},
     "arbiter": {"slots": 4},
     "processors": [{"type": "vector", "count": 1, "word_bytes": 4, "max_job_words": 256}],
     "streams": [],
@@ -240,6 +243,133 @@ def test_horizon_reports_unfinished_tasks():
     assert result["beats"] == 500
 
 
+# -- the patent's matching: named processors, reserved; the gates --------------------------------
+
+TWO = [{"type": "vector", "count": 2}]
+
+
+def test_each_job_reserves_a_named_processor():
+    # One 2-job task, two processors, matching = "reserve": at 10 job 0 reserves processor 0
+    # and job 1 processor 1 (tightest fit, then index), all matched: the load is accepted at
+    # 10. FIFO: grants seen at 12 and 13 go to the reserved processors, 0 then 1; jobs end
+    # at 12 + 4 + 10 = 26 and 13 + 14 = 27. Held idle by reservations: 2 + 3 beats.
+    scene = scenario(stream("a"), processors=TWO, scheduler={"matching": "reserve"})
+    events = []
+    sim = TaskSchedulerSim(scene, build_workload(scene, 1), "fifo-rr", events=events)
+    result = sim.run()
+    state = task(sim, "a#0")
+    assert (state.matched_at, state.first_sent, state.done_at) == (10, 12, 27)
+    assert [(beat, processor) for beat, kind, _, _, processor, _ in events
+            if kind == "reserve"] == [(10, 0), (10, 1)]
+    assert [(beat, processor) for beat, kind, _, _, processor, _ in events
+            if kind == "send"] == [(12, 0), (13, 1)]
+    assert sim.reserved_beats == 5
+    assert result["reserved_idle"] == pytest.approx(5 / (2 * 27))
+
+
+@pytest.mark.parametrize(("matching", "matched_at", "failures"), [
+    # reserve: a's jobs hold both processors from 10 and run 12..116 and 13..117; b (from 11)
+    # fails at 11 + 64 = 75, takes a slot again at 76, reserves processor 0 at 116 and 1 at
+    # 117: all matched at 117, one failure.
+    ("reserve", 117, 0 + 1),
+    # count (the first reading): both processors are idle at 11, so b "matches" at once.
+    ("count", 11, 0),
+])
+def test_reservation_makes_the_all_matched_gate_bite(matching, matched_at, failures):
+    scene = scenario(stream("a", job_beats=100), stream("b", start=1), processors=TWO,
+                     scheduler={"matching": matching, "timeout": 64})
+    sim, result = run_sim(scene, "fifo-rr")
+    assert task(sim, "a#0").done_at == 117
+    assert task(sim, "b#0").matched_at == matched_at
+    assert result["schedule_failures"] == failures and result["completed"] == 2
+
+
+def test_per_job_gate_runs_more_jobs_than_processors():
+    # Four jobs, two processors: the all-matched gate with reservation can never match them
+    # all at once (rejected with the reason); the per-job gate ([0096]) sends each job as soon
+    # as it has matched, two at a time.
+    gang = scenario(stream("a", jobs=4), processors=TWO, scheduler={"matching": "reserve"})
+    (reason,) = admit(gang, build_workload(gang, 1)).values()
+    assert reason == ("its 4 jobs need 4 idle 'vector' processors at once (each job reserves "
+                      "one until all have matched), and only 2 can take them")
+    scene = scenario(stream("a", jobs=4), processors=TWO,
+                     scheduler={"matching": "reserve", "gate": "per-job"})
+    sim, result = run_sim(scene, "fifo-rr")
+    # 10: jobs 0, 1 reserve processors 0, 1 and join the pending set (slot load at 10); sent
+    # at 12 and 13, they end at 26 and 27, when jobs 2 and 3 reserve them: all matched at 27.
+    state = task(sim, "a#0")
+    assert (state.pending_at, state.first_sent, state.matched_at) == (10, 12, 27)
+    assert result["completed"] == 1 and result["schedule_failures"] == 0
+
+
+def test_per_job_failure_removes_only_the_unsent_jobs():
+    # b's four jobs on two processors with a 20-beat timeout: two match at once and are sent,
+    # the other two cannot match before the timeout (the first two run for 30 beats), so b
+    # fails with its sent jobs kept; on the retry it matches the remaining two.
+    scene = scenario(stream("b", jobs=4, job_beats=30), processors=TWO,
+                     scheduler={"matching": "reserve", "gate": "per-job", "timeout": 20})
+    sim, result = run_sim(scene, "smooth-wrr")
+    state = task(sim, "b#0")
+    assert state.failures >= 1 and state.sent == 4 and result["completed"] == 1
+    assert sim.reserved_beats > 0 and all(owner is None for owner in sim.proc_owner)
+
+
+def test_one_clock_weight_update_knob():
+    # The RTL's divider takes 9 clocks (first send 21, done 50, see the timeline above); a
+    # one-clock weight update puts W in force at the edge of 11: decision at 12, seen at 13;
+    # job 0 ends at 13 + 14 = 27, job 1 is granted at 27, sent at 28 and ends at 42.
+    scene = scenario(stream("a"), arbiter={"weight_update_clocks": 1})
+    assert scene.arbiter.divider_clocks == 1
+    sim, result = run_sim(scene, "delay-factor")
+    assert (task(sim, "a#0").first_sent, task(sim, "a#0").done_at) == (13, 42)
+    assert scenario(stream("a")).arbiter.divider_clocks == 9
+
+
+class ForgetfulReservation(TaskSchedulerSim):
+    """Broken: reserves a processor but does not record it with the task."""
+
+    def _reserve(self, entry, count, t):
+        taken = super()._reserve(entry, count, t)
+        if entry.reserved:
+            entry.reserved.pop()
+        return taken
+
+
+def test_broken_reservation_is_detected():
+    scene = scenario(stream("a"), processors=TWO, scheduler={"matching": "reserve"})
+    with pytest.raises(InvariantError, match="reserved for a#0 but is not idle or not in its"):
+        run_sim(scene, "fifo-rr", sim_class=ForgetfulReservation)
+
+
+def test_api_arguments_are_checked():
+    scene = scenario(stream("a"))
+    with pytest.raises(ValueError, match="Policy must be one of"):
+        simulate(scene, "lottery")
+    with pytest.raises(TypeError, match="scenario must be a Scenario"):
+        simulate({"streams": []}, "fifo-rr")
+    tasks = build_workload(scenario(stream("a", count=2)), 1)
+    with pytest.raises(ValueError, match=r"tasks\[0\] has index 1"):
+        simulate(scene, "fifo-rr", tasks=tasks[::-1])
+    with pytest.raises(ValueError, match="matching must be one of"):
+        tasksched.SchedulerConfig(matching="greedy")
+    with pytest.raises(ValueError, match="timeout must be an integer >= 1, not 0"):
+        tasksched.SchedulerConfig(timeout=0)
+
+
+def test_claims_over_seeds():
+    scene = scenario(stream("a", count=6, jobs=2, arrival="poisson", gap=30, weight=1),
+                     stream("b", count=6, jobs=2, arrival="poisson", gap=30, weight=9),
+                     processors=TWO, scheduler={"matching": "reserve"})
+    claim = Claim("test", "gate costs nothing", "completed", "fifo-rr", "fifo-rr",
+                  lambda m: m["completed"], True,
+                  Variant("timeout 8", lambda s: s), Variant("per-job", lambda s: s))
+    (row,) = evaluate_claims([scene], seeds=3, claims=[claim])
+    # Both sides complete every task on every seed: a tie, "does not hold" (no better).
+    assert row["comparison"]["verdict"] == "does not hold"
+    assert row["baseline"] == "fifo-rr, per-job" and row["seeds"] == [1, 2, 3]
+    assert row["sensitivity"]["comparison"]["ratio"]["mean"] == 1.0
+
+
 # -- the arbiters ---------------------------------------------------------------------------------
 
 def load(arbiter, slot, job_class, weight):
@@ -402,6 +532,10 @@ def test_broken_predecessor_query_is_detected():
     (lambda d: d["scheduler"].update(timeout=0), r"scheduler.timeout must be an integer >= 1"),
     (lambda d: d["arbiter"].update(slots=65), r"arbiter.slots must be an integer in 1..64"),
     (lambda d: d["arbiter"].update(weight_bits=12), r"arbiter.weight_bits is not accepted"),
+    (lambda d: d["arbiter"].update(weight_update_clocks=10),
+     r"arbiter.weight_update_clocks must be an integer in 0..9, not 10"),
+    (lambda d: d["scheduler"].update(gate="some"),
+     r"scheduler.gate must be a string \(one of 'all', 'per-job'\)"),
     (lambda d: d["processors"].append({"type": "vector", "word_bytes": 8}),
      r"processors\[1\].word_bytes must be 4, the word length of type 'vector' in "
      r"processors\[0\], not 8"),
@@ -427,9 +561,15 @@ def test_config_error_names_the_file(tmp_path):
 
 def test_cli_quick_run(tmp_path, capsys):
     out = tmp_path / "tasksched.json"
+    events = tmp_path / "events.csv"
     assert main(["tasksched", "--quick", "--quiet", "--json", str(out),
-                 "--plots", str(tmp_path)]) == 0
+                 "--plots", str(tmp_path), "--seeds", "2", "--events", str(events)]) == 0
     data = json.loads(out.read_text())
+    assert len(data["claims"]) >= 5
+    lines = events.read_text().splitlines()
+    assert lines[0] == "scenario,policy,beat,event,task,stream,processor,detail"
+    assert {line.split(",")[3] for line in lines[1:]} >= {"arrive", "reserve", "matched",
+                                                           "send", "complete"}
     printed = capsys.readouterr().out
     for path in default_configs("tasksched"):
         name = path.stem

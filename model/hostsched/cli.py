@@ -1,119 +1,274 @@
 """``gpusched hostsched``: every scenario with every policy, on the same workload per scenario;
-a table and a plot (per-instance utilisation, per-thread completion) each, and JSON of every
-metric when ``--json`` is given."""
+a table and a plot (per-instance utilisation split into useful work and transfers, per-thread
+completion by priority) each; the seed's claims over several workload seeds; the crossover of
+the state size against static binding and the batch-size sweep (:mod:`~model.hostsched.claims`)
+with a plot each; JSON of every metric when ``--json`` is given."""
 
-import random
+import argparse
+import csv
 from pathlib import Path
 
+import numpy as np
+
 from model.config import ConfigError
+from model.hostsched.claims import (
+    BATCH_FACTORS,
+    CLAIM_HEADERS,
+    DURATION_DIVISORS,
+    SENSITIVITY_HEADERS,
+    batch_sweep,
+    claim_rows,
+    crossover,
+    evaluate_claims,
+    run_policies,
+    sensitivity_rows,
+)
 from model.hostsched.config import QUICK_SCALE, Scenario, load_scenario
-from model.hostsched.policies import make_policies
-from model.hostsched.sim import simulate
-from model.hostsched.workload import generate_workload
 from model.report import figure, print_table, progress, save_figure, write_json
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser) -> None:
-    """``--no-checks``: run without the invariant checker (it is on by default)."""
+    """``--no-checks`` (run without the invariant checker, which is on by default),
+    ``--seeds N`` (claims and sweeps over N workload seeds) and ``--events FILE.csv``."""
     parser.add_argument("--no-checks", action="store_true",
                         help="skip the invariant checks (faster; they are on by default)")
+    parser.add_argument("--seeds", type=_at_least_two, default=5, metavar="N",
+                        help="judge the claims over N workload seeds from --seed (default 5)")
+    parser.add_argument("--events", type=Path, metavar="FILE.csv",
+                        help="write every event (takes, batches, starts, finishes, spills, "
+                             "results) of every scenario and policy at --seed as CSV")
 
 
-_HEADERS = ("policy", "util %", "useful %", "makespan ms", "sub-tasks/s", "thread done p50 ms",
-            "p99 ms", "top prio p50 ms", "FIFO wait p50 µs", "ready wait p50 µs", "p99 µs",
-            "spills spare/host")
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"a claim over seeds needs at least 2, not {value}")
+    return value
+
+
+_HEADERS = ("policy", "useful\n%", "trans-\nfer %", "makespan\nms", "sub-tasks\n/s",
+            "thread done\np50 ms", "p99 ms", "top prio\np50 ms", "ready wait\np50 µs",
+            "host pack\nms", "spills\nspare/host")
 
 
 def _row(metrics: dict) -> list:
     thread_done = metrics["thread_completion_us"]
     # Priorities are sorted, so the first is the highest (0 is the highest).
     top = next(iter(metrics["thread_completion_by_priority_us"].values()))
-    return [metrics["policy"], 100 * metrics["utilisation"],
-            100 * metrics["useful_utilisation"], metrics["makespan_us"] / 1000,
+    return [metrics["policy"], 100 * metrics["useful_utilisation"],
+            100 * metrics["transfer_utilisation"], metrics["makespan_us"] / 1000,
             metrics["subtasks_per_second"], thread_done["p50"] / 1000, thread_done["p99"] / 1000,
-            top["p50"] / 1000, metrics["fifo_wait_us"]["p50"], metrics["ready_wait_us"]["p50"],
-            metrics["ready_wait_us"]["p99"],
+            top["p50"] / 1000, metrics["ready_wait_us"]["p50"], metrics["host_pack_us"] / 1000,
             f"{metrics['spills_spare']}/{metrics['spills_host']}"]
 
 
 def _gains(policies: dict) -> dict:
-    """Utilisation of each seed variant over static binding, in percentage points and %."""
-    static = policies["static-rr"]["utilisation"]
+    """Useful utilisation of each seed variant over static binding, in points and %."""
+    static = policies["static-rr"]["useful_utilisation"]
     gains = {}
     for name, metrics in policies.items():
         if name.startswith("seed003"):
-            util = metrics["utilisation"]
+            util = metrics["useful_utilisation"]
             gains[name] = {"points": 100 * (util - static),
                            "relative_percent": 100 * (util / static - 1) if static else 0.0}
     return gains
 
 
 def _plot(scenario: Scenario, results: dict, path: Path) -> None:
-    fig, (bars, curves) = figure(1, 2, figsize=(11, 4))
+    """Per-instance utilisation (useful work solid, transfers hatched on top) and, per
+    priority, the completion-time distribution of the threads (one line style per priority,
+    one colour per policy), so that the priority order's effect shows."""
+    fig, (bars, curves) = figure(1, 2, figsize=(13, 4.5))
     names = list(results)
     width = 0.8 / len(names)
     for number, name in enumerate(names):
-        values = results[name]["instance_utilisation"]
-        bars.bar([instance + number * width for instance in range(len(values))],
-                 [100 * value for value in values], width, label=name)
-        done = sorted(results[name]["_thread_done"])
-        curves.step([value / 1000 for value in done],
-                    [(index + 1) / len(done) for index in range(len(done))],
-                    where="post", label=name)
+        metrics = results[name]
+        useful = np.array(metrics["_useful_per_instance"])
+        transfer = np.array(metrics["instance_utilisation"]) - useful
+        positions = np.arange(len(useful)) + number * width
+        bars.bar(positions, 100 * useful, width, color=f"C{number}", label=name)
+        bars.bar(positions, 100 * transfer, width, bottom=100 * useful, color=f"C{number}",
+                 alpha=0.35, hatch="//")
+        done = np.array(metrics["_thread_done"]) / 1000
+        priority = np.array(metrics["_thread_priority"])
+        for style, level in zip(("-", "--", ":", "-."), sorted(set(priority)), strict=False):
+            values = np.sort(done[priority == level])
+            curves.step(values, np.arange(1, values.size + 1) / values.size, where="post",
+                        color=f"C{number}", linestyle=style,
+                        label=f"{name}, priority {level}" if len(set(priority)) > 1 else name)
     instances = len(results[names[0]]["instance_utilisation"])
     bars.set_xticks([instance + 0.4 - width / 2 for instance in range(instances)],
                     [str(instance) for instance in range(instances)])
     bars.set_xlabel("instance")
-    bars.set_ylabel("busy %")
+    bars.set_ylabel("busy % (solid: useful work, hatched: waiting for transfers)")
     bars.set_title(f"{scenario.name}: instance utilisation")
-    bars.set_ylim(0, 125)   # room for the legend above the bars
+    bars.set_ylim(0, 130)   # room for the legend above the bars
     bars.legend(fontsize=7, loc="upper center", ncol=2)
     curves.set_xlabel("thread completion time (ms)")
-    curves.set_ylabel("fraction of threads done")
-    curves.set_title("per-thread completion")
-    curves.legend(fontsize=7)
+    curves.set_ylabel("fraction of the priority's threads done")
+    curves.set_title("per-thread completion, by priority")
+    curves.legend(fontsize=7, loc="lower right")
     save_figure(fig, path)
 
 
+def _plot_sweeps(cross: dict | None, batches: list[dict], path: Path) -> None:
+    """Left: makespan against the state size for both instance cache sizes (the seed in its
+    two readings, static binding, the work queue; 95 % bands). Right: the seed's makespan
+    and the urgent threads' median completion against the batch size."""
+    fig, (left, right) = figure(1, 2, figsize=(13, 4.8))
+    if cross is not None:
+        styles = {"2": "-", "6": "--"}
+        for cache, curve in cross["caches"].items():
+            rows = curve["rows"]
+            ratio = np.array([row["ratio"] for row in rows])
+            static = np.array([row["static-rr"]["mean"] for row in rows])
+            for colour, name in enumerate((*cross["readings"], "static-rr", "work-queue")):
+                # Relative to static binding at each point: the sweep spans 100x in time.
+                left.plot(ratio, [row[name]["mean"] for row in rows] / static,
+                          styles.get(cache, "-"), marker=".", color=f"C{colour}",
+                          label=f"{name}, instance cache {cache}")
+        from matplotlib.ticker import ScalarFormatter
+
+        left.axhline(1.0, color="grey", linewidth=0.8)
+        left.set_xscale("log")
+        left.set_yscale("log")
+        left.yaxis.set_major_formatter(ScalarFormatter())
+        left.yaxis.set_minor_formatter(ScalarFormatter())
+        left.set_xlabel(f"one state move ({cross['state_move_us']} us) / mean sub-task duration")
+        left.set_ylabel("makespan / static binding's (mean over seeds)")
+        left.set_title(f"{cross['scenario']}: above 1, static binding finishes first")
+        left.legend(fontsize=6, ncol=2)
+    for number, sweep in enumerate(batches):
+        rows = sweep["rows"]
+        batch = [row["batch"] for row in rows]
+        first = rows[0]["seed003-arrival"]["makespan_ms"]["mean"]
+        right.plot(batch, [row["seed003-arrival"]["makespan_ms"]["mean"] / first
+                           for row in rows], "o-", color=f"C{number}",
+                   label=f"{sweep['scenario']}: makespan")
+        if "seed003-priority" in rows[0]:
+            urgent = rows[0]["seed003-priority"]["top_p50_ms"]["mean"]
+            right.plot(batch, [row["seed003-priority"]["top_p50_ms"]["mean"] / urgent
+                               for row in rows], "s--", color=f"C{number}",
+                       label=f"{sweep['scenario']}: urgent threads' p50, priority order")
+    right.axhline(1.0, color="grey", linewidth=0.8)
+    right.set_xscale("log", base=2)
+    right.set_xlabel("batch (threads per refill; the seed needs more than the instances)")
+    right.set_ylabel("relative to the smallest batch")
+    right.set_title("what the batch size costs")
+    right.legend(fontsize=7)
+    save_figure(fig, path)
+
+
+_EVENT_FIELDS = ("scenario", "policy", "time_us", "event", "thread", "task", "part",
+                 "instance", "detail")
+
+
+def _sweep_rows(cross: dict) -> list[list]:
+    rows = []
+    for cache, curve in cross["caches"].items():
+        for row in curve["rows"]:
+            rows.append([cache, round(row["ratio"], 3),
+                         *(round(row[name]["mean"]) for name in cross["readings"]),
+                         round(row["static-rr"]["mean"]), round(row["work-queue"]["mean"]),
+                         row[f"static faster than {cross['readings'][0]}"],
+                         row[f"static faster than {cross['readings'][1]}"]])
+    return rows
+
+
 def run(args) -> int:
-    """``gpusched hostsched``: every scenario with every policy; a table and a plot each, and
-    JSON of every metric when ``--json`` is given."""
+    """``gpusched hostsched``: every scenario with every policy; a table and a plot each;
+    the claims over ``args.seeds`` seeds; the crossover and batch sweeps; JSON of every
+    metric when ``--json`` is given."""
     scenarios = [load_scenario(path) for path in args.config]
     if not scenarios:
         raise ConfigError("no scenario files given and none in configs/hostsched/")
     scale = QUICK_SCALE if args.quick else 1.0
-    workloads = [generate_workload(scenario, random.Random(args.seed), scale=scale)
-                 for scenario in scenarios]
-    jobs = [(index, policy) for index, scenario in enumerate(scenarios)
-            for policy in make_policies(scenario)]
-    results: list[dict] = [{} for _ in scenarios]
-    for index, policy in progress(jobs, "hostsched", quiet=args.quiet):
-        outcome = simulate(workloads[index], scenarios[index].system, policy,
-                           debug=not getattr(args, "no_checks", False))
-        metrics = outcome.metrics()
-        metrics["_thread_done"] = outcome.thread_done
-        results[index][policy.name] = metrics
+    events_path = getattr(args, "events", None)
+    event_rows: list = []
+    results: list[dict] = []
+    for scenario in progress(scenarios, "hostsched", quiet=args.quiet):
+        events = [] if events_path is not None else None
+        results.append(run_policies(scenario, args.seed, scale=scale, events=events,
+                                    check=not getattr(args, "no_checks", False)))
+        if events is not None:
+            event_rows += [(scenario.name, *event) for event in events]
     report = {"time_unit": "us", "seed": args.seed, "quick": bool(args.quick), "scenarios": {}}
-    for scenario, workload, policies in zip(scenarios, workloads, results, strict=True):
+    for scenario, policies in zip(scenarios, results, strict=True):
         gains = _gains(policies)
+        first = next(iter(policies.values()))
+        system = scenario.system
         caption = "; ".join(f"{name} vs static-rr: {gain['points']:+.1f} points "
-                            f"({gain['relative_percent']:+.1f} %) utilisation"
+                            f"({gain['relative_percent']:+.1f} %) useful utilisation"
                             for name, gain in gains.items())
-        title = (f"hostsched {scenario.name}: {len(workload.threads)} threads, "
-                 f"{workload.task_count} tasks, {len(workload.subtasks)} sub-tasks, "
-                 f"{scenario.system.instances} instances, batch {scenario.batch}")
+        caption += (f". State {system.state_bytes / 1e6:.3g} MB ({system.state_move_us} us "
+                    f"over the link), input {system.input_bytes / 1e6:.3g} MB, instance cache "
+                    f"{system.instance_cache}, batch {scenario.batch}, states shipped "
+                    f"{scenario.ship_state}, packing at {scenario.pack_gb_s:g} GB/s, static "
+                    f"binding {scenario.binding}")
+        title = (f"hostsched {scenario.name}: {first['_threads']} threads, "
+                 f"{first['_tasks']} tasks, {first['_subtasks']} sub-tasks, "
+                 f"{system.instances} instances, batch {scenario.batch}")
         print_table(title, _HEADERS, [_row(metrics) for metrics in policies.values()],
                     caption=caption)
         _plot(scenario, policies, Path(args.plots) / f"hostsched_{scenario.name}.png")
         for metrics in policies.values():
-            del metrics["_thread_done"]
+            for key in [key for key in metrics if key.startswith("_")]:
+                del metrics[key]
         report["scenarios"][scenario.name] = {
-            "description": scenario.description, "threads": len(workload.threads),
-            "tasks": workload.task_count, "subtasks": len(workload.subtasks),
-            "instances": scenario.system.instances, "batch": scenario.batch,
+            "description": scenario.description, "instances": system.instances,
+            "batch": scenario.batch, "ship_state": scenario.ship_state,
+            "pack_gb_s": scenario.pack_gb_s, "binding": scenario.binding,
+            "state_bytes": system.state_bytes, "state_move_us": system.state_move_us,
             "utilisation_gain_over_static": gains, "policies": policies}
+    seeds = getattr(args, "seeds", 5)
+    span = f"seeds {args.seed}..{args.seed + seeds - 1}"
+    claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, scale=scale)
+    if claims:
+        print_table(f"hostsched: the seed's claims over {span} (95 % intervals; verdict from "
+                    f"the per-seed ratio; the binding drawn per seed)", CLAIM_HEADERS,
+                    claim_rows(claims))
+        print_table("hostsched: each claim with the parameter it leans on changed",
+                    SENSITIVITY_HEADERS, sensitivity_rows(claims))
+    report["claims"] = claims
+    by_name = {scenario.name: scenario for scenario in scenarios}
+    cross = None
+    if "transcode" in by_name:
+        # --quick: every other point of the sweeps (the tests' smoke run).
+        divisors = DURATION_DIVISORS[::2] if args.quick else DURATION_DIVISORS
+        cross = crossover(by_name["transcode"], first_seed=args.seed, seeds=seeds, scale=scale,
+                          divisors=divisors)
+        print_table(f"hostsched transcode: makespan ms as sub-tasks shorten against a state "
+                    f"move ({span}; 'static faster' judged per seed)",
+                    ("cache", "move /\nsub-task", f"seed,\n{cross['readings'][0]}",
+                     f"seed,\n{cross['readings'][1]}", "static-rr", "work-queue",
+                     "static faster than\nas written", "static faster than\nthe first reading"),
+                    _sweep_rows(cross))
+    factors = BATCH_FACTORS[::2] if args.quick else BATCH_FACTORS
+    batches = [batch_sweep(by_name[name], first_seed=args.seed, seeds=seeds, scale=scale,
+                           shorter=shorter, factors=factors)
+               for name, shorter in (("transcode", 1), ("transcode", 64), ("priority", 1))
+               if name in by_name]
+    for sweep in batches:
+        print_table(f"hostsched {sweep['scenario']}: the batch size ({span}, means)",
+                    ("batch", "policy", "makespan ms", "host packing ms", "batches",
+                     "urgent threads p50 ms"),
+                    [[row["batch"], policy, round(entry["makespan_ms"]["mean"]),
+                      round(entry["pack_ms"]["mean"]), round(entry["batches"]["mean"]),
+                      round(entry["top_p50_ms"]["mean"])]
+                     for row in sweep["rows"] for policy, entry in row.items()
+                     if policy != "batch"])
+    if cross is not None or batches:
+        _plot_sweeps(cross, batches, Path(args.plots) / "hostsched_sweeps.png")
+    report["crossover"] = cross
+    report["batch_sweeps"] = batches
+    if events_path is not None:
+        events_path.parent.mkdir(parents=True, exist_ok=True)
+        with events_path.open("w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(_EVENT_FIELDS)
+            writer.writerows(event_rows)
     if args.json is not None:
         write_json(args.json, report)
     return 0

@@ -7,6 +7,7 @@ completion rule (step 4) when a sub-task is taken from its thread.
 """
 
 import heapq
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -104,7 +105,7 @@ class InvariantChecker:
 
 # -- the engine -----------------------------------------------------------------------------------
 
-_FINISH, _WAKE = 0, 1
+_FINISH, _WAKE, _TIMER = 0, 1, 2
 
 
 @dataclass
@@ -144,11 +145,15 @@ class RunResult:
     unfinished: int
     rounds: int = 0
     batches: int = 0
+    pack_time: int = 0
+    batch_dma_time: int = 0
+    link_time: int = 0
 
     def metrics(self) -> dict:
-        """JSON-ready metrics: utilisation (busy time, state transfers included, over
-        ``instances x makespan``), useful utilisation (sub-task durations only), throughput,
-        balance (Jain's index of the per-instance busy time) and the summaries."""
+        """JSON-ready metrics: utilisation (busy time over ``instances x makespan``) split into
+        useful (sub-task durations) and transfer (instance time spent waiting for its data),
+        throughput, balance (Jain's index of the per-instance busy time), the summaries, and
+        what the host link carried (the seed's packing and batch DMAs, every DMA's time)."""
         span = self.instances * self.makespan
         by_priority: dict[int, list[int]] = {}
         for done, priority in zip(self.thread_done, self.thread_priority, strict=True):
@@ -157,6 +162,8 @@ class RunResult:
             "policy": self.policy,
             "utilisation": sum(self.busy) / span if span else 0.0,
             "useful_utilisation": sum(self.compute) / span if span else 0.0,
+            "transfer_utilisation": ((sum(self.busy) - sum(self.compute)) / span
+                                     if span else 0.0),
             "instance_utilisation": [busy / self.makespan if self.makespan else 0.0
                                      for busy in self.busy],
             "balance": jain_index(self.busy),
@@ -180,11 +187,15 @@ class RunResult:
             "state_transfer_us": self.transfer_time,
             "rounds": self.rounds,
             "batches": self.batches,
+            "host_pack_us": self.pack_time,
+            "batch_dma_us": self.batch_dma_time,
+            "link_busy_us": self.link_time,
         }
 
 
 class _Engine:
-    def __init__(self, workload, system, policy, debug, max_time_us):
+    def __init__(self, workload, system, policy, debug, max_time_us, pack_gb_s=0.0,
+                 events=None, refill_us=0):
         self.workload = workload
         self.system = system
         self.policy = policy
@@ -205,7 +216,8 @@ class _Engine:
         self.last_finish: dict[int, int] = {}
         self.spare_used = 0
         self.stats = dict(spills_spare=0, spills_host=0, refetches=0, peak_spare=0,
-                          transfers=0, transfer_time=0)
+                          transfers=0, transfer_time=0, pack_time=0, batch_dma_time=0,
+                          link_time=0)
         self.task_latency: list[int] = []
         self.result_delay: list[int] = []
         self.fifo_wait: list[int] = []
@@ -213,7 +225,54 @@ class _Engine:
         self.previous: list[SubTask | None] = [None] * len(self.threads)
         self.finished_count = 0
         self.now = 0
+        self.events_log = events
+        self.timers: set[int] = set()
+        self.batched = bool(getattr(policy, "batched", False))
+        self.ship_always = self.batched and getattr(policy, "ship_state", "") == "always"
+        self.pack_gb_s = pack_gb_s
+        self.refill_us = refill_us
         policy.bind(count, self.take, self.head)
+        if self.batched:
+            policy.attach_costs(self.batch_cost)
+
+    def batch_cost(self, threads: list[int]) -> int:
+        """The seed's refill of ``threads``' head sub-tasks: the host's fixed ``refill_us``,
+        then it packs their inputs (and, shipping states always, their states) at
+        ``pack_gb_s``, then one DMA carries it all: microseconds until the batch is on the
+        device."""
+        system = self.system
+        data = 0
+        fixed = 0
+        for thread in threads:
+            sub = self.head(thread)
+            data += system.input_bytes
+            if self.ship_always and sub.index > 0:
+                data += system.state_bytes
+                self.stats["transfers"] += 1
+                if system.state_transfer_us is not None:
+                    fixed += system.state_transfer_us
+                if self.location.get(sub.task) == "host":
+                    fixed += system.host_refetch_us
+                    self.stats["refetches"] += 1
+        pack = self.refill_us + (math.ceil(data / (self.pack_gb_s * 1e3))
+                                 if self.pack_gb_s and data else 0)
+        link_bytes = data if system.state_transfer_us is None else \
+            len(threads) * system.input_bytes
+        dma = (system.dma_setup_us + math.ceil(link_bytes / (system.link_gb_s * 1e3))
+               if data or fixed else 0) + fixed
+        self.stats["pack_time"] += pack
+        self.stats["batch_dma_time"] += dma
+        self.stats["link_time"] += dma
+        self.log(self.now, "batch", None, detail=f"threads {threads}: pack {pack} us, "
+                                                 f"DMA {dma} us of {data} bytes")
+        return pack + dma
+
+    def log(self, now: int, event: str, sub: SubTask | None, instance: int = -1,
+            detail: str = "") -> None:
+        if self.events_log is not None:
+            self.events_log.append((now, event, -1 if sub is None else sub.thread,
+                                    -1 if sub is None else sub.task,
+                                    -1 if sub is None else sub.index, instance, detail))
 
     def head(self, thread: int) -> SubTask:
         state = self.threads[thread]
@@ -239,8 +298,10 @@ class _Engine:
                 _, kind, _, payload = heapq.heappop(self.events)
                 if kind == _FINISH:
                     self.finish(payload, now, ready)
-                else:
+                elif kind == _WAKE:
                     self.wake(payload, now, ready)
+                else:
+                    self.timers.discard(now)        # a batch has landed: instances pull
             ready.sort(key=lambda thread: (self.head(thread).arrival, thread))
             for thread in ready:
                 self.policy.on_ready(thread, now)
@@ -250,6 +311,10 @@ class _Engine:
                     thread = self.policy.pick(instance, now)
                     if thread is not None:
                         self.start(thread, instance, now)
+            wake = self.policy.wake_at() if self.batched else None
+            if wake is not None and wake > now and wake not in self.timers:
+                self.timers.add(wake)
+                self.push(wake, _TIMER, -1)
 
     def wake(self, thread, now, ready):
         state = self.threads[thread]
@@ -267,6 +332,7 @@ class _Engine:
         state = self.threads[thread]
         sub = state.subtasks[state.next]
         state.taken_at = now
+        self.log(now, "take", sub)
         if self.checker:
             self.checker.on_take(self.previous[thread], sub, now)
         for task in [task for task in state.finished_unread if task != sub.task]:
@@ -283,6 +349,9 @@ class _Engine:
             self.spare_used -= 1
         self.task_latency.append(now - self.first_arrival[task])
         self.result_delay.append(now - self.last_finish[task])
+        if self.events_log is not None:
+            self.events_log.append((now, "result", state.subtasks[0].thread, task, -1, -1,
+                                    f"read from {where}"))
         for cache in self.cache:
             cache.pop(task, None)
 
@@ -291,17 +360,27 @@ class _Engine:
         sub = state.subtasks[state.next]
         if self.checker:
             self.checker.on_start(sub, instance, now)
-        transfer = 0
-        if sub.index > 0:
+        # What the instance waits for before it can run the sub-task: a baseline's sub-task
+        # brings its input in a DMA of its own; a state the instance does not hold comes with
+        # it (or, for the seed shipping states only on a miss, in a DMA of its own); what the
+        # seed's batch carried is on the device already.
+        system = self.system
+        moved, refetch = 0, 0
+        if not self.batched and system.input_bytes:
+            moved += system.input_move_us
+        if sub.index > 0 and not self.ship_always:
             cached = self.last_instance.get(sub.task) == instance and sub.task in \
                 self.cache[instance]
             if not cached:
-                transfer = self.system.state_transfer_us
+                moved += system.state_move_us
                 self.stats["transfers"] += 1
                 if self.location.get(sub.task) == "host":
-                    transfer += self.system.host_refetch_us
+                    refetch = system.host_refetch_us
                     self.stats["refetches"] += 1
-                self.stats["transfer_time"] += transfer
+        transfer = (system.dma_setup_us + moved if moved else 0) + refetch
+        self.stats["transfer_time"] += transfer
+        self.stats["link_time"] += transfer - refetch
+        self.log(now, "start", sub, instance, f"transfer {transfer} us" if transfer else "")
         self.first_arrival.setdefault(sub.task, sub.arrival)
         self.fifo_wait.append(now - state.taken_at)
         self.ready_wait.append(now - state.ready_at)
@@ -315,6 +394,7 @@ class _Engine:
         self.running[instance] = None
         if self.checker:
             self.checker.on_finish(sub, instance, now)
+        self.log(now, "finish", sub, instance)
         self.finished_count += 1
         state = self.threads[sub.thread]
         state.next += 1
@@ -352,10 +432,12 @@ class _Engine:
         elif self.spare_used < self.system.spare:
             self.spare_used += 1
             self.location[task] = "spare"
+            self.log(now, "spill", None, detail=f"task {task} to the spare buffer")
             self.stats["spills_spare"] += 1
             self.stats["peak_spare"] = max(self.stats["peak_spare"], self.spare_used)
         else:
             self.location[task] = "host"
+            self.log(now, "spill", None, detail=f"task {task} to host memory")
             self.stats["spills_host"] += 1
         if self.checker:
             self.checker.on_buffers(state.used, self.spare_used, now)
@@ -386,10 +468,26 @@ class _Engine:
 
 
 def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug: bool = True,
-             max_time_us: int | None = None) -> RunResult:
+             max_time_us: int | None = None, pack_gb_s: float = 0.0, refill_us: int = 0,
+             events: list | None = None) -> RunResult:
     """Run ``policy`` (a fresh instance) on ``workload`` until every sub-task has finished,
     or until ``max_time_us`` (then ``unfinished`` counts what was left). With ``debug`` the
-    :class:`InvariantChecker` watches the run and a run that strands sub-tasks raises."""
-    engine = _Engine(workload, system, policy, debug, max_time_us)
+    :class:`InvariantChecker` watches the run and a run that strands sub-tasks raises.
+    ``pack_gb_s`` is the host's packing bandwidth for the seed's batches (0: nothing is
+    copied, as with a scatter-gather DMA) and ``refill_us`` its fixed cost per batch (both
+    from the scenario's ``[dispatch]``). ``events``, when given, receives every event as
+    ``(time_us, event, thread, task, part, instance, detail)``: take (a sub-task enters the
+    dispatcher's queue), batch (the seed's refill and its cost), start, finish, spill,
+    result (a task's result read); -1 where a field does not apply."""
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload, not {workload!r}")
+    if not isinstance(system, SystemParams):
+        raise TypeError(f"system must be a SystemParams, not {system!r}")
+    if not isinstance(pack_gb_s, int | float) or isinstance(pack_gb_s, bool) or pack_gb_s < 0:
+        raise ValueError(f"pack_gb_s must be a number >= 0, not {pack_gb_s!r}")
+    if not isinstance(refill_us, int) or isinstance(refill_us, bool) or refill_us < 0:
+        raise ValueError(f"refill_us must be an integer >= 0, not {refill_us!r}")
+    engine = _Engine(workload, system, policy, debug, max_time_us, pack_gb_s, events,
+                     refill_us)
     engine.run()
     return engine.result()

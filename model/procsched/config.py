@@ -1,6 +1,6 @@
-"""Scenario files of the process scheduler model: the GPU's context, each policy's knobs, the
-task groups (TOML; validated by :mod:`model.config`, errors name the field; the format is in
-``docs/procsched.md``)."""
+"""Scenario files of the process scheduler model: the GPU's context and where it is saved, each
+policy's knobs, the task groups (TOML; validated by :mod:`model.config`, errors name the field;
+the format is in ``docs/procsched.md``)."""
 
 import math
 from dataclasses import dataclass
@@ -8,24 +8,56 @@ from pathlib import Path
 
 from model.config import Fields, load_toml
 
-__all__ = ["POLICIES", "PRIORITY_LEVELS", "GpuContext", "Scenario", "TaskGroup"]
+__all__ = ["HOST_GB_S", "POLICIES", "PRIORITY_LEVELS", "PRIORITY_RULES", "RELOAD_RULES",
+           "SAVE_PATHS", "GpuContext", "Scenario", "TaskGroup"]
 
 #: 4-bit priority: 0 is the highest of 16 levels (the seed's first to sixteenth priority).
 PRIORITY_LEVELS = 16
 
-#: Every policy a scenario can run, in table order.
-POLICIES = ("seed", "seed-prop", "timeshare", "timeshare-t0", "cfs")
+#: Every policy a scenario can run, in table order. ``timeshare-mean`` is round-robin at the
+#: mean slice the seed's scheduler ran on the same workload, so it needs ``seed`` before it.
+POLICIES = ("seed", "seed-prop", "timeshare", "timeshare-t0", "timeshare-mean", "cfs")
+
+#: When the seed's stage 1 reloads the cache ([0094], "运行完毕"): ``completed`` -- after
+#: every loaded task has run to completion (the word's meaning in [0040] and [0090]; the
+#: default); ``slice`` -- after every loaded task has run its slice once, the next load taken
+#: from the tasks *not* just loaded ([0094]'s "the remaining a - L"); ``rerank`` -- after one
+#: slice each, every task of the top priority competing again (this model's first reading).
+RELOAD_RULES = ("completed", "slice", "rerank")
+
+#: When a higher-priority arrival takes effect ([0090]: a lower priority never runs while a
+#: higher one has work): ``strict`` -- at the next slice boundary (the cache is flushed and
+#: reloaded; the default); ``reload`` -- only at the seed's next reload (the first reading).
+PRIORITY_RULES = ("strict", "reload")
+
+#: Where a context that leaves the compute units is kept: ``host`` -- main memory over PCIe
+#: ([0042]: the prior art "saves all data to main memory"); ``device`` -- device memory.
+SAVE_PATHS = ("host", "device")
+
+#: PCI Express 4.0 x16, one direction: 16 GT/s per lane with 128b/130b encoding is 1.969 GB/s
+#: per lane, 31.5 GB/s for 16 lanes (PCI-SIG, PCI Express Base Specification 4.0, 2017).
+#: Measured DMA reaches about 80 % of it; the raw figure is the conservative choice here
+#: (it makes a switch cheaper, which favours short slices, i.e. the baselines).
+HOST_GB_S = 31.5
+
+
+def _microseconds(size_bytes: float, gb_s: float) -> int:
+    """``size_bytes`` at ``gb_s`` (10^9 bytes/s) in whole microseconds, rounded up."""
+    return math.ceil(size_bytes / (gb_s * 1e3))
 
 
 @dataclass(frozen=True)
 class GpuContext:
-    """What a context switch costs: the state saved and restored, over a bandwidth.
+    """What moving a context costs: the state saved and restored, over which path.
 
-    A switch saves the outgoing task's state and restores the incoming one's, so it moves
-    ``2 * context_bytes`` at ``bandwidth_gb_s`` (10^9 bytes per second). The state is the
-    register file and shared memory of every compute unit plus ``extra_state_mib`` of device
-    memory (the seed speaks of about 1 MB of registers and tens of MB of memory per process).
-    ``switch_us > 0`` replaces the figure by a fixed cost per switch.
+    The state is the register file and shared memory of every compute unit plus
+    ``extra_state_mib`` of device memory (the seed: "close to 1 MB of registers and tens of MB
+    of memory" per process switch). It moves at ``bandwidth_gb_s`` inside the device and at
+    ``host_gb_s`` to and from main memory (PCIe; default :data:`HOST_GB_S`). ``save_to`` says
+    where a context leaving the compute units goes for the policies without the seed's cache.
+    A **switch** saves the outgoing context and restores the incoming one (two transfers,
+    one after the other). ``switch_us > 0`` replaces every figure by a fixed cost per switch
+    (and half of it per one-way transfer).
     """
 
     compute_units: int = 64
@@ -33,7 +65,14 @@ class GpuContext:
     shared_kib_per_cu: int = 64
     extra_state_mib: float = 0.0
     bandwidth_gb_s: float = 300.0
+    host_gb_s: float = HOST_GB_S
+    save_to: str = "host"
     switch_us: int = 0
+
+    def __post_init__(self):
+        if self.save_to not in SAVE_PATHS:
+            raise ValueError(f"save_to must be one of {', '.join(map(repr, SAVE_PATHS))}, "
+                             f"not {self.save_to!r}")
 
     @property
     def context_bytes(self) -> int:
@@ -41,12 +80,32 @@ class GpuContext:
         return self.compute_units * per_cu + round(self.extra_state_mib * 1024 * 1024)
 
     @property
-    def switch_cost_us(self) -> int:
-        """The cost of one switch in whole microseconds (rounded up)."""
+    def device_switch_us(self) -> int:
+        """A switch whose contexts stay in device memory (the seed's cache), in whole us."""
         if self.switch_us:
             return self.switch_us
-        # bytes / (GB/s * 1e9) seconds = bytes / (GB/s * 1e3) microseconds
-        return math.ceil(2 * self.context_bytes / (self.bandwidth_gb_s * 1e3))
+        return _microseconds(2 * self.context_bytes, self.bandwidth_gb_s)
+
+    @property
+    def host_switch_us(self) -> int:
+        """A switch that saves to and restores from main memory over PCIe, in whole us."""
+        if self.switch_us:
+            return self.switch_us
+        return _microseconds(2 * self.context_bytes, self.host_gb_s)
+
+    @property
+    def switch_cost_us(self) -> int:
+        """One switch of a policy without the seed's cache: over the ``save_to`` path."""
+        return self.host_switch_us if self.save_to == "host" else self.device_switch_us
+
+    @property
+    def transfer_us(self) -> int:
+        """One context moved one way over the ``save_to`` path: what loading a task into the
+        seed's hardware cache, or evicting an unfinished one from it, costs."""
+        if self.switch_us:
+            return math.ceil(self.switch_us / 2)
+        bandwidth = self.host_gb_s if self.save_to == "host" else self.bandwidth_gb_s
+        return _microseconds(self.context_bytes, bandwidth)
 
 
 @dataclass(frozen=True)
@@ -72,12 +131,23 @@ class Scenario:
     gpu: GpuContext = GpuContext()
     cache_tasks: int = 8
     t0_us: int = 10_000
+    reload: str = "completed"
+    priority_rule: str = "strict"
     timeshare_slice_us: int = 4_000
     cfs_latency_us: int = 40_000
     cfs_min_granularity_us: int = 10_000
     fairness_window_us: int = 1_000_000
     groups: tuple[TaskGroup, ...] = ()
     policies: tuple[str, ...] = POLICIES
+
+    def __post_init__(self):
+        if self.reload not in RELOAD_RULES:
+            raise ValueError(f"reload must be one of {', '.join(map(repr, RELOAD_RULES))}, "
+                             f"not {self.reload!r}")
+        if self.priority_rule not in PRIORITY_RULES:
+            raise ValueError(f"priority_rule must be one of "
+                             f"{', '.join(map(repr, PRIORITY_RULES))}, not "
+                             f"{self.priority_rule!r}")
 
     @classmethod
     def from_toml(cls, path) -> "Scenario":
@@ -97,6 +167,13 @@ class Scenario:
                                  f"{', '.join(map(repr, POLICIES))}, not {policy!r}")
         if not policies:
             raise root.error("policies", "must name at least one policy")
+        if "timeshare-mean" in policies and (
+                "seed" not in policies
+                or policies.index("seed") > policies.index("timeshare-mean")):
+            raise root.error("policies", "must list 'seed' before 'timeshare-mean' (its slice "
+                                         "is the seed's mean slice on the same workload)")
+        if len(set(policies)) != len(policies):
+            raise root.error("policies", f"must not repeat a policy, not {list(policies)}")
 
         table = root.table("gpu", {})
         gpu = GpuContext(
@@ -105,12 +182,19 @@ class Scenario:
             shared_kib_per_cu=table.int("shared_kib_per_cu", 64, minimum=0),
             extra_state_mib=table.float("extra_state_mib", 0.0, minimum=0),
             bandwidth_gb_s=table.float("bandwidth_gb_s", 300.0, minimum=1e-3),
+            host_gb_s=table.float("host_gb_s", HOST_GB_S, minimum=1e-3),
+            save_to=table.str("save_to", "host", choices=SAVE_PATHS),
             switch_us=table.int("switch_us", 0, minimum=0))
+        if gpu.context_bytes == 0 and not gpu.switch_us:
+            raise table.error("compute_units", "and the other sizes give an empty context; "
+                                               "give a size or a fixed switch_us")
         table.done()
 
         table = root.table("seed", {})
         cache_tasks = table.int("cache_tasks", 8, minimum=1)
         t0_us = table.int("t0_us", 10_000, minimum=1)
+        reload = table.str("reload", "completed", choices=RELOAD_RULES)
+        priority_rule = table.str("priority", "strict", choices=PRIORITY_RULES)
         table.done()
         table = root.table("timeshare", {})
         timeshare_slice_us = table.int("slice_us", 4_000, minimum=1)
@@ -141,7 +225,8 @@ class Scenario:
             raise root.error("tasks", "must list at least one task group ([[tasks]])")
         root.done()
         return cls(name=name, description=description, gpu=gpu, cache_tasks=cache_tasks,
-                   t0_us=t0_us, timeshare_slice_us=timeshare_slice_us,
+                   t0_us=t0_us, reload=reload, priority_rule=priority_rule,
+                   timeshare_slice_us=timeshare_slice_us,
                    cfs_latency_us=cfs_latency_us,
                    cfs_min_granularity_us=cfs_min_granularity_us,
                    fairness_window_us=fairness_window_us, groups=tuple(groups),

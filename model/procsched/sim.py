@@ -55,18 +55,25 @@ class Task:
 @dataclass(frozen=True)
 class Pick:
     """A policy's decision: run ``task`` for up to ``length_us``, decided at ``decided_us``
-    (the seed: when the cache was loaded; the baselines: now)."""
+    (the seed under the ``reload`` priority rule: when the cache was loaded; otherwise now).
+
+    ``overhead_us`` is time the GPU spends before the slice besides a context switch (the
+    seed: moving contexts into and out of its hardware cache at a reload); ``note`` says why,
+    for the event log."""
 
     task: Task
     length_us: int
     decided_us: int
+    overhead_us: int = 0
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class SliceRecord:
-    """One slice of the log: ``task_id`` ran ``[start_us, end_us)``; the policy decided at
-    ``decided_us``; ``switched`` when a context switch of the scenario's cost preceded it;
-    ``finished`` when the slice completed the task."""
+    """One slice of the log: ``task_id`` ran ``[start_us, end_us)`` of the ``granted_us`` it
+    was given; the policy decided at ``decided_us``; ``overhead_us`` of cache loading and,
+    when ``switched``, a context switch of the run's cost preceded it; ``finished`` when the
+    slice completed the task."""
 
     task_id: int
     decided_us: int
@@ -74,6 +81,8 @@ class SliceRecord:
     end_us: int
     switched: bool
     finished: bool
+    granted_us: int = 0
+    overhead_us: int = 0
 
 
 @dataclass
@@ -90,27 +99,51 @@ class Result:
     log: list[SliceRecord] = field(default_factory=list)
     switches: int = 0
     switch_us: int = 0
+    overhead_us: int = 0
     useful_us: int = 0
     idle_us: int = 0
     makespan_us: int = 0
+    events: list | None = None
+
+
+def _check_run_arguments(specs, switch_cost_us) -> None:
+    if not isinstance(switch_cost_us, int) or isinstance(switch_cost_us, bool):
+        raise TypeError(f"switch_cost_us must be an integer, not {switch_cost_us!r}")
+    if switch_cost_us < 0:
+        raise ValueError(f"switch_cost_us must be >= 0, not {switch_cost_us!r}")
+    seen = set()
+    for index, item in enumerate(specs):
+        if not isinstance(item, TaskSpec):
+            raise TypeError(f"specs[{index}] must be a TaskSpec, not {item!r}")
+        if item.task_id in seen:
+            raise ValueError(f"specs[{index}]: task id {item.task_id} is used twice")
+        seen.add(item.task_id)
 
 
 def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: str = "",
-             check: bool = True) -> Result:
+             check: bool = True, events: bool = False) -> Result:
     """Run ``specs`` through ``policy`` until every task has completed.
 
     A step: admit the arrivals due; ask the policy for a pick (none: the GPU idles until the
-    next arrival); if the pick is another task than the one that ran last (or the first one),
-    spend ``switch_cost_us`` on a context switch, during which arrivals keep coming; run the
-    task for ``min(length, remaining)``. A task's *entitled* time grows as the GPU serves its
-    priority: every useful slice of priority ``p`` entitles each of the ``n`` runnable tasks
-    of ``p`` at its start to ``length / n`` (equal share within a priority; see
-    :func:`measure`). ``check`` runs :func:`check_invariants` on the result (tests always do).
+    next arrival); spend the pick's ``overhead_us`` (the seed's cache loads), then, if the
+    pick is another task than the one that ran last (or the first one), ``switch_cost_us`` on
+    a context switch, arrivals coming in meanwhile; run the task for ``min(length,
+    remaining)``. A task's *entitled* time grows as the GPU serves its priority: every useful
+    slice of priority ``p`` entitles each of the ``n`` runnable tasks of ``p`` at its start to
+    ``length / n`` (equal share within a priority; see :func:`measure`). ``check`` runs
+    :func:`check_invariants` on the result (tests always do); ``events`` keeps a per-event
+    log in ``Result.events`` (``(time_us, event, task_id, priority, duration_us, detail)``:
+    arrive, cache_load, switch, slice, complete).
+
+    Raises ``TypeError``/``ValueError`` for specs that are not :class:`TaskSpec` or repeat an
+    id, and for a negative or non-integer switch cost.
     """
+    _check_run_arguments(specs, switch_cost_us)
     tasks = [Task(spec) for spec in sorted(specs, key=lambda s: (s.arrival_us, s.task_id))]
     result = Result(policy=name or type(policy).__name__,
                     strict_priority=policy.strict_priority, switch_cost_us=switch_cost_us,
-                    tasks=tasks)
+                    tasks=tasks, events=[] if events else None)
+    log = result.events
     pending = deque(tasks)
     runnable = [0] * PRIORITY_LEVELS
     # Entitlement ledger per priority: the equal share one runnable task has accrued since
@@ -123,6 +156,9 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
             runnable[task.priority] += 1
             task.ledger_mark = ledger[task.priority]
             policy.arrive(task, now_us)
+            if log is not None:
+                log.append((task.arrival_us, "arrive", task.task_id, task.priority,
+                            task.spec.work_us, ""))
 
     now = 0
     last = None
@@ -145,11 +181,22 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
             now = pending[0].arrival_us
             continue
         task = pick.task
-        if task.completion_us is not None or task.arrival_us > now or pick.length_us < 1:
+        if (task.completion_us is not None or task.arrival_us > now or pick.length_us < 1
+                or pick.overhead_us < 0):
             raise RuntimeError(f"{result.policy}: picked task {task.task_id} "
                                f"for {pick.length_us} us, which cannot run at {now} us")
+        if pick.overhead_us:
+            if log is not None:
+                log.append((now, "cache_load", task.task_id, task.priority, pick.overhead_us,
+                            pick.note))
+            result.overhead_us += pick.overhead_us
+            now += pick.overhead_us
+            admit(now)
         switched = task is not last
         if switched:
+            if log is not None:
+                log.append((now, "switch", task.task_id, task.priority, switch_cost_us,
+                            "" if last is None else f"from {last.task_id}"))
             result.switches += 1
             result.switch_us += switch_cost_us
             now += switch_cost_us
@@ -163,13 +210,19 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
         if task.first_start_us is None:
             task.first_start_us = start
         finished = task.remaining_us == 0
+        if log is not None:
+            log.append((start, "slice", task.task_id, task.priority, length,
+                        f"granted {pick.length_us}"))
         if finished:
             task.completion_us = now
             task.entitled_us = ledger[task.priority] - task.ledger_mark
             runnable[task.priority] -= 1
             unfinished -= 1
+            if log is not None:
+                log.append((now, "complete", task.task_id, task.priority,
+                            now - task.arrival_us, ""))
         result.log.append(SliceRecord(task.task_id, pick.decided_us, start, now, switched,
-                                      finished))
+                                      finished, pick.length_us, pick.overhead_us))
         last = task
         policy.ran(task, length, now, finished)
     result.makespan_us = now
@@ -204,23 +257,25 @@ def check_invariants(result: Result) -> None:
 
     * every task completes exactly once, at the end of its last slice, after its arrival;
     * each task's slices add up to its work, and no slice runs before its task arrived;
-    * slices never overlap, a switched slice starts at least one switch after the previous
-      one ended, and useful + switching + idle time = the makespan;
+    * slices never overlap, a slice starts at least its cache-loading overhead (plus one
+      switch when it switched) after the previous one ended, and useful + switching + cache
+      loading + idle time = the makespan;
     * with a strict-priority policy, no slice runs a task while a task of a higher priority
-      was runnable when the policy decided (for the seed: when it loaded the cache, so an
-      arrival during a cache pass waits for the next reload, the documented exception);
+      was runnable when the policy decided (for the seed under the ``reload`` priority rule:
+      when it loaded the cache, so an arrival during a cache pass waits for the next reload,
+      that rule's documented exception; under ``strict``: at the slice boundary);
     * the entitled time of the tasks of a priority adds up to the time they received.
     """
     by_id = {task.task_id: task for task in result.tasks}
     received = dict.fromkeys(by_id, 0)
     finishes = dict.fromkeys(by_id, 0)
     previous_end = 0
-    useful = switches = 0
+    useful = switches = overhead = 0
     for index, record in enumerate(result.log):
         task = by_id.get(record.task_id)
         if task is None:
             raise InvariantError(f"slice {index} runs unknown task {record.task_id}")
-        gap = result.switch_cost_us if record.switched else 0
+        gap = (result.switch_cost_us if record.switched else 0) + record.overhead_us
         if record.end_us <= record.start_us or record.start_us < previous_end + gap:
             raise InvariantError(f"slice {index} [{record.start_us}, {record.end_us}) overlaps "
                                  f"the previous slice (ended {previous_end}, switch {gap})")
@@ -232,6 +287,7 @@ def check_invariants(result: Result) -> None:
         received[task.task_id] += record.end_us - record.start_us
         useful += record.end_us - record.start_us
         switches += record.switched
+        overhead += record.overhead_us
         if record.finished:
             finishes[task.task_id] += 1
             if record.end_us != task.completion_us:
@@ -245,13 +301,15 @@ def check_invariants(result: Result) -> None:
             raise InvariantError(f"task {task.task_id} received {received[task.task_id]} us "
                                  f"of its {task.spec.work_us} us of work")
     if (useful != result.useful_us or switches != result.switches
-            or result.switch_us != switches * result.switch_cost_us):
-        raise InvariantError("the log does not add up to the useful and switching time")
-    if (result.useful_us + result.switch_us + result.idle_us != result.makespan_us
-            or previous_end != result.makespan_us):
+            or result.switch_us != switches * result.switch_cost_us
+            or overhead != result.overhead_us):
+        raise InvariantError("the log does not add up to the useful, switching and cache "
+                             "loading time")
+    busy = result.useful_us + result.switch_us + result.overhead_us
+    if busy + result.idle_us != result.makespan_us or previous_end != result.makespan_us:
         raise InvariantError(f"useful {result.useful_us} + switching {result.switch_us} + "
-                             f"idle {result.idle_us} us is not the makespan "
-                             f"{result.makespan_us} us")
+                             f"cache loading {result.overhead_us} + idle {result.idle_us} us "
+                             f"is not the makespan {result.makespan_us} us")
     if result.strict_priority and result.log:
         decided = np.array([record.decided_us for record in result.log], dtype=np.int64)
         priority = np.array([by_id[record.task_id].priority for record in result.log])
@@ -306,6 +364,53 @@ def _window_jains(result: Result, members: Sequence[Task], window_us: int
     return values
 
 
+def _covered_before(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each of ``times``: how much of ``[0, time)`` the union of the intervals
+    ``[starts[i], ends[i])`` covers."""
+    if starts.size == 0:
+        return np.zeros(times.shape)
+    order = np.argsort(starts, kind="stable")
+    merged_starts, merged_ends = [], []
+    for begin, end in zip(starts[order], ends[order], strict=True):
+        if merged_ends and begin <= merged_ends[-1]:
+            merged_ends[-1] = max(merged_ends[-1], end)
+        else:
+            merged_starts.append(begin)
+            merged_ends.append(end)
+    low = np.array(merged_starts, dtype=np.int64)
+    high = np.array(merged_ends, dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(high - low)))
+    index = np.searchsorted(low, times, side="right") - 1
+    inside = np.where(index >= 0, np.minimum(times, high[np.maximum(index, 0)])
+                      - low[np.maximum(index, 0)], 0)
+    return np.where(index >= 0, before[np.maximum(index, 0)] + inside, 0)
+
+
+def _inversion_time(result: Result) -> int:
+    """Useful time during which a task of a higher priority than the running one was
+    runnable (arrived and not completed): the overlap of every slice with the union of the
+    higher priorities' runnable lives."""
+    if not result.log:
+        return 0
+    by_id = {task.task_id: task for task in result.tasks}
+    priority = np.array([by_id[record.task_id].priority for record in result.log])
+    starts = np.array([record.start_us for record in result.log], dtype=np.int64)
+    ends = np.array([record.end_us for record in result.log], dtype=np.int64)
+    alive_from = np.array([task.arrival_us for task in result.tasks], dtype=np.int64)
+    alive_to = np.array([task.completion_us for task in result.tasks], dtype=np.int64)
+    task_priority = np.array([task.priority for task in result.tasks])
+    total = 0
+    for level in np.unique(priority):
+        higher = task_priority < level
+        if not higher.any():
+            continue
+        mine = priority == level
+        covered = (_covered_before(alive_from[higher], alive_to[higher], ends[mine])
+                   - _covered_before(alive_from[higher], alive_to[higher], starts[mine]))
+        total += int(covered.sum())
+    return total
+
+
 def measure(result: Result, fairness_window_us: int = 1_000_000) -> dict:
     """The metrics of one run (times in us unless the key says otherwise).
 
@@ -327,8 +432,16 @@ def measure(result: Result, fairness_window_us: int = 1_000_000) -> dict:
         throughout it (:func:`_window_jains`): ``mean`` and ``min`` over windows;
 
     * ``inversion_us``: useful time given to a task while a task of a higher priority was
-      runnable at the slice's start (strict policies: only the seed's reload latency and
-      arrivals during a switch; CFS: by design).
+      runnable (the overlap of each slice with the higher priorities' runnable lives: with
+      strict priority at slice boundaries, the rest of the slice in progress when a higher
+      priority arrives; under the seed's ``reload`` rule the rest of the cache pass; CFS: by
+      design); ``inversion_at_start_us`` counts only slices that *started* with a higher
+      priority runnable;
+    * ``slice_us``: the granted slice lengths (what the policy asked for, before a task that
+      finishes early cuts it short), :func:`model.stats.summary`; ``mean_slice_us`` the mean
+      of the slices actually run;
+    * ``efficiency``: useful / (useful + switching + cache loading), ``cache_load_us`` the
+      time the seed spent moving contexts into and out of its hardware cache.
     """
     tasks = result.tasks
     by_id = {task.task_id: task for task in tasks}
@@ -360,7 +473,7 @@ def measure(result: Result, fairness_window_us: int = 1_000_000) -> dict:
                             "values": [[index, value] for index, value in windows]},
             "received_over_entitled": ratios,
         }
-    busy = result.useful_us + result.switch_us
+    busy = result.useful_us + result.switch_us + result.overhead_us
     return {
         "policy": result.policy,
         "tasks": len(tasks),
@@ -368,13 +481,16 @@ def measure(result: Result, fairness_window_us: int = 1_000_000) -> dict:
         "makespan_us": result.makespan_us,
         "useful_us": result.useful_us,
         "switching_us": result.switch_us,
+        "cache_load_us": result.overhead_us,
         "idle_us": result.idle_us,
         "switches": result.switches,
         "switch_cost_us": result.switch_cost_us,
         "switches_per_s": result.switches / (result.makespan_us / 1e6),
         "efficiency": result.useful_us / busy if busy else 1.0,
         "mean_slice_us": result.useful_us / len(result.log) if result.log else 0.0,
-        "inversion_us": int(lengths[inverted].sum()) if result.log else 0,
+        "slice_us": summary([record.granted_us for record in result.log]),
+        "inversion_us": _inversion_time(result),
+        "inversion_at_start_us": int(lengths[inverted].sum()) if result.log else 0,
         "fairness_window_us": fairness_window_us,
         "jain_life_min": min(entry["jain_life"] for entry in per_priority.values()),
         "jain_window_min": min(entry["jain_window"]["mean"]

@@ -18,15 +18,21 @@ are methods of :class:`~model.tasksched.sim.TaskSchedulerSim` unless said otherw
   ([0056], [0091]);
 * **matcher** (``_schedule``) -- a to-be-scheduled task takes a free arbiter slot and matches
   its jobs to the second processors by type, capability (words a processor takes in one job)
-  and idle state, ``match_jobs_per_beat`` jobs in a beat in which a compatible processor is
-  idle; when every job has matched, the task's jobs join its class's pending set (the slot is
-  loaded into the arbiter); if that does not happen within ``timeout`` beats (the seed's 128
-  or 256) the task gets a schedule-failure signal, gives up its slot and is "to be scheduled"
-  again ([0059], [0099]);
+  and idle state, ``match_jobs_per_beat`` jobs a beat. By default (``matching="reserve"``)
+  each job is matched to a specific idle processor, which is reserved for it until the job is
+  sent there ([0057], [0059]); ``"count"`` (the first reading) only checks that a compatible
+  processor is idle. With ``gate="all"`` the task's jobs join its class's pending set (the
+  slot is loaded into the arbiter) when every job has matched; with ``"per-job"`` ([0096])
+  each job as soon as it has matched. If the jobs are not all matched within ``timeout``
+  beats (the seed's 128 or 256) the task gets a schedule-failure signal, releases its
+  reservations and unsent jobs, gives up its slot and is "to be scheduled" again ([0059],
+  [0099]);
 * **arbiter** (``_arbitrate``, built by :func:`~model.tasksched.policies.make_arbiter`) -- one
   job per beat is picked by the policy under test: the seed's delay-factor arbiter
   (:class:`model.arbiter.DelayFactorArbiterModel`, cycle-exact, with its write port and
-  divider), FIFO per class with round-robin across classes, or smooth weighted round-robin
+  divider; :class:`~model.tasksched.config.SchedulerArbiterParams` can shorten the weight
+  update to study a faster divider), FIFO per class with round-robin across classes, or
+  smooth weighted round-robin
   (:class:`model.fairness.SmoothWeightedRoundRobin`); the two baselines are in
   :mod:`~model.tasksched.policies`;
 * **send** (``_dispatch``) -- the chosen job goes to an idle compatible processor, which is
@@ -45,17 +51,22 @@ shared constants), :mod:`~model.tasksched.workload` (tasks, decomposition, arriv
 admission), :mod:`~model.tasksched.policies` (the baseline arbiters), :mod:`~model.tasksched.sim`
 (the system model and :func:`~model.tasksched.sim.simulate`) and :mod:`~model.tasksched.cli`
 (``gpusched tasksched``, which runs every scenario in ``configs/tasksched/`` with all three
-policies on the same workload and prints one table per scenario). ``docs/tasksched.md`` has
-the decisions, the metrics and the config format.
+policies on the same workload and prints one table per scenario, then the claims over seeds
+of :mod:`~model.tasksched.claims`). ``docs/tasksched.md`` has the decisions, the metrics and
+the config format.
 """
 
+from model.tasksched.claims import CLAIMS, evaluate_claims
 from model.tasksched.cli import add_arguments, run
 from model.tasksched.config import (
     ARRIVALS,
+    GATES,
+    MATCHING,
     POLICIES,
     TASK_CLASSES,
     ProcessorGroup,
     Scenario,
+    SchedulerArbiterParams,
     SchedulerConfig,
     Stream,
     load_scenario,
@@ -67,12 +78,16 @@ from model.tasksched.workload import TaskSpec, admit, build_workload, decompose
 
 __all__ = [
     "ARRIVALS",
+    "CLAIMS",
+    "GATES",
+    "MATCHING",
     "POLICIES",
     "TASK_CLASSES",
     "FifoRoundRobinArbiter",
     "InvariantError",
     "ProcessorGroup",
     "Scenario",
+    "SchedulerArbiterParams",
     "SchedulerConfig",
     "SmoothWrrArbiter",
     "Stream",
@@ -82,6 +97,7 @@ __all__ = [
     "admit",
     "build_workload",
     "decompose",
+    "evaluate_claims",
     "load_scenario",
     "make_arbiter",
     "parse_scenario",

@@ -1,13 +1,22 @@
 """``gpusched tasksched``: every scenario with every policy on the same workload; one table and
-one plot (``<plots>/tasksched_<scenario>.png``) per scenario, and the results as JSON on
-request."""
+one plot (``<plots>/tasksched_<scenario>.png``) per scenario, the seed's claims over several
+workload seeds (:mod:`~model.tasksched.claims`), and the results as JSON on request."""
 
+import argparse
+import csv
 from pathlib import Path
 
 import numpy as np
 
 from model.config import ConfigError
 from model.report import figure, print_table, progress, save_figure, write_json
+from model.tasksched.claims import (
+    CLAIM_HEADERS,
+    SENSITIVITY_HEADERS,
+    claim_rows,
+    evaluate_claims,
+    sensitivity_rows,
+)
 from model.tasksched.config import (
     MIN_SHARE_ROUNDS,
     POLICIES,
@@ -23,15 +32,29 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser) -> None:
-    """``gpusched tasksched`` has only the common options."""
+    """``--seeds N`` (claims over N workload seeds) and ``--events FILE.csv`` (every event of
+    every scenario and policy at ``--seed``)."""
+    parser.add_argument("--seeds", type=_at_least_two, default=5, metavar="N",
+                        help="judge the claims over N workload seeds from --seed (default 5)")
+    parser.add_argument("--events", type=Path, metavar="FILE.csv",
+                        help="write every event (arrivals, registration, reservations, "
+                             "failures, slot writes, sends, job ends) at --seed as CSV")
 
 
-_HEADERS = ("policy", "util %", "tasks /kbeat", "lat mean", "lat p99", "share err",
-            "task err", "lag", "fails")
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"a claim over seeds needs at least 2, not {value}")
+    return value
+
+
+_HEADERS = ("policy", "util %", "resv\nidle %", "tasks\n/kbeat", "lat\nmean", "lat\np99",
+            "share\nerr pp", "task\nerr pp", "lag", "fails")
 
 
 def _row(result: dict) -> list:
     return [POLICY_SHORT[result["policy"]], round(100 * result["utilisation"], 1),
+            round(100 * result["reserved_idle"], 1),
             round(result["throughput_per_1000_beats"], 2), round(result["latency"]["mean"]),
             round(result["latency"]["p99"]), round(result["share_error_max_pp"], 2),
             round(result["task_share_error_max_pp"], 2), round(result["lag_max"], 1),
@@ -42,7 +65,8 @@ def _caption(by_policy: dict) -> str:
     first = by_policy[POLICIES[0]]
     parts = ["DF: the seed's delay-factor arbiter; FIFO: FIFO per class, round-robin across "
              "classes; SWRR: smooth weighted round-robin",
-             f"{first['admitted']} tasks admitted; lat: arrival to completion, beats; share "
+             f"{first['admitted']} tasks admitted; resv idle: processor time held idle by "
+             f"reservations; lat: arrival to completion, beats; share "
              f"err: largest |achieved - configured| share of a stream within its class, pp; "
              f"task err: the same per task (>= {MIN_SHARE_ROUNDS} rounds); lag: jobs"]
     for policy in POLICIES:
@@ -59,7 +83,9 @@ def _caption(by_policy: dict) -> str:
 
 
 def _plot(scenario: Scenario, results: dict, path: Path) -> None:
-    fig, (shares, latency) = figure(1, 2, figsize=(12, 4.5))
+    """Three panels per stream and policy: achieved minus configured share, latency (mean
+    bar, p99 tick) and schedule failures (the processor type's count in the title)."""
+    fig, (shares, latency, failures) = figure(1, 3, figsize=(17, 4.8))
     names = [stream.name for stream in scenario.streams]
     positions = np.arange(len(names))
     width = 0.8 / len(POLICIES)
@@ -70,44 +96,89 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
         mean = [streams[n]["latency"]["mean"] for n in names]
         p99 = [streams[n]["latency"]["p99"] for n in names]
         offset = positions + (index - (len(POLICIES) - 1) / 2) * width
+        label = f"{POLICY_LABELS[policy]} ({results[policy]['schedule_failures']} failures)"
         shares.bar(offset, error, width, label=POLICY_LABELS[policy])
         latency.bar(offset, mean, width, label=POLICY_LABELS[policy])
         latency.scatter(offset, p99, marker="_", color="black", s=60)
-    for axis in (shares, latency):
-        axis.set_xticks(positions, [f"{n}\n(w {s.weight}, {s.task_class})"
+        bars = failures.bar(offset, [streams[n]["failures"] for n in names], width,
+                            label=label)
+        failures.bar_label(bars, fontsize=7)
+    rejected = {entry["task"].split("#")[0] for entry in results[POLICIES[0]]["rejected"]}
+    for axis in (shares, latency, failures):
+        axis.set_xticks(positions, [f"{n}\nw {s.weight} {s.task_class}\n{s.processor}"
+                                    + ("\nrejected" if n in rejected else "")
                                     for n, s in zip(names, scenario.streams, strict=True)],
-                        fontsize=8)
+                        fontsize=7)
         axis.grid(axis="y", alpha=0.3)
     shares.axhline(0, color="black", linewidth=0.8)
     shares.set_ylabel("achieved - configured share (pp)")
     shares.set_title("share of grants within the class")
     latency.set_ylabel("task latency (beats): bar mean, tick p99")
     latency.set_title("latency per stream")
-    shares.legend(fontsize=8)
-    fig.suptitle(f"tasksched: {scenario.name}")
+    failures.set_ylabel("schedule failures (timeouts)")
+    counts = {}
+    for group in scenario.processors:
+        counts[group.type] = counts.get(group.type, 0) + group.count
+    failures.set_title("schedule failures per stream; processors: "
+                       + ", ".join(f"{count} {kind}" for kind, count in counts.items()),
+                       fontsize=9)
+    most = max(max(results[policy]["streams"][n]["failures"] for n in names)
+               for policy in POLICIES)
+    failures.set_ylim(0, 1.4 * most + 1)            # room for the legend above the bars
+    failures.legend(fontsize=7, loc="upper left")
+    shares.legend(fontsize=7)
+    config = scenario.scheduler
+    fig.suptitle(f"tasksched: {scenario.name} (matching = {config.matching}, gate = "
+                 f"{config.gate}, timeout {config.timeout}, {scenario.arbiter.tasks} slots)")
     save_figure(fig, path)
 
 
+_EVENT_FIELDS = ("scenario", "policy", "beat", "event", "task", "stream", "processor",
+                 "detail")
+
+
 def run(args) -> int:
-    """Run every scenario of ``args.config`` with every policy; tables, plots, JSON."""
+    """Run every scenario of ``args.config`` with every policy; tables, plots, JSON; then the
+    claims over ``args.seeds`` seeds."""
     scenarios = [load_scenario(path) for path in args.config]
     if not scenarios:
         raise ConfigError("no scenario files given (configs/tasksched/*.toml is empty)")
     workloads = {scenario.name: build_workload(scenario, args.seed, quick=args.quick)
                  for scenario in scenarios}
     runs = [(scenario, policy) for scenario in scenarios for policy in POLICIES]
+    events_path = getattr(args, "events", None)
+    event_rows: list = []
     results: dict[str, dict] = {scenario.name: {} for scenario in scenarios}
     for scenario, policy in progress(runs, "tasksched", quiet=args.quiet):
+        events = [] if events_path is not None else None
         results[scenario.name][policy] = simulate(scenario, policy,
-                                                  tasks=workloads[scenario.name])
+                                                  tasks=workloads[scenario.name],
+                                                  events=events)
+        if events is not None:
+            event_rows += [(scenario.name, policy, *event) for event in events]
     for scenario in scenarios:
         by_policy = results[scenario.name]
         print_table(f"tasksched {scenario.name}: {scenario.description}", _HEADERS,
                     [_row(by_policy[policy]) for policy in POLICIES],
                     caption=_caption(by_policy))
         _plot(scenario, by_policy, Path(args.plots) / f"tasksched_{scenario.name}.png")
+    seeds = getattr(args, "seeds", 5)
+    claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, quick=args.quick)
+    if claims:
+        print_table(f"tasksched: the seed's claims over seeds {args.seed}..{args.seed + seeds - 1}"
+                    f" (95 % intervals; verdict from the per-seed ratio)", CLAIM_HEADERS,
+                    claim_rows(claims))
+        print_table("tasksched: each claim with the parameter it leans on changed",
+                    SENSITIVITY_HEADERS, sensitivity_rows(claims))
+    if events_path is not None:
+        events_path.parent.mkdir(parents=True, exist_ok=True)
+        with events_path.open("w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(_EVENT_FIELDS)
+            writer.writerows(event_rows)
     if args.json is not None:
         write_json(args.json, {"seed": args.seed, "quick": args.quick,
                                "scenarios": {name: {"policies": by_policy}
-                                             for name, by_policy in results.items()}})
+                                             for name, by_policy in results.items()},
+                               "claims": claims})
     return 0

@@ -11,6 +11,8 @@ from model.config import ConfigError, Fields, load_toml
 
 __all__ = [
     "ARRIVALS",
+    "GATES",
+    "MATCHING",
     "MAX_JOBS",
     "MIN_SHARE_ROUNDS",
     "POLICIES",
@@ -19,6 +21,7 @@ __all__ = [
     "TASK_CLASSES",
     "ProcessorGroup",
     "Scenario",
+    "SchedulerArbiterParams",
     "SchedulerConfig",
     "Stream",
     "load_scenario",
@@ -43,6 +46,21 @@ POLICY_LABELS = {
 
 #: How a stream's tasks arrive in global memory.
 ARRIVALS = ("burst", "periodic", "poisson")
+
+#: How the matcher matches a job to a second processor ([0058]-[0059], [0093]-[0096]):
+#: ``reserve`` -- each job to a specific idle processor of its type and capability, which is
+#: reserved for it (no other job can take it) until the job is sent there or a schedule
+#: failure releases it (the default: the seed records "the processor identifier matched to
+#: the job", [0059], and the schedule information carries it, [0057]); ``count`` -- a job
+#: matches in any beat in which an idle compatible processor exists, without naming it
+#: (the model's first reading: 64 jobs "match" one idle processor).
+MATCHING = ("reserve", "count")
+
+#: When matched jobs join the pending set: ``all`` -- once every job of the task has matched
+#: ([0059], [0094]: the main embodiment; the default); ``per-job`` -- each job as soon as it
+#: has matched, a schedule failure removing the task's unsent jobs ([0096], "in other
+#: embodiments").
+GATES = ("all", "per-job")
 
 MAX_JOBS = 1 << 16
 
@@ -95,6 +113,46 @@ class SchedulerConfig:
     cache_entries: int = 16
     match_jobs_per_beat: int = 64
     max_beats: int = 200_000
+    matching: str = "reserve"
+    gate: str = "all"
+
+    def __post_init__(self):
+        if self.matching not in MATCHING:
+            raise ValueError(f"matching must be one of {', '.join(map(repr, MATCHING))}, "
+                             f"not {self.matching!r}")
+        if self.gate not in GATES:
+            raise ValueError(f"gate must be one of {', '.join(map(repr, GATES))}, "
+                             f"not {self.gate!r}")
+        for name in ("timeout", "send_beats", "fetch_beats", "register_beats",
+                     "cache_entries", "match_jobs_per_beat", "max_beats"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+
+
+@dataclass(frozen=True)
+class SchedulerArbiterParams(ArbiterParams):
+    """:class:`model.arbiter.ArbiterParams` with the weight-update delay as a knob.
+
+    ``weight_update_clocks`` is how many clocks after a slot write the new expected weights
+    take effect (``write_ready`` low meanwhile). 0 keeps the RTL's restoring divider,
+    ``weight_bits + 1`` clocks (9 for the seed's 8 bits); 1 is a one-clock divider, the
+    figure the RTL-integration work aims at. The knob lives here, on the system model's
+    side, so that the arbiter's own model stays the RTL's exact image.
+    """
+
+    weight_update_clocks: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        clocks = self.weight_update_clocks
+        if not isinstance(clocks, int) or isinstance(clocks, bool) or clocks < 0:
+            raise ValueError(f"weight_update_clocks must be an integer >= 0 (0: the RTL's "
+                             f"divider), not {clocks!r}")
+
+    @property
+    def divider_clocks(self) -> int:
+        return self.weight_update_clocks or super().divider_clocks
 
 
 @dataclass(frozen=True)
@@ -147,6 +205,8 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
         cache_entries=table.int("cache_entries", 16, minimum=1),
         match_jobs_per_beat=table.int("match_jobs_per_beat", 64, minimum=1),
         max_beats=table.int("max_beats", 200_000, minimum=1),
+        matching=table.str("matching", "reserve", choices=MATCHING),
+        gate=table.str("gate", "all", choices=GATES),
     )
     table.done()
 
@@ -156,10 +216,14 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
     tie_break = table.str("tie_break", "history", choices=("history", "index"))
     decay = table.bool("decay", True)
     weight_bits = table.int("weight_bits", 8, minimum=8, maximum=16)
+    weight_update_clocks = table.int("weight_update_clocks", 0, minimum=0,
+                                     maximum=weight_bits + 1)
     table.done()
     try:
-        arbiter = ArbiterParams(slots, len(TASK_CLASSES), frac_bits, tie_break=tie_break,
-                                decay=decay, weight_bits=weight_bits)
+        arbiter = SchedulerArbiterParams(slots, len(TASK_CLASSES), frac_bits,
+                                         tie_break=tie_break, decay=decay,
+                                         weight_bits=weight_bits,
+                                         weight_update_clocks=weight_update_clocks)
     except (TypeError, ValueError) as error:
         raise table.error("weight_bits", f"is not accepted: {error}") from None
 

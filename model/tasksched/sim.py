@@ -11,7 +11,7 @@ import numpy as np
 from model.arbiter import ArbiterInputs, WriteOp
 from model.checks import InvariantError
 from model.stats import summary
-from model.tasksched.config import MIN_SHARE_ROUNDS, TASK_CLASSES, Scenario
+from model.tasksched.config import MIN_SHARE_ROUNDS, POLICIES, TASK_CLASSES, Scenario
 from model.tasksched.policies import make_arbiter
 from model.tasksched.workload import TaskSpec, admit, build_workload
 
@@ -29,7 +29,7 @@ class _Task:
     __slots__ = ("spec", "state", "task_id", "registered", "completed", "ready_at", "slot",
                  "match_start", "matched", "loaded", "sent", "finished", "done_at",
                  "registered_at", "first_sent", "failures", "rounds", "grants", "ideal",
-                 "lag_max", "matched_at")
+                 "lag_max", "matched_at", "reserved", "load_queued", "pending_at")
 
     def __init__(self, spec: TaskSpec):
         self.spec = spec
@@ -44,6 +44,9 @@ class _Task:
         self.rounds = self.grants = 0
         self.ideal = self.lag_max = 0.0
         self.matched_at = None
+        self.reserved: list[int] = []      # processors matched to its unsent jobs, in order
+        self.load_queued = False
+        self.pending_at = None             # first beat a job of it joined the pending set
 
 
 class TaskSchedulerSim:
@@ -66,6 +69,10 @@ class TaskSchedulerSim:
         After a beat in which nothing happened, jump to the next beat at which a timer fires
         (an arrival, a fetch, a registration, a send or job end, a timeout): nothing else can
         change in between, so the results are the same as beat by beat, only faster.
+    events : list, optional
+        When given, every event is appended to it as ``(beat, event, task, stream,
+        processor, detail)``: arrive, fetch, land, register, slot, reserve, fail, matched,
+        load, clear, send, run, job_end, complete (``processor`` is -1 when none).
 
     Within a beat, in this order: (1) sends that end start running and jobs that end free
     their processor (a task whose last job ended completes and frees its cache entry);
@@ -79,7 +86,9 @@ class TaskSchedulerSim:
     """
 
     def __init__(self, scenario: Scenario, tasks: Sequence[TaskSpec], policy: str, *,
-                 check: bool = True, skip_idle: bool = True):
+                 check: bool = True, skip_idle: bool = True, events: list | None = None):
+        _check_arguments(scenario, tasks, policy)
+        self.events = events
         self.scenario = scenario
         self.config = scenario.scheduler
         self.policy = policy
@@ -99,6 +108,12 @@ class TaskSchedulerSim:
         self.proc_state = [_IDLE] * count
         self.proc_job: list = [None] * count
         self.proc_busy = [0] * count
+        # Reservations (matching = "reserve"): the task a processor is matched to, since when.
+        self.proc_owner: list = [None] * count
+        self.reserved_since = [0] * count
+        self.reserved_beats = 0
+        self.reserve = self.config.matching == "reserve"
+        self.per_job = self.config.gate == "per-job"
         self._compatible: dict[tuple[str, int], list[int]] = {}
 
         self.beat = 0
@@ -127,6 +142,12 @@ class TaskSchedulerSim:
 
     # -- helpers ----------------------------------------------------------------------------------
 
+    def _log(self, event: str, task: "_Task | None", processor: int = -1,
+              detail: str = "") -> None:
+        if self.events is not None:
+            self.events.append((self.beat, event, task.spec.name if task else "",
+                                task.spec.stream if task else "", processor, detail))
+
     def _violation(self, message: str):
         raise InvariantError(f"{self.policy}, beat {self.beat}: {message}")
 
@@ -145,8 +166,28 @@ class TaskSchedulerSim:
         return self._compatible[key]
 
     def _idle_compatible(self, spec: TaskSpec) -> bool:
-        state = self.proc_state
-        return any(state[p] == _IDLE for p in self.compatible(spec))
+        state, owner = self.proc_state, self.proc_owner
+        return any(state[p] == _IDLE and owner[p] is None for p in self.compatible(spec))
+
+    def _reserve(self, task: _Task, count: int, t: int) -> int:
+        """Match up to ``count`` more jobs of ``task``, each to its own idle, unreserved,
+        compatible processor (tightest fit first); return how many matched."""
+        state, owner = self.proc_state, self.proc_owner
+        taken = 0
+        for processor in self.compatible(task.spec):
+            if taken == count:
+                break
+            if state[processor] == _IDLE and owner[processor] is None:
+                owner[processor] = task
+                self.reserved_since[processor] = t
+                task.reserved.append(processor)
+                self._log("reserve", task, processor)
+                taken += 1
+        return taken
+
+    def _unreserve(self, processor: int, t: int) -> None:
+        self.proc_owner[processor] = None
+        self.reserved_beats += t - self.reserved_since[processor]
 
     def _choose_processor(self, task: _Task) -> int | None:
         """The processor a granted job goes to: the idle compatible one that fits most tightly
@@ -168,11 +209,31 @@ class TaskSchedulerSim:
         active |= self._schedule(t)
         active |= self._arbitrate(t)
         if self.check:
+            self._check_reservations()
             occupied = len(self._cached) + len(self._in_flight)
             if self.cache_free < 0 or self.cache_free + occupied != self.config.cache_entries:
                 self._violation(f"cache space not conserved: {self.cache_free} free + "
                                 f"{occupied} used != {self.config.cache_entries}")
         return active
+
+    def _check_reservations(self) -> None:
+        """Every reservation is held by the task that lists it, on an idle processor, and a
+        task never holds more than the jobs it has left to send."""
+        held = 0
+        for processor, owner in enumerate(self.proc_owner):
+            if owner is None:
+                continue
+            held += 1
+            if processor not in owner.reserved or self.proc_state[processor] != _IDLE:
+                self._violation(f"processor {processor} is reserved for {owner.spec.name} "
+                                f"but is not idle or not in its reservations")
+        listed = sum(len(task.reserved) for task in self._slot_owner if task is not None)
+        if held != listed:
+            self._violation(f"{held} processors reserved but {listed} reservations listed")
+        for task in self._slot_owner:
+            if task is not None and len(task.reserved) > task.spec.jobs - task.sent:
+                self._violation(f"{task.spec.name} holds {len(task.reserved)} processors for "
+                                f"{task.spec.jobs - task.sent} jobs left")
 
     def _processors(self, t: int) -> bool:
         active = False
@@ -183,7 +244,9 @@ class TaskSchedulerSim:
             if kind == _SEND_END:
                 self.proc_state[processor] = _RUNNING
                 self._push(t + duration, _JOB_END, processor)
+                self._log("run", task, processor, f"{duration} beats")
                 continue
+            self._log("job_end", task, processor)
             self.proc_state[processor] = _IDLE
             self.proc_job[processor] = None
             self.proc_busy[processor] += duration
@@ -199,6 +262,7 @@ class TaskSchedulerSim:
                             f"{task.sent} of {task.spec.jobs} jobs were sent")
         task.state = "done"
         task.done_at = t
+        self._log("complete", task, detail=f"latency {t - task.spec.arrival}")
         self._completed.add(task.spec.index)
         self._cached.discard(task.spec.index)
         self.cache_free += 1
@@ -218,8 +282,18 @@ class TaskSchedulerSim:
             self._violation(f"grant for slot {slot}, which holds no task with jobs to send")
         if task not in requesters:
             self._violation(f"grant for {task.spec.name}, which did not request")
-        processor = self._choose_processor(task)
         spec = task.spec
+        if self.reserve:
+            # The job goes to the processor it was matched to ([0057]: the schedule
+            # information carries the processor's identifier).
+            processor = task.reserved.pop(0) if task.reserved else None
+            if processor is not None:
+                if self.proc_owner[processor] is not task:
+                    self._violation(f"job of {spec.name} sent to processor {processor}, "
+                                    f"which is reserved for another task")
+                self._unreserve(processor, t)
+        else:
+            processor = self._choose_processor(task)
         if processor is None:
             self._violation(f"no idle processor for the granted job of {spec.name}")
         if self.proc_state[processor] != _IDLE:
@@ -235,6 +309,7 @@ class TaskSchedulerSim:
         self.proc_job[processor] = (task, spec.durations[task.sent])
         self._push(t + self.config.send_beats, _SEND_END, processor)
         self._account(task, requesters)
+        self._log("send", task, processor, f"job {task.sent} of {spec.jobs}")
         self.grants += 1
         if task.first_sent is None:
             task.first_sent = t
@@ -263,6 +338,7 @@ class TaskSchedulerSim:
         self._slot_owner[slot] = None
         task.slot = None
         task.loaded = False
+        task.load_queued = False
         if clear:
             self._writes.append((WriteOp.CLEAR, slot, None))
 
@@ -270,11 +346,13 @@ class TaskSchedulerSim:
         active = False
         while self._arrivals and self._arrivals[0].spec.arrival <= t:
             task = self._arrivals.popleft()
+            self._log("arrive", task)
             task.state = "global"
             self._global[task.spec.task_class].append(task)
             active = True
         while self._in_flight and self._in_flight[0][0] <= t:
             _, task = self._in_flight.popleft()
+            self._log("land", task)
             task.state = "cached"
             self._cached.add(task.spec.index)
             self._cache_queues[task.spec.task_class].append(task)
@@ -287,6 +365,7 @@ class TaskSchedulerSim:
                 self._global[task.spec.task_class].popleft()
                 self.cache_free -= 1
                 task.state = "fetching"
+                self._log("fetch", task)
                 self._in_flight.append((t + self.config.fetch_beats, task))
                 active = True
         return active
@@ -317,6 +396,7 @@ class TaskSchedulerSim:
             self._next_id += 1
             task.registered_at = t
             task.ready_at = t + self.config.register_beats
+            self._log("register", task, detail=f"task id {task.task_id}")
             task.state = "registering"
             self._registering.append(task)
             active = True
@@ -334,45 +414,81 @@ class TaskSchedulerSim:
             task = self._waiting.popleft()
             slot = self._slot_owner.index(None)
             self._slot_owner[slot] = task
-            task.slot, task.match_start, task.matched = slot, t, 0
+            task.slot, task.match_start, task.matched = slot, t, task.sent
             task.state = "matching"
+            self._log("slot", task, detail=f"slot {slot}")
             self._matching.append(task)
             active = True
         still = []
         for task in self._matching:
             if t - task.match_start >= config.timeout:
-                # Schedule failure: back to "to be scheduled", at the end of the line ([0099]).
-                self.failures += 1
-                kind = task.spec.processor
-                self.failures_by_type[kind] = self.failures_by_type.get(kind, 0) + 1
-                task.failures += 1
-                task.state = "to be scheduled"
-                self._release_slot(task, clear=False)
-                self._waiting.append(task)
+                self._fail(task, t)
                 active = True
                 continue
-            if self._idle_compatible(task.spec):
-                task.matched = min(task.spec.jobs, task.matched + config.match_jobs_per_beat)
-                active = True
-                if task.matched == task.spec.jobs:
-                    task.state = "pending"
-                    task.matched_at = t
-                    # Loading the slot replaces whatever it held: a clear still queued for it
-                    # would only cost the write port another divider run.
-                    self._writes = deque(write for write in self._writes
-                                         if write[1] != task.slot)
-                    self._writes.append((WriteOp.LOAD, task.slot, task))
-                    continue
+            if self.reserve:
+                wanted = min(config.match_jobs_per_beat, task.spec.jobs - task.matched)
+                matched = self._reserve(task, wanted, t)
+                task.matched += matched
+            elif self._idle_compatible(task.spec):
+                matched = min(config.match_jobs_per_beat, task.spec.jobs - task.matched)
+                task.matched += matched
+            else:
+                matched = 0
+            active |= matched > 0
+            if self.per_job and task.matched > task.sent and not task.load_queued:
+                # [0096]: a matched job joins the pending set at once.
+                self._queue_load(task)
+            if task.matched == task.spec.jobs:
+                task.state = "pending"
+                task.matched_at = t
+                self._log("matched", task, detail=f"{task.spec.jobs} jobs")
+                if not task.load_queued:
+                    self._queue_load(task)
+                continue
             still.append(task)
         self._matching = still
         return active
+
+    def _queue_load(self, task: _Task) -> None:
+        """Queue the load of the task's slot. Loading replaces whatever the slot held: a clear
+        still queued for it would only cost the write port another divider run."""
+        self._writes = deque(write for write in self._writes if write[1] != task.slot)
+        self._writes.append((WriteOp.LOAD, task.slot, task))
+        task.load_queued = True
+        if task.pending_at is None:
+            task.pending_at = self.beat
+
+    def _fail(self, task: _Task, t: int) -> None:
+        """Schedule failure ([0059], [0099]): the task's unsent jobs leave the pending set and
+        release their processors; it gives up its slot and is "to be scheduled" again, at the
+        end of the line."""
+        self.failures += 1
+        kind = task.spec.processor
+        self.failures_by_type[kind] = self.failures_by_type.get(kind, 0) + 1
+        task.failures += 1
+        task.state = "to be scheduled"
+        self._log("fail", task, detail=f"{task.matched - task.sent} of "
+                                       f"{task.spec.jobs - task.sent} jobs matched")
+        for processor in task.reserved:
+            self._unreserve(processor, t)
+        task.reserved = []
+        task.matched = task.sent
+        was_loaded = task.loaded
+        self._writes = deque(write for write in self._writes
+                             if not (write[1] == task.slot and write[2] is task))
+        task.load_queued = False
+        self._release_slot(task, clear=was_loaded)
+        self._waiting.append(task)
 
     def _arbitrate(self, t: int) -> bool:
         request = 0
         requesters = []
         for slot, task in enumerate(self._slot_owner):
-            if (task is not None and task.loaded and task.sent < task.spec.jobs
-                    and self._idle_compatible(task.spec)):
+            if task is None or not task.loaded or task.sent >= task.matched:
+                continue
+            # A request can always be served: under reservation the next job's processor is
+            # held idle for it; otherwise a compatible processor must be idle now.
+            if task.reserved if self.reserve else self._idle_compatible(task.spec):
                 request |= 1 << slot
                 requesters.append(task)
         self._requesters = requesters
@@ -390,6 +506,9 @@ class TaskSchedulerSim:
                          write_weight=task.spec.weight if task else 0)
         busy = self.arbiter.busy
         self.arbiter.step(ArbiterInputs(request=request, grant_ready=1, **write))
+        if offered is not None:
+            self._log("load" if offered[0] == WriteOp.LOAD else "clear", offered[2],
+                      detail=f"slot {offered[1]}")
         if offered is not None and offered[2] is not None:
             offered[2].loaded = True           # requests from the next beat on
         return bool(request or offered or busy or self._writes)
@@ -440,6 +559,8 @@ class TaskSchedulerSim:
                                 f"{self.config.cache_entries} entries free at the end")
             if any(state != _IDLE for state in self.proc_state):
                 self._violation("a processor is still busy after every task completed")
+            if any(owner is not None for owner in self.proc_owner):
+                self._violation("a processor is still reserved after every task completed")
 
     def metrics(self) -> dict:
         """The results of the run as plain data (JSON-ready)."""
@@ -503,9 +624,11 @@ class TaskSchedulerSim:
             "failures_by_type": dict(sorted(self.failures_by_type.items())),
             "grants": self.grants,
             "grant_stalls": self.grant_stalls,
-            "matched_to_first_send": summary([task.first_sent - task.matched_at
+            "matched_to_first_send": summary([task.first_sent - task.pending_at
                                               for task in self.tasks
-                                              if task.first_sent is not None]),
+                                              if task.first_sent is not None
+                                              and task.pending_at is not None]),
+            "reserved_idle": self.reserved_beats / (processors * span),
             "streams": streams,
             "tasks": [{"task": task.spec.name, "weight": task.spec.weight,
                        "rounds": task.rounds, "grants": task.grants,
@@ -518,8 +641,22 @@ class TaskSchedulerSim:
         }
 
 
+def _check_arguments(scenario, tasks, policy) -> None:
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario, not {scenario!r}")
+    if policy not in POLICIES:
+        raise ValueError(f"Policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    for index, task in enumerate(tasks):
+        if not isinstance(task, TaskSpec):
+            raise TypeError(f"tasks[{index}] must be a TaskSpec, not {task!r}")
+        if task.index != index:
+            raise ValueError(f"tasks[{index}] has index {task.index}: the workload must be in "
+                             f"index order (build_workload)")
+
+
 def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = False,
-             check: bool = True, tasks: Sequence[TaskSpec] | None = None) -> dict:
+             check: bool = True, tasks: Sequence[TaskSpec] | None = None,
+             events: list | None = None) -> dict:
     """Run ``scenario`` under ``policy`` and return its metrics.
 
     The workload is ``tasks`` or :func:`build_workload` with ``seed`` (the same for every
@@ -532,6 +669,7 @@ def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = Fa
     rounds), ``lag_max`` (jobs), ``schedule_failures``, ``throughput_per_1000_beats``,
     ``rejected`` (with reasons) and ``unfinished``.
     """
+    _check_arguments(scenario, (), policy)
     if tasks is None:
         tasks = build_workload(scenario, seed, quick=quick)
-    return TaskSchedulerSim(scenario, tasks, policy, check=check).run()
+    return TaskSchedulerSim(scenario, tasks, policy, check=check, events=events).run()

@@ -58,6 +58,10 @@ def build_workload(scenario: Scenario, seed: int, *, quick: bool = False) -> lis
     it would be earlier (the first processor enqueues in dependency order), so the cache,
     which reads oldest first, can always make progress.
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario, not {scenario!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an integer, not {seed!r}")
     rng = random.Random(seed)
     drafts = []        # (arrival, position in stream, stream order, fields)
     by_stream: dict[str, list[int]] = {}
@@ -95,7 +99,8 @@ def admit(scenario: Scenario, tasks: Sequence[TaskSpec]) -> dict[int, str]:
 
     A task is rejected when no processor has its type, when its jobs are larger than every
     processor of its type takes, when the matcher cannot match all its jobs within the
-    timeout even with processors idle, or when a predecessor was rejected.
+    timeout even with processors idle, when the all-jobs-matched gate with reservation needs
+    more idle processors at once than can take its jobs, or when a predecessor was rejected.
     """
     config = scenario.scheduler
     rejected: dict[int, str] = {}
@@ -109,6 +114,13 @@ def admit(scenario: Scenario, tasks: Sequence[TaskSpec]) -> dict[int, str]:
         elif task.job_words > largest:
             reason = (f"its jobs of {task.job_words} words exceed the largest "
                       f"{task.processor!r} processor ({largest} words)")
+        elif (config.matching == "reserve" and config.gate == "all"
+              and task.jobs > (able := sum(group.count for group in scenario.processors
+                                           if group.type == task.processor
+                                           and group.max_job_words >= task.job_words))):
+            reason = (f"its {task.jobs} jobs need {task.jobs} idle {task.processor!r} "
+                      f"processors at once (each job reserves one until all have matched), "
+                      f"and only {able} can take them")
         elif match_beats > config.timeout:
             reason = (f"matching its {task.jobs} jobs at {config.match_jobs_per_beat} per beat "
                       f"takes {match_beats} beats, more than the {config.timeout}-beat "
