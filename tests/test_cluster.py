@@ -553,3 +553,28 @@ def test_standby_for_the_seed_only(tmp_path):
                            debug=True)
     assert results["seed-004"]["standby_kwh"] > 0
     assert results["spread"]["standby_kwh"] == 0
+
+
+def test_claims_are_checked_before_anything_runs(tmp_path, capsys):
+    claim = ('\n[[claims]]\ntext = "t"\nmetric = "{metric}"\npolicy = "seed-004"\n'
+             'baseline = "{baseline}"\nhigher_is_better = false\n')
+    base = 'seeds = 2\npolicies = ["seed-004", "spread"]\n' + BASE
+    path = write(tmp_path, base + claim.format(metric="energy_kwh", baseline="fgd"))
+    with pytest.raises(ConfigError, match=r"claims\[0\].baseline must be one of the "
+                                          r"scenario's policies \(seed-004, spread\)"):
+        load_scenario(path)
+    path = write(tmp_path, base + claim.format(metric="energy", baseline="spread"))
+    assert gpusched(["cluster", "--quiet", "--config", str(path), "--plots",
+                     str(tmp_path)]) == 2
+    assert "claims[0].metric must be one of energy_kwh" in capsys.readouterr().err
+    path = write(tmp_path, BASE + claim.format(metric="energy_kwh", baseline="spread")
+                 .replace('policy = "seed-004"', 'policy = "spread"'))
+    with pytest.raises(ConfigError, match=r"claims need seeds >= 2"):
+        load_scenario(path)
+
+
+def test_bench_times_every_policy_of_a_scenario(tmp_path, capsys):
+    path = write(tmp_path, 'policies = ["seed-004", "fgd"]\n' + BASE)
+    assert gpusched(["cluster", "--bench", "--quiet", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "s: seed-004" in out and "s: fgd" in out and "Total:" in out
