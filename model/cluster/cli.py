@@ -23,7 +23,6 @@ from model.cluster.inflation import InflationRun, inflate
 from model.cluster.policies import POLICY_CLASSES
 from model.cluster.power import BUILTIN_CARD_TYPES
 from model.cluster.sim import ClusterSimulation
-from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
 from model.cluster.trace import read_nodes, read_pods
 from model.cluster.workload import Job, generate_jobs
 from model.config import ConfigError
@@ -80,6 +79,8 @@ def add_arguments(parser) -> None:
 def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedScenario:
     """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read
     here)."""
+    from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
+
     notes: dict[str, int] = {}
     trace = scenario.trace
     if trace is not None and trace.nodes is not None:
@@ -334,6 +335,7 @@ def _plot_inflation(prepared: PreparedScenario, results: dict[str, dict], path: 
 def _bench(args) -> int:
     """Time every policy on the whole-trace-sized run, or on the given scenarios."""
     from model.cli import default_configs
+    from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
 
     given = sorted(Path(path) for path in args.config or [])
     scenarios = None
@@ -413,7 +415,13 @@ def run(args) -> int:
         key = (id(scenario), seed)
         entry = prepared[key]
         if scenario.experiment == "inflation" and key not in inflated:
-            inflated[key] = _inflated(entry, seed)
+            inflated[key] = pods = _inflated(entry, seed)
+            tuned = sum("-tuned-" in pod.name for pod in pods)
+            note = (f"inflation, seed {seed}: {len(entry.jobs)} pods resampled to "
+                    f"{len(pods)} ({tuned} copies appended, "
+                    f"{len(entry.jobs) - (len(pods) - tuned)} removed)")
+            # Every seed's note goes with the first seed's, which the report prints.
+            prepared[(id(scenario), args.seed)].input_notes[note] = len(pods)
         done.setdefault(key, []).append(_run_one(entry, policy, seed, debug,
                                                  inflated.get(key)))
     for key, runs in done.items():
