@@ -274,6 +274,19 @@ def test_seed_keeps_idle_cards_idle_for_a_shared_pod():
     assert make_policy("pwr").choose(ctx, job(1, milli=300)) == (1, (2,))
 
 
+def test_seed_counts_the_idle_cards_that_would_stay_idle():
+    # m: 4 T4 with a shared card that fits (3 stay idle, group 3); k: 4 T4, one taken whole,
+    # no shared card: the pod opens an idle card and 2 stay idle (group 2). Fullest first: k,
+    # on its cheapest idle card (slot 1). Reading idle cards before the placement would tie
+    # the two at 3 and take m, the first node.
+    m = NodeSpec("m", ("T4",) * 4, 100.0, 20.0, 5.0)
+    k = NodeSpec("k", ("T4",) * 4, 100.0, 20.0, 5.0)
+    ctx = context([m, k])
+    place(ctx, 0, (0,), job(0, milli=600))
+    place(ctx, 1, (0,), job(1))
+    assert make_policy("seed-004").choose(ctx, job(2, milli=300)) == (1, (1,))
+
+
 def test_vectorised_seed_matches_the_pure_key_on_random_clusters():
     # An independent check: the seed's pure key functions (the kube-scheduler reading) and
     # the vectorised policy choose the same node for whole-card pods on random states.
