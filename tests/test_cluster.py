@@ -1,6 +1,7 @@
 """Seed 004: power-aware GPU placement -- the seed's worked examples, every step of the
 ordering, the baselines, the simulation (energy, queue, fragmentation, admission), the
-invariants, scenario files, the Alibaba trace readers and the CLI.
+invariants, scenario files and the CLI. The trace readers are tested in test_cluster_trace.py,
+the other policies, GPU sharing, fragmentation and inflation in test_cluster_policies.py.
 
 Expected values are worked out by hand in the comments, never taken from the model's output.
 """
@@ -14,10 +15,11 @@ import pytest
 from model.cli import main as gpusched
 from model.cluster.cli import binned_average, prepare, run_scenario, savings
 from model.cluster.config import (
+    DEFAULT_POLICIES,
+    POLICY_NAMES,
     CardType,
     NodeSpec,
     SyntheticWorkload,
-    TraceSource,
     load_scenario,
 )
 from model.cluster.placement import (
@@ -36,17 +38,7 @@ from model.cluster.placement import (
     third_power,
 )
 from model.cluster.sim import ClusterSimulation, InvariantError
-from model.cluster.trace import (
-    ROUNDED_SHARED,
-    SKIP_BEYOND_LIMIT,
-    SKIP_CPU_ONLY,
-    SKIP_CPU_ONLY_NODE,
-    SKIP_NEVER_RAN,
-    SKIP_SHARED,
-    TraceError,
-    read_nodes,
-    read_pods,
-)
+from model.cluster.trace import SKIP_NEVER_RAN
 from model.cluster.workload import Job, admission_problem, generate_jobs
 from model.config import ConfigError
 
@@ -197,7 +189,7 @@ def spec(name, cards, cpu_busy_w=50.0, cpu_standby_w=20.0, sleep_w=5.0):
 
 
 def simulate(nodes, jobs, policy="seed-004", card_types=CARD, horizon=None, **options):
-    sim = ClusterSimulation(nodes, card_types, jobs, POLICIES[policy], rng=random.Random(1),
+    sim = ClusterSimulation(nodes, card_types, jobs, policy, rng=random.Random(1),
                             debug=True, **options).run()
     return sim, sim.results(horizon)
 
@@ -340,25 +332,32 @@ def _busy_sim():
     return sim
 
 
-def test_broken_idle_counter_is_detected():
+def test_broken_card_share_is_detected():
     sim = _busy_sim()
-    sim.nodes[0].idle_count["X"] += 1
-    with pytest.raises(InvariantError, match="idle counters of n"):
+    sim.state.left[0, 3] -= 1
+    with pytest.raises(InvariantError, match="card 3 of n: 999 free"):
+        sim.check_invariants()
+
+
+def test_stale_summary_is_detected():
+    sim = _busy_sim()
+    sim.state.idle_count[0] += 1
+    with pytest.raises(InvariantError, match="summaries of n were stale"):
         sim.check_invariants()
 
 
 def test_double_allocation_is_detected():
     sim = _busy_sim()
-    held = next(card for card in sim.nodes[0].cards if card.job is not None)
+    held = next(slot for slot in range(4) if sim.state.holders[0][slot])
     with pytest.raises(InvariantError, match="while job 0 holds it"):
-        sim._allocate(sim.nodes[0], held, sim.jobs[1])
+        sim.state.allocate(0, (held,), sim.jobs[1])
 
 
 def test_card_marked_by_a_job_that_does_not_hold_it_is_detected():
     sim = _busy_sim()
-    free = next(card for card in sim.nodes[0].cards if card.job is None)
-    free.job = 0
-    with pytest.raises(InvariantError):
+    free = next(slot for slot in range(4) if not sim.state.holders[0][slot])
+    sim.state.holders[0][free][0] = 0
+    with pytest.raises(InvariantError, match="marks job 0, which does not hold it"):
         sim.check_invariants()
 
 
@@ -370,7 +369,14 @@ def test_completing_twice_is_detected():
         sim._complete(0)
 
 
-@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_broken_incremental_fragmentation_is_detected():
+    sim = _busy_sim()
+    sim.fragmentation.node[0] += 1.0
+    with pytest.raises(InvariantError, match="incremental fragmentation differs"):
+        sim.check_invariants()
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
 @pytest.mark.parametrize("backfill", [False, True])
 def test_random_workloads_keep_every_invariant(policy, backfill):
     # Debug mode checks the invariants after every event instant; at the end every admitted
@@ -432,8 +438,10 @@ def write(tmp_path, text, name="s.toml"):
 
 def test_scenario_loads_with_defaults(tmp_path):
     scenario = load_scenario(write(tmp_path, BASE))
-    assert scenario.name == "s" and scenario.policies == ("seed-004", "spread", "bin-pack",
-                                                          "random")
+    assert scenario.name == "s" and scenario.policies == DEFAULT_POLICIES
+    assert scenario.experiment == "timed" and scenario.seeds == 1
+    assert {"seed-004", "fgd", "pwr", "best-fit", "dot-product", "gpu-packing",
+            "gpu-clustering"} <= set(scenario.policies)
     assert [node.name for node in scenario.nodes] == ["node0-0", "node0-1"]
     assert scenario.nodes[0].cards == ("X",) * 4
     assert scenario.power.standby == "all" and scenario.backfill is False
@@ -450,7 +458,8 @@ def test_scenario_loads_with_defaults(tmp_path):
     (lambda base: "[power]\nwake_s = -1\n" + base,
      "power.wake_s must be a number >= 0.0, not -1"),
     (lambda base: base.replace("X = 4", "Y = 4"),
-     "nodes[0].cards.Y is not a card type (known: X)"),
+     "nodes[0].cards.Y is not a card type (known: A10, A100, G1, G2, G3, P100, T4, "
+     "V100M16, V100M32, X)"),
     (lambda base: base + "[trace]\npods = 'p.csv'\n", "give exactly one of [workload]"),
     (lambda base: base.replace("idle_w = 10.0\n", ""), "card_types.X.idle_w is required"),
     (lambda base: base.replace("jobs = 10", "jobs = 10\ncards = [1, 2]\ncard_weights = [1.0]"),
@@ -474,121 +483,36 @@ def test_scenario_without_nodes_or_node_list(tmp_path):
 
 def test_shipped_scenarios_load():
     paths = sorted((ROOT / "configs" / "cluster").glob("*.toml"))
-    assert 2 <= len(paths) <= 4
+    assert 2 <= len(paths) <= 6
     scenarios = [load_scenario(path) for path in paths]
     assert any(scenario.trace is not None for scenario in scenarios)
+    assert {scenario.experiment for scenario in scenarios} == {"timed", "inflation"}
     trace = next(scenario.trace for scenario in scenarios if scenario.trace is not None)
     assert trace.pods.resolve() == PODS and trace.nodes.resolve() == NODES
-
-
-# --- Alibaba trace readers -----------------------------------------------------------------
-
-TRACE = TraceSource(pods=PODS, nodes=NODES, cpu_busy_w=1.0, cpu_standby_w=2.0, sleep_w=3.0)
-TRACE_TYPES = {name: CardType(name, 1.0, 1.0, 1.0)
-               for name in ("P100", "T4", "V100M16", "V100M32", "G2", "G3")}
-POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-              "creation_time,deletion_time,scheduled_time\n")
-NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
-
-
-def test_sample_node_list():
-    # 12 rows: 11 GPU nodes with 2+2+8+8+8+8+8+2+2+2+8 = 58 GPUs, one CPU-only node.
-    nodes, skipped = read_nodes(NODES, TRACE_TYPES, TRACE)
-    assert len(nodes) == 11 and sum(len(n.cards) for n in nodes) == 58
-    assert skipped == {SKIP_CPU_ONLY_NODE: 1}
-    assert nodes[0] == NodeSpec("openb-node-0000", ("P100", "P100"), 1.0, 2.0, 3.0)
-
-
-def test_sample_pod_list():
-    # 80 rows: 6 CPU-only, 5 never scheduled, 69 jobs of which 28 share a GPU.
-    jobs, counts = read_pods(PODS, TRACE)
-    assert len(jobs) == 69
-    assert counts == {SKIP_CPU_ONLY: 6, SKIP_NEVER_RAN: 5, ROUNDED_SHARED: 28}
-    # First rows: pod 0000 (4 GPUs, created 9437856, ran 9437856..9445120) and pod 0001
-    # (8 GPUs of V100M16 or V100M32, created 47 s later, ran 9437933..9445285).
-    assert jobs[0] == Job(0, "openb-pod-0000", 0.0, 4, 7264.0, None)
-    assert jobs[1] == Job(1, "openb-pod-0001", 47.0, 8, 7352.0,
-                          frozenset({"V100M16", "V100M32"}))
-
-
-def test_pod_rows_skipped_and_counted(tmp_path):
-    path = write(tmp_path, POD_HEADER + "\n".join([
-        "p0,1000,1024,0,0,,LS,Running,100,200,100",        # CPU-only
-        "p1,1000,1024,1,1000,,BE,Pending,110,150,",        # never ran
-        "p2,1000,1024,1,500,T4,LS,Running,120,180,130",    # shared: 50 s, whole card
-        "p3,1000,1024,2,1000,G2|T4,LS,Failed,150,400,160",  # 240 s
-        "p4,1000,1024,1,1000,,LS,Succeeded,170,190,170",   # beyond the limit of 2
-    ]) + "\n", "pods.csv")
-    jobs, counts = read_pods(path, TraceSource(pods=path, limit=2))
-    assert jobs == [Job(0, "p2", 0.0, 1, 50.0, frozenset({"T4"})),
-                    Job(1, "p3", 30.0, 2, 240.0, frozenset({"G2", "T4"}))]
-    assert counts == {SKIP_CPU_ONLY: 1, SKIP_NEVER_RAN: 1, ROUNDED_SHARED: 1,
-                      SKIP_BEYOND_LIMIT: 1}
-    jobs, counts = read_pods(path, TraceSource(pods=path, shared_gpu="skip"))
-    assert [job.name for job in jobs] == ["p3", "p4"] and counts[SKIP_SHARED] == 1
-
-
-@pytest.mark.parametrize("row, message", [
-    ("p,1000,1024,two,1000,,LS,Running,1,2,1",
-     "line 2 (pod 'p'), column 'num_gpu': must be an integer >= 0, not 'two'"),
-    ("p,1000,1024,1,1500,,LS,Running,1,2,1",
-     "column 'gpu_milli': must be an integer in 0..1000, not '1500'"),
-    ("p,1000,1024,1,1000,,LS,Done,1,2,1", "column 'pod_phase': must be one of Running"),
-    ("p,1000,1024,1,1000,,LS,Running,x,2,1",
-     "column 'creation_time': must be a time in seconds >= 0, not 'x'"),
-    ("p,1000,1024,1,1000,,LS,Running,1,3,4",
-     "column 'deletion_time': 3 is before scheduled_time 4"),
-    ("p,1000,1024,1,1000,,LS,Running,5,9,4",
-     "column 'scheduled_time': 4 is before creation_time 5"),
-    ("p,1000,1024,1,1000,,LS,Running,5,,6", "column 'deletion_time': is required"),
-    (",1000,1024,1,1000,,LS,Running,5,9,6", "line 2, column 'name': must name the pod"),
-    ("p,1000,1024,1,1000,T4|,LS,Running,5,9,6", "column 'gpu_spec': has an empty type"),
-    ("p,-5,1024,1,1000,,LS,Running,5,9,6", "column 'cpu_milli': must be an integer >= 0"),
-])
-def test_malformed_pod_rows_name_row_and_column(tmp_path, row, message):
-    path = write(tmp_path, POD_HEADER + row + "\n", "pods.csv")
-    with pytest.raises(TraceError) as error:
-        read_pods(path, TraceSource(pods=path))
-    assert message in str(error.value) and str(path) in str(error.value)
-
-
-@pytest.mark.parametrize("text, message", [
-    (NODE_HEADER + "n0,1000,1024,8,H100\n",
-     "line 2 (node 'n0'), column 'model': GPU type 'H100' has no [card_types.H100] table"),
-    (NODE_HEADER + "n0,1000,1024,8,T4\nn0,1000,1024,8,T4\n",
-     "line 3 (node 'n0'), column 'sn': names a node twice"),
-    (NODE_HEADER + "n0,1000,1024,8,\n", "column 'model': must name the GPU type"),
-    (NODE_HEADER + "n0,1000,1024,-1,T4\n", "column 'gpu': must be an integer >= 0"),
-    ("sn,cpu_milli,memory_mib,gpus,model\n", "line 1: missing column 'gpu'"),
-    (NODE_HEADER + "n0,1000,1024,0,\n", "no GPU node in the node list"),
-])
-def test_malformed_node_rows_name_row_and_column(tmp_path, text, message):
-    path = write(tmp_path, text, "nodes.csv")
-    with pytest.raises(TraceError) as error:
-        read_nodes(path, TRACE_TYPES, TRACE)
-    assert message in str(error.value)
-
-
-def test_missing_trace_file_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="cannot read"):
-        read_pods(tmp_path / "absent.csv", TraceSource(pods=tmp_path / "absent.csv"))
+    # Claims are judged over seeds: every scenario with claims runs at least five.
+    assert all(scenario.seeds >= 5 for scenario in scenarios if scenario.claims)
+    assert any(scenario.claims for scenario in scenarios)
 
 
 # --- Scenario runs and the CLI -------------------------------------------------------------
 
 def test_trace_scenario_runs_every_policy_over_one_horizon():
+    # The sample: 80 pods, 6 never ran; the 74 others include 5 CPU-only pods (placed on
+    # CPU) and 28 sharing a card.
     scenario = load_scenario(ROOT / "configs" / "cluster" / "alibaba_sample.toml")
     prepared = prepare(scenario, seed=1)
-    assert len(prepared.jobs) == 69 and len(prepared.nodes) == 11
-    assert prepared.input_notes["pod list: " + SKIP_CPU_ONLY] == 6
+    assert len(prepared.jobs) == 74 and len(prepared.nodes) == 16
+    assert prepared.input_notes["pod list: " + SKIP_NEVER_RAN] == 6
+    assert sum(job.cards == 0 for job in prepared.jobs) == 5
+    assert sum(job.shared for job in prepared.jobs) == 28
     results = run_scenario(prepared, seed=1, debug=True)
-    assert set(results) == {"seed-004", "spread", "bin-pack", "random"}
+    assert set(results) == set(scenario.policies)
     assert len({result["horizon_s"] for result in results.values()}) == 1
     for result in results.values():
         # The pod asking for an A100 is rejected: the sample cluster has none.
-        assert result["rejected"] == 1 and result["completed"] == 68
+        assert result["rejected"] == 1 and result["completed"] == 73
     saved = savings(results)
-    assert set(saved) == {"spread", "bin-pack", "random"}
+    assert {"fgd", "pwr", "spread", "bin-pack", "random"} <= set(saved)
     assert saved["spread"] == pytest.approx(100 * (1 - results["seed-004"]["energy_kwh"]
                                                    / results["spread"]["energy_kwh"]))
     assert run_scenario(prepared, seed=1) == results
@@ -596,7 +520,7 @@ def test_trace_scenario_runs_every_policy_over_one_horizon():
 
 def test_cli_quick_run(tmp_path):
     out = tmp_path / "cluster.json"
-    status = gpusched(["cluster", "--quick", "--quiet", "--debug", "--plots", str(tmp_path),
+    status = gpusched(["cluster", "--quick", "--quiet", "--plots", str(tmp_path),
                        "--json", str(out)])
     assert status == 0
     data = json.loads(out.read_text())
@@ -605,7 +529,13 @@ def test_cli_quick_run(tmp_path):
     for stem in stems:
         assert (tmp_path / f"cluster_{stem}.png").stat().st_size > 0
     for entry in data["scenarios"]:
-        assert set(entry["energy_saving_percent"]) == {"spread", "bin-pack", "random"}
+        assert len(entry["seeds"]) == 1         # --quick runs one seed
+        if entry["experiment"] == "timed":
+            assert {"fgd", "pwr", "spread", "bin-pack"} <= set(entry["energy_saving_percent"])
+        assert set(entry["summary"]) == set(entry["policies"])
+    # One seed says nothing about the spread: every claim reads "cannot tell".
+    assert data["claims"] and all(claim["verdict"] == "cannot tell"
+                                  for claim in data["claims"])
 
 
 def test_cli_config_error_exits_2(tmp_path, capsys):
@@ -623,3 +553,28 @@ def test_standby_for_the_seed_only(tmp_path):
                            debug=True)
     assert results["seed-004"]["standby_kwh"] > 0
     assert results["spread"]["standby_kwh"] == 0
+
+
+def test_claims_are_checked_before_anything_runs(tmp_path, capsys):
+    claim = ('\n[[claims]]\ntext = "t"\nmetric = "{metric}"\npolicy = "seed-004"\n'
+             'baseline = "{baseline}"\nhigher_is_better = false\n')
+    base = 'seeds = 2\npolicies = ["seed-004", "spread"]\n' + BASE
+    path = write(tmp_path, base + claim.format(metric="energy_kwh", baseline="fgd"))
+    with pytest.raises(ConfigError, match=r"claims\[0\].baseline must be one of the "
+                                          r"scenario's policies \(seed-004, spread\)"):
+        load_scenario(path)
+    path = write(tmp_path, base + claim.format(metric="energy", baseline="spread"))
+    assert gpusched(["cluster", "--quiet", "--config", str(path), "--plots",
+                     str(tmp_path)]) == 2
+    assert "claims[0].metric must be one of energy_kwh" in capsys.readouterr().err
+    path = write(tmp_path, BASE + claim.format(metric="energy_kwh", baseline="spread")
+                 .replace('policy = "seed-004"', 'policy = "spread"'))
+    with pytest.raises(ConfigError, match=r"claims need seeds >= 2"):
+        load_scenario(path)
+
+
+def test_bench_times_every_policy_of_a_scenario(tmp_path, capsys):
+    path = write(tmp_path, 'policies = ["seed-004", "fgd"]\n' + BASE)
+    assert gpusched(["cluster", "--bench", "--quiet", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "s: seed-004" in out and "s: fgd" in out and "Total:" in out

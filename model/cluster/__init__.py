@@ -1,21 +1,28 @@
-"""Seed 004: power-aware GPU cluster placement, against spread, bin-packing and random.
+"""Seed 004: power-aware GPU cluster placement, against the Alibaba v2023 trace's published
+policies (FGD and its baselines, PWR) and the Kubernetes defaults.
 
-A discrete-event model (time in seconds) of a cluster of GPU nodes with cards of several
-types. Jobs needing ``k`` cards on one node arrive, queue (FIFO, optional backfill) and run;
-a policy chooses the node. The seed's policy groups feasible nodes by idle-card count
-(fullest first), orders each group by the sum of the idle cards' per-type power, charges a
-fully idle node its CPU standby power, and takes the first; idle cards and nodes go to
-low-power standby. The report compares cluster energy, queueing, fragmentation and idle nodes.
+A model of a GPU cluster with cards of several types that pods share (milli-GPU), CPU and
+memory, and a power table for every GPU model of the trace. Two experiments: a discrete-event
+replay with arrival times and durations (energy, queueing, fragmentation over time), and the
+FGD paper's workload inflation (submit pods until the cluster is full: GPU allocation,
+fragmentation, power). The seed's policy groups feasible nodes by idle-card count (fullest
+first), orders each group by the idle cards' power, charges a fully idle node its CPU standby
+power, and takes the first; idle cards and nodes go to low-power standby.
 
-Modules: :mod:`~model.cluster.placement` (the pure key functions, usable in a real scheduler),
-:mod:`~model.cluster.config` (scenario files), :mod:`~model.cluster.workload` (jobs and the
-synthetic generator), :mod:`~model.cluster.trace` (Alibaba GPU trace v2023 readers),
-:mod:`~model.cluster.sim` (the simulation) and :mod:`~model.cluster.cli` (``gpusched
-cluster``). See ``docs/cluster.md``.
+Modules: :mod:`~model.cluster.placement` (the seed's pure key functions, usable in a real
+scheduler), :mod:`~model.cluster.policies` (every policy, vectorised over nodes),
+:mod:`~model.cluster.state` (resources and power), :mod:`~model.cluster.fragmentation` (FGD's
+measure), :mod:`~model.cluster.power` (the sourced power tables), :mod:`~model.cluster.config`
+(scenario files), :mod:`~model.cluster.workload` (pods), :mod:`~model.cluster.trace` (the
+v2023 readers), :mod:`~model.cluster.synthetic` (trace-shaped synthetic cluster and pods),
+:mod:`~model.cluster.sim` (the timed experiment), :mod:`~model.cluster.inflation` (the
+inflation experiment) and :mod:`~model.cluster.cli` (``gpusched cluster``). See
+``docs/cluster.md``.
 """
 
 from model.cluster.cli import add_arguments, prepare, run, run_scenario, savings
 from model.cluster.config import Scenario, load_scenario
+from model.cluster.inflation import InflationRun, inflate
 from model.cluster.placement import (
     POLICIES,
     JobRequest,
@@ -25,12 +32,15 @@ from model.cluster.placement import (
     rank_nodes,
     seed_key,
 )
+from model.cluster.policies import POLICY_CLASSES, make_policy
 from model.cluster.sim import ClusterSimulation, InvariantError
 from model.cluster.workload import Job
 
 __all__ = [
     "POLICIES",
+    "POLICY_CLASSES",
     "ClusterSimulation",
+    "InflationRun",
     "InvariantError",
     "Job",
     "JobRequest",
@@ -38,8 +48,10 @@ __all__ = [
     "Scenario",
     "add_arguments",
     "choose_node",
+    "inflate",
     "kube_scores",
     "load_scenario",
+    "make_policy",
     "prepare",
     "rank_nodes",
     "run",

@@ -1,129 +1,268 @@
-"""``gpusched cluster``: every scenario with every policy, one table and one plot per scenario.
+"""``gpusched cluster``: every scenario with every policy over its seeds; tables, claims, plots.
 
-Each scenario's jobs are generated (or read) once and given to every policy; each policy gets
-its own seeded ``random.Random`` for its tie-breaks. The energy of every policy of a scenario
-is integrated over the same horizon (the latest makespan among them), so a policy that
-finishes early is charged for its idle cluster until the others finish.
+Each scenario's cluster and pods are built (or read) once per seed and given to every policy;
+each policy gets its own seeded ``random.Random`` for its tie-breaks. In the timed experiment
+the energy of every policy of a seed is integrated over the same horizon (the latest makespan
+among them). In the inflation experiment the inflated, shuffled pod list of a seed is the same
+for every policy. Claims are judged over the seeds with :func:`model.stats.compare`.
+
+``--bench`` times the whole-trace-sized run (1,213 nodes with the v2023 composition, 8,152
+synthetic pods) with every policy, timed and inflation, one process on one core.
 """
 
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from model.cluster.config import NodeSpec, Scenario, load_scenario
-from model.cluster.placement import POLICIES
+from model.cluster.config import AlibabaWorkload, Scenario, load_scenario
+from model.cluster.fragmentation import TypicalPods, typical_pods
+from model.cluster.inflation import InflationRun, inflate
+from model.cluster.policies import POLICY_CLASSES
+from model.cluster.power import BUILTIN_CARD_TYPES
 from model.cluster.sim import ClusterSimulation
 from model.cluster.trace import read_nodes, read_pods
 from model.cluster.workload import Job, generate_jobs
+from model.config import ConfigError
 from model.report import console, figure, print_table, progress, save_figure, write_json
+from model.stats import compare, interval
 
-__all__ = ["BASELINES", "PreparedScenario", "add_arguments", "binned_average", "prepare", "run",
+__all__ = ["BASELINES", "INFLATION_METRICS", "TIMED_METRICS", "PreparedScenario",
+           "add_arguments", "binned_average", "check_claims", "metric", "prepare", "run",
            "run_scenario", "savings"]
 
-#: The baselines the seed's saving is stated against, in report order.
-BASELINES = ("spread", "bin-pack", "random")
+#: The policies the seed's energy saving is stated against, in report order.
+BASELINES = ("fgd", "pwr", "pwr-fgd", "best-fit", "dot-product", "gpu-packing",
+             "gpu-clustering", "spread", "bin-pack", "random")
 SEED_POLICY = "seed-004"
+
+#: Numeric results a claim may name, by experiment (dotted: a summary's field).
+TIMED_METRICS = ("energy_kwh", "busy_kwh", "idle_kwh", "standby_kwh", "mean_power_kw", "queued",
+                 "wait_s.mean", "wait_s.p50", "wait_s.p99", "wait_s.max", "fragmented",
+                 "fragmented_fraction", "fragmentation_gpus", "fragmentation_rate",
+                 "fully_idle_nodes_mean", "card_utilisation", "unplaced", "wakeups",
+                 "makespan_s")
+INFLATION_METRICS = ("allocation_at_first_failure", "allocation_at_full",
+                     "unallocated_percent_at_full", "fragmentation_rate_at_full",
+                     "allocation_at_end", "fragmentation_gpus_end", "fragmentation_rate_end",
+                     "power_kw_end", "power_kw_at_full", "watts_per_allocated_gpu", "unplaced",
+                     "unplaced_gpus")
+
+# Undisclosed GPU codes of the trace: their power is a placeholder, which reports must say.
+_UNDISCLOSED = ("G1", "G2", "G3")
 
 
 @dataclass
 class PreparedScenario:
-    """A scenario with its cluster and jobs built, and what the input readers skipped."""
+    """A scenario with its cluster and pods built for one seed, and what the readers
+    skipped or noted."""
 
     scenario: Scenario
-    nodes: tuple[NodeSpec, ...]
+    nodes: tuple
     jobs: list[Job]
     input_notes: dict[str, int] = field(default_factory=dict)
+    typical: TypicalPods | None = None
 
 
 def add_arguments(parser) -> None:
-    """``--debug``: check the invariants after every event (the tests always do)."""
+    """``--debug``: check the invariants after every event; ``--bench``: time the
+    whole-trace-sized run of every policy."""
     parser.add_argument("--debug", action="store_true",
                         help="check the model's invariants after every event (slower)")
+    parser.add_argument("--bench", action="store_true",
+                        help="time every policy on the whole-trace-sized synthetic run "
+                             "(1,213 nodes, 8,152 pods), or on --config scenarios")
 
 
 def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedScenario:
-    """Build the cluster and the job list of ``scenario`` (the trace files are read here)."""
+    """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read
+    here)."""
+    from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
+
     notes: dict[str, int] = {}
-    if scenario.trace is not None and scenario.trace.nodes is not None:
-        nodes, skipped = read_nodes(scenario.trace.nodes, scenario.card_types, scenario.trace)
+    trace = scenario.trace
+    if trace is not None and trace.nodes is not None:
+        nodes, skipped = read_nodes(trace.nodes, scenario.card_types, scenario.hosts, trace)
         notes.update({f"node list: {reason}": count for reason, count in skipped.items()})
+    elif scenario.cluster is not None:
+        nodes = alibaba_nodes(scenario.cluster.quick_scale if quick else scenario.cluster.scale,
+                              hosts=scenario.hosts)
     else:
         nodes = scenario.nodes
-    if scenario.trace is not None:
-        jobs, counts = read_pods(scenario.trace.pods, scenario.trace, quick=quick)
+    timed = scenario.experiment == "timed"
+    rng = random.Random(f"{seed}:{scenario.source.stem}:workload")
+    if trace is not None:
+        jobs, counts = read_pods(trace.pods, trace, timed=timed, quick=quick)
         notes.update({f"pod list: {reason}": count for reason, count in counts.items()})
+    elif isinstance(scenario.workload, AlibabaWorkload):
+        jobs = alibaba_jobs(scenario.workload, rng, quick=quick, timed=timed)
     else:
-        rng = random.Random(f"{seed}:{scenario.source.stem}:workload")
         jobs = generate_jobs(scenario.workload, nodes, rng, quick=quick)
-    return PreparedScenario(scenario, nodes, jobs, notes)
+    if not jobs:
+        raise ConfigError(f"{scenario.source}: no pod is left to simulate (see the skipped "
+                          f"rows: {notes or 'none'})")
+    undisclosed = sorted({card for node in nodes for card in node.cards
+                          if card in _UNDISCLOSED and scenario.card_types[card].source
+                          != "scenario"})
+    if undisclosed:
+        notes[f"{', '.join(undisclosed)}: undisclosed GPU types, power is the PWR simulator's "
+              f"placeholder (GPUs)"] = sum(node.cards.count(card) for node in nodes
+                                           for card in undisclosed)
+    return PreparedScenario(scenario, tuple(nodes), jobs, notes,
+                            typical_pods(jobs, scenario.fgd_popularity))
 
 
-def _simulation(prepared: PreparedScenario, policy_name: str, seed: int,
-                debug: bool) -> ClusterSimulation:
+def _policy_rng(scenario: Scenario, seed: int, policy: str) -> random.Random:
+    return random.Random(f"{seed}:{scenario.source.stem}:{policy}")
+
+
+def _standby(scenario: Scenario, policy: str) -> bool:
+    return (scenario.power.standby == "all"
+            or (scenario.power.standby == "seed" and POLICY_CLASSES[policy].power_aware))
+
+
+def _inflated(prepared: PreparedScenario, seed: int) -> list[Job]:
     scenario = prepared.scenario
-    policy = POLICIES[policy_name]
-    standby = (scenario.power.standby == "all"
-               or (scenario.power.standby == "seed" and policy.power_aware))
-    rng = random.Random(f"{seed}:{scenario.source.stem}:{policy_name}")
+    capacity = sum(len(node.cards) for node in prepared.nodes) * 1000
+    rng = random.Random(f"{seed}:{scenario.source.stem}:inflation")
+    try:
+        return inflate(prepared.jobs, capacity, scenario.inflation_ratio, rng)
+    except ValueError as error:
+        raise ConfigError(f"{scenario.source}: {error}") from None
+
+
+def _run_one(prepared: PreparedScenario, policy: str, seed: int, debug: bool, pods=None):
+    scenario = prepared.scenario
+    common = dict(rng=_policy_rng(scenario, seed, policy), debug=debug,
+                  shared_card=scenario.power.shared_card, typical=prepared.typical,
+                  pwr_fgd_weights=scenario.pwr_fgd_weights)
+    if scenario.experiment == "inflation":
+        return InflationRun(prepared.nodes, scenario.card_types, pods, policy, **common).run()
     return ClusterSimulation(prepared.nodes, scenario.card_types, prepared.jobs, policy,
-                             rng=rng, backfill=scenario.backfill, standby=standby,
+                             backfill=scenario.backfill, standby=_standby(scenario, policy),
                              standby_after_s=scenario.power.standby_after_s,
-                             wake_s=scenario.power.wake_s, debug=debug)
+                             wake_s=scenario.power.wake_s, **common).run()
 
 
 def run_scenario(prepared: PreparedScenario, seed: int, *, debug: bool = False,
                  runs=None) -> dict[str, dict]:
-    """Run every policy of the scenario; ``{policy: results}`` over a common horizon.
-    ``runs`` (optional) is a callback invoked after each policy, for a progress bar."""
-    sims = []
-    for policy_name in prepared.scenario.policies:
-        sims.append(_simulation(prepared, policy_name, seed, debug).run())
+    """Run every policy of the scenario on one seed: ``{policy: results}``. ``runs``
+    (optional) is called after each policy, for a progress bar."""
+    scenario = prepared.scenario
+    pods = _inflated(prepared, seed) if scenario.experiment == "inflation" else None
+    done = []
+    for policy in scenario.policies:
+        done.append(_run_one(prepared, policy, seed, debug, pods))
         if runs is not None:
             runs()
-    horizon = max(sim.makespan_s for sim in sims)
-    return {sim.policy.name: sim.results(horizon) for sim in sims}
+    if scenario.experiment == "inflation":
+        return {run.policy.name: run.results() for run in done}
+    horizon = max(sim.makespan_s for sim in done)
+    return {sim.policy.name: sim.results(horizon) for sim in done}
+
+
+def metric(result: dict, name: str) -> float:
+    """The value of ``name`` (dotted for a nested field) in one policy's results."""
+    value = result
+    for part in name.split("."):
+        value = value[part]
+    return float(value)
+
+
+def check_claims(scenario: Scenario) -> None:
+    """Every claim names a metric of the scenario's experiment (checked before running)."""
+    known = TIMED_METRICS if scenario.experiment == "timed" else INFLATION_METRICS
+    for index, claim in enumerate(scenario.claims):
+        if claim.metric not in known:
+            raise ConfigError(f"{scenario.source}: claims[{index}].metric must be one of "
+                              f"{', '.join(known)}, not {claim.metric!r}")
 
 
 def savings(results: dict[str, dict], policy: str = SEED_POLICY) -> dict[str, float]:
-    """Energy saved by ``policy`` against each baseline present, in percent of the baseline's
-    energy (negative: the policy used more)."""
-    if policy not in results:
+    """Energy saved by ``policy`` against each baseline present, in percent of the
+    baseline's energy (negative: the policy used more). Timed experiment only."""
+    if policy not in results or "energy_kwh" not in results[policy]:
         return {}
     mine = results[policy]["energy_kwh"]
     return {base: 100.0 * (results[base]["energy_kwh"] - mine) / results[base]["energy_kwh"]
             for base in BASELINES if base in results and results[base]["energy_kwh"] > 0}
 
 
-def _saving_against(results: dict[str, dict], policy: str, base: str) -> float | None:
-    if base not in results or results[base]["energy_kwh"] <= 0:
-        return None
-    energy = results[base]["energy_kwh"]
-    return 100.0 * (energy - results[policy]["energy_kwh"]) / energy
+def _mean(per_seed: list[dict], name: str) -> float:
+    return float(np.mean([metric(result, name) for result in per_seed]))
 
 
-def _print_scenario(prepared: PreparedScenario, results: dict[str, dict]) -> None:
-    scenario = prepared.scenario
-    # Few, short columns: the table must stay readable in an 80-column terminal.
-    headers = ["policy", "kWh", "vs\nspread", "vs\nbin-pack", "queued", "wait\np99 s",
-               "frag %\n(jobs)", "idle\nnodes"]
+def _timed_rows(per_policy: dict[str, list[dict]]) -> tuple[list[str], list[list]]:
+    headers = ["policy", "kWh", "vs seed\n%", "queued", "wait\np99 s", "FGD frag\nGPUs",
+               "frag\nrate %", "idle\nnodes", "util\n%"]
+    seed_energy = (_mean(per_policy[SEED_POLICY], "energy_kwh")
+                   if SEED_POLICY in per_policy else None)
     rows = []
-    for name, result in results.items():
-        rows.append([name, result["energy_kwh"], _saving_against(results, name, "spread"),
-                     _saving_against(results, name, "bin-pack"), result["queued"],
-                     result["wait_s"]["p99"],
-                     f"{100.0 * result['fragmented_fraction']:.3g} ({result['fragmented']})",
-                     result["fully_idle_nodes_mean"]])
-    first = next(iter(results.values()))
-    caption = [f"{first['nodes']} nodes, {first['cards']} cards, {first['jobs']} jobs "
-               f"({first['rejected']} rejected at admission), "
-               f"{first['horizon_s'] / 3600:.4g} h. kWh: cards and hosts, busy + idle + standby; "
-               f"vs X: % of X's energy saved; idle nodes: time-average of fully idle nodes"]
-    caption += [f"{reason}: {count}" for reason, count in first["rejection_reasons"].items()]
+    for name, results in per_policy.items():
+        energy = _mean(results, "energy_kwh")
+        rows.append([name, energy,
+                     None if seed_energy is None else 100.0 * (energy - seed_energy)
+                     / seed_energy,
+                     _mean(results, "queued"), _mean(results, "wait_s.p99"),
+                     _mean(results, "fragmentation_gpus"),
+                     100 * _mean(results, "fragmentation_rate"),
+                     _mean(results, "fully_idle_nodes_mean"),
+                     100 * _mean(results, "card_utilisation")])
+    return headers, rows
+
+
+def _inflation_rows(per_policy: dict[str, list[dict]]) -> tuple[list[str], list[list]]:
+    headers = ["policy", "alloc %\n1st fail", "alloc %\nat 100%", "alloc %\nend",
+               "frag\nrate %", "power\nkW", "W per\nGPU", "unplaced\npods", "unplaced\nGPUs"]
+    rows = []
+    for name, results in per_policy.items():
+        rows.append([name, 100 * _mean(results, "allocation_at_first_failure"),
+                     100 * _mean(results, "allocation_at_full"),
+                     100 * _mean(results, "allocation_at_end"),
+                     100 * _mean(results, "fragmentation_rate_end"),
+                     _mean(results, "power_kw_end"), _mean(results, "watts_per_allocated_gpu"),
+                     _mean(results, "unplaced"), _mean(results, "unplaced_gpus")])
+    return headers, rows
+
+
+def _print_scenario(prepared: PreparedScenario, per_policy: dict[str, list[dict]],
+                    seeds: list[int]) -> None:
+    scenario = prepared.scenario
+    first = next(iter(per_policy.values()))[0]
+    if scenario.experiment == "timed":
+        headers, rows = _timed_rows(per_policy)
+        caption = [f"{first['nodes']} nodes, {first['cards']} GPUs, {first['jobs']} pods "
+                   f"({first['rejected']} unplaceable, rejected at admission), "
+                   f"{first['horizon_s'] / 3600:.4g} h. kWh: cards and hosts; vs seed: % more "
+                   f"energy than seed-004; FGD frag: time-average fragmented GPUs (rate: of "
+                   f"free GPUs); util: allocated GPU share"]
+        caption += [f"{reason}: {count}" for reason, count in first["rejection_reasons"].items()]
+    else:
+        headers, rows = _inflation_rows(per_policy)
+        caption = [f"Inflation (no times): {first['nodes']} nodes, {first['cards']} GPUs, "
+                   f"{first['pods']} pods asking for {first['arrived_percent']:.0f}% of the "
+                   f"GPUs, submitted in a shuffled order until all are tried. alloc: "
+                   f"allocated GPU share when the first pod fails, when the arrived pods ask "
+                   f"for 100%, at the end; power: every card and host awake at the end"]
+    caption.append(f"means over {len(seeds)} seed{'s' * (len(seeds) > 1)} ({seeds[0]}.."
+                   f"{seeds[-1]}); typical pods: {first['typical_pods']} shapes")
     caption += [f"{note}: {count}" for note, count in prepared.input_notes.items()]
-    title = f"cluster: {scenario.name} ({scenario.source.name})"
-    print_table(title, headers, rows, caption="\n".join(caption))
+    print_table(f"cluster: {scenario.name} ({scenario.source.name})", headers, rows,
+                caption="\n".join(caption))
+
+
+def _claim_rows(scenario: Scenario, per_policy: dict[str, list[dict]]) -> list[dict]:
+    judged = []
+    for claim in scenario.claims:
+        mine = [metric(result, claim.metric) for result in per_policy[claim.policy]]
+        theirs = [metric(result, claim.metric) for result in per_policy[claim.baseline]]
+        comparison = compare(mine, theirs, higher_is_better=claim.higher_is_better)
+        judged.append({"scenario": scenario.name, "text": claim.text, "metric": claim.metric,
+                       "policy": claim.policy, "baseline": claim.baseline,
+                       **comparison.as_dict()})
+    return judged
 
 
 def binned_average(series, horizon: float, bins: int = 120):
@@ -142,52 +281,188 @@ def binned_average(series, horizon: float, bins: int = 120):
     return (edges[:-1] + edges[1:]) / 2, averages
 
 
-def _plot(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> None:
-    fig, (series_axis, energy_axis) = figure(1, 2, figsize=(11, 4),
-                                             gridspec_kw={"width_ratios": [2, 1]})
+def _colours(names):
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"].colors
+    return {name: palette[(2 * index) % 20 + (index >= 10)] for index, name in enumerate(names)}
+
+
+def _plot_timed(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> None:
+    fig, (series_axis, energy_axis) = figure(1, 2, figsize=(12, 4.5),
+                                             gridspec_kw={"width_ratios": [3, 2]})
+    colours = _colours(results)
     for name, result in results.items():
         centres, averages = binned_average(result["fully_idle_series"], result["horizon_s"])
-        series_axis.plot(centres / 3600, averages, label=name, linewidth=1.2)
+        series_axis.plot(centres / 3600, averages, label=name, linewidth=1.2,
+                         color=colours[name])
     series_axis.set_xlabel("time (h)")
     series_axis.set_ylabel("fully idle nodes (time-average per bin)")
-    series_axis.set_title(f"{prepared.scenario.name}: fully idle nodes over time")
-    series_axis.legend(loc="best", fontsize="small")
+    series_axis.set_title(f"{prepared.scenario.name}: fully idle nodes")
+    series_axis.legend(loc="best", fontsize="x-small", ncol=2)
     names = list(results)
-    bottom = [0.0] * len(names)
-    for part, colour in (("busy", "tab:red"), ("idle", "tab:orange"),
-                         ("standby", "tab:blue")):
-        # "busy" includes the hosts of nodes with a busy card.
-        values = [results[name][f"{part}_kwh"] for name in names]
-        energy_axis.bar(names, values, bottom=bottom, label=part, color=colour)
-        bottom = [low + value for low, value in zip(bottom, values, strict=True)]
-    energy_axis.set_ylabel("energy (kWh)")
+    bottom = np.zeros(len(names))
+    for part, colour in (("busy", "#c0392b"), ("idle", "#f39c12"), ("standby", "#2e86c1")):
+        values = np.array([results[name][f"{part}_kwh"] for name in names])
+        energy_axis.barh(names, values, left=bottom, label=part, color=colour,
+                         edgecolor="black", linewidth=0.3)
+        bottom += values
+    energy_axis.set_xlabel("energy (kWh): busy + idle + standby")
     energy_axis.set_title("cluster energy")
-    energy_axis.legend(loc="lower right", fontsize="small")
-    energy_axis.tick_params(axis="x", labelrotation=30)
+    energy_axis.invert_yaxis()
+    energy_axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3,
+                       fontsize="small", frameon=False)
     save_figure(fig, path)
 
 
+def _plot_inflation(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> None:
+    fig, axes = figure(1, 3, figsize=(14, 4.2))
+    colours = _colours(results)
+    labels = ("GPU allocation ratio (%)", "FGD fragmentation rate (%)", "cluster power (kW)")
+    for name, result in results.items():
+        curve = np.array(result["curve"]) if result["curve"] else np.zeros((0, 4))
+        for column, axis in enumerate(axes, start=1):
+            axis.plot(curve[:, 0], curve[:, column], label=name, linewidth=1.1,
+                      color=colours[name])
+    for axis, label in zip(axes, labels, strict=True):
+        axis.set_xlabel("arrived workload (% of GPU capacity)")
+        axis.set_ylabel(label)
+    axes[0].set_title(f"{prepared.scenario.name}: inflation")
+    axes[0].legend(loc="upper left", fontsize="x-small", ncol=2)
+    save_figure(fig, path)
+
+
+def _bench(args) -> int:
+    """Time every policy on the whole-trace-sized run, or on the given scenarios."""
+    from model.cli import default_configs
+    from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
+
+    given = sorted(Path(path) for path in args.config or [])
+    scenarios = None
+    if given and given != default_configs("cluster"):
+        scenarios = [load_scenario(path) for path in given]
+    rows, total = [], 0.0
+    if scenarios is None:
+        nodes = alibaba_nodes(1.0)
+        card_types = dict(BUILTIN_CARD_TYPES)
+        jobs = alibaba_jobs(AlibabaWorkload(), random.Random(args.seed))
+        typical = typical_pods(jobs)
+        capacity = sum(len(node.cards) for node in nodes) * 1000
+        untimed = [Job(job.index, job.name, None, job.cards, job.duration_s, job.types,
+                       job.cpu_milli, job.memory_mib, job.gpu_milli) for job in jobs]
+        pods = inflate(untimed, capacity, 1.3, random.Random(args.seed))
+        for policy in POLICY_CLASSES:
+            row = [policy]
+            for experiment, workload in ((ClusterSimulation, jobs), (InflationRun, pods)):
+                wall, cpu = time.perf_counter(), time.process_time()
+                experiment(nodes, card_types, workload, policy, rng=random.Random(args.seed),
+                           typical=typical).run().results()
+                row += [time.process_time() - cpu, time.perf_counter() - wall]
+            rows.append(row)
+        cpu_total = sum(row[1] + row[3] for row in rows)
+        wall_total = sum(row[2] + row[4] for row in rows)
+        caption = (f"{len(nodes)} nodes, {capacity // 1000} GPUs; timed: {len(jobs)} synthetic "
+                   f"pods (v2023 shapes); inflation: {len(pods)} pods (130%). One process, "
+                   f"one core: {cpu_total:.1f} s of CPU time, {wall_total:.1f} s of wall time "
+                   f"in all")
+        print_table("cluster --bench: the whole-trace-sized run",
+                    ["policy", "timed\nCPU s", "timed\nwall s", "inflation\nCPU s",
+                     "inflation\nwall s"], rows, caption=caption)
+        if args.json is not None:
+            write_json(args.json, {"subcommand": "cluster", "bench": True, "seed": args.seed,
+                                   "cpu_seconds": cpu_total, "wall_seconds": wall_total,
+                                   "rows": rows})
+        return 0
+    for scenario in scenarios:
+        prepared = prepare(scenario, args.seed, quick=args.quick)
+        pods = _inflated(prepared, args.seed) if scenario.experiment == "inflation" else None
+        for policy in scenario.policies:
+            started = time.perf_counter()
+            _run_one(prepared, policy, args.seed, False, pods).results()
+            seconds = time.perf_counter() - started
+            rows.append([f"{scenario.name}: {policy}", seconds, None])
+            total += seconds
+    print_table("cluster --bench", ["scenario: policy", "seconds", "-"], rows,
+                caption=f"Total: {total:.1f} s of wall time on one core")
+    return 0
+
+
+def _seeds(scenario: Scenario, quick: bool) -> int:
+    """Seeds to run: the scenario's, one under ``--quick`` (its claims then read "cannot
+    tell": one run says nothing about the spread)."""
+    return 1 if quick else scenario.seeds
+
+
 def run(args) -> int:
-    """Run every scenario of ``args.config`` with every policy; tables, plots, JSON."""
+    """Run every scenario of ``args.config`` with every policy and seed; tables, claims,
+    plots, JSON."""
+    if getattr(args, "bench", False):
+        return _bench(args)
     scenarios = [load_scenario(path) for path in args.config]
-    prepared = [prepare(scenario, args.seed, quick=args.quick) for scenario in scenarios]
+    for scenario in scenarios:
+        check_claims(scenario)
     debug = getattr(args, "debug", False)
-    items = [(index, policy) for index, entry in enumerate(prepared)
-             for policy in entry.scenario.policies]
-    sims: dict[int, list[ClusterSimulation]] = {}
-    for index, policy in progress(items, "cluster", quiet=args.quiet):
-        sims.setdefault(index, []).append(_simulation(prepared[index], policy, args.seed,
-                                                      debug).run())
-    report = []
-    for index, entry in enumerate(prepared):
-        horizon = max(sim.makespan_s for sim in sims[index])
-        results = {sim.policy.name: sim.results(horizon) for sim in sims[index]}
-        _print_scenario(entry, results)
-        _plot(entry, results, Path(args.plots) / f"cluster_{entry.scenario.source.stem}.png")
-        report.append({"name": entry.scenario.name, "file": str(entry.scenario.source),
-                       "description": entry.scenario.description,
+    plan = [(scenario, args.seed + offset) for scenario in scenarios
+            for offset in range(_seeds(scenario, args.quick))]
+    prepared = {(id(scenario), seed): prepare(scenario, seed, quick=args.quick)
+                for scenario, seed in plan}
+    items = [(scenario, seed, policy) for scenario, seed in plan
+             for policy in scenario.policies]
+    per_seed: dict[tuple[int, int], dict[str, dict]] = {}
+    inflated: dict[tuple[int, int], list[Job]] = {}
+    done: dict[tuple[int, int], list] = {}
+    for scenario, seed, policy in progress(items, "cluster", quiet=args.quiet):
+        key = (id(scenario), seed)
+        entry = prepared[key]
+        if scenario.experiment == "inflation" and key not in inflated:
+            inflated[key] = pods = _inflated(entry, seed)
+            tuned = sum("-tuned-" in pod.name for pod in pods)
+            note = (f"inflation, seed {seed}: {len(entry.jobs)} pods resampled to "
+                    f"{len(pods)} ({tuned} copies appended, "
+                    f"{len(entry.jobs) - (len(pods) - tuned)} removed)")
+            # Every seed's note goes with the first seed's, which the report prints.
+            prepared[(id(scenario), args.seed)].input_notes[note] = len(pods)
+        done.setdefault(key, []).append(_run_one(entry, policy, seed, debug,
+                                                 inflated.get(key)))
+    for key, runs in done.items():
+        if prepared[key].scenario.experiment == "inflation":
+            per_seed[key] = {one.policy.name: one.results() for one in runs}
+        else:
+            horizon = max(sim.makespan_s for sim in runs)
+            per_seed[key] = {sim.policy.name: sim.results(horizon) for sim in runs}
+    report, claims = [], []
+    for scenario in scenarios:
+        seeds = [args.seed + offset for offset in range(_seeds(scenario, args.quick))]
+        per_policy = {policy: [per_seed[(id(scenario), seed)][policy] for seed in seeds]
+                      for policy in scenario.policies}
+        entry = prepared[(id(scenario), seeds[0])]
+        _print_scenario(entry, per_policy, seeds)
+        first = {policy: results[0] for policy, results in per_policy.items()}
+        plot = (_plot_inflation if scenario.experiment == "inflation" else _plot_timed)
+        plot(entry, first, Path(args.plots) / f"cluster_{scenario.source.stem}.png")
+        judged = _claim_rows(scenario, per_policy)
+        claims += judged
+        known = TIMED_METRICS if scenario.experiment == "timed" else INFLATION_METRICS
+        summary = {policy: {name: interval([metric(result, name) for result in results])
+                            .as_dict() for name in known}
+                   for policy, results in per_policy.items()}
+        report.append({"name": scenario.name, "file": str(scenario.source),
+                       "description": scenario.description,
+                       "experiment": scenario.experiment, "seeds": seeds,
                        "input_notes": entry.input_notes,
-                       "energy_saving_percent": savings(results), "policies": results})
+                       "typical_pods": entry.typical.as_dict() if entry.typical else None,
+                       "energy_saving_percent": savings(first), "summary": summary,
+                       "claims": judged, "policies": first,
+                       "per_seed": {policy: results[1:] for policy, results
+                                    in per_policy.items()}})
+    if claims:
+        print_table("Claims over seeds: policy / baseline, mean [95% interval]",
+                    ["scenario: claim", "policy", "baseline", "ratio", "verdict"],
+                    [[f"{claim['scenario']}: {claim['text']} ({claim['metric']})",
+                      claim["policy"]["mean"], claim["baseline"]["mean"],
+                      "-" if claim["ratio"] is None else
+                      f"{claim['ratio']['mean']:.3f} [{claim['ratio']['low']:.3f}, "
+                      f"{claim['ratio']['high']:.3f}]", claim["verdict"]] for claim in claims])
     lines = []
     for entry in report:
         saved = entry["energy_saving_percent"]
@@ -198,5 +473,6 @@ def run(args) -> int:
         console.print(f"{SEED_POLICY} energy saving (seed {args.seed}):\n" + "\n".join(lines))
     if args.json is not None:
         write_json(args.json, {"subcommand": "cluster", "seed": args.seed,
-                               "quick": args.quick, "scenarios": report})
+                               "quick": args.quick, "scenarios": report, "claims": claims})
     return 0
+

@@ -1,5 +1,10 @@
 """Node choice for one GPU job: the seed-004 ordering and the baselines, as pure functions.
 
+This is the seed as written, for whole-card jobs, in a form a real scheduler can lift; the
+simulations use the vectorised policies of :mod:`model.cluster.policies` (the same order for
+whole-card pods, checked against this module by the tests, plus shared cards, CPU and memory,
+and the FGD and PWR baselines).
+
 Every policy is a *key* function ``key(node, job) -> tuple`` over a read-only view of one node
 (:class:`NodeView`) and the job's request (:class:`JobRequest`); the policy takes a feasible
 node with the smallest key. The functions read nothing else and change nothing, so they can be
