@@ -12,40 +12,53 @@ Timing (one dispatcher clock per cycle; the README has the diagram). In cycle ``
    hold the all-free reset state of an idle GPU). Counted resources are read as they are.
 4. **Match** every channel's head against every AP (embodiment 1 / 8 split per PEU), **select**
    the target WG (priority with embodiment 2's windows, the a42 tie-break with a 16-bit LFSR)
-   and the target AP (round-robin, embodiment 9, 10 or both), **allocate** each contiguous
-   need at the lowest address where it fits in the *current* status (the exact circuit's
-   ``fit_start``, :func:`model.maxblock.first_fit`) plus the counted slots. When the current
-   status cannot hold it (only possible with ``L > 0``: the view was stale), nothing is
-   dispatched this cycle (a *stale abort*) and no selection state changes.
-5. **Embodiment 3.** When every head failed to match, ``g += 1``; when ``g`` exceeds the
-   threshold, every independent head WG is replaced by one sub-WG per wave at the lowest
-   priority (the sub-WGs are the channel's next heads from cycle ``t + 1``) and ``g = 0``.
-   A cycle with a match sets ``g = 0``.
+   and the target AP (round-robin, embodiment 9, 10 or both, on integer scores), **allocate**
+   each contiguous need at the lowest address where it fits in the *current* status (the
+   exact circuit's ``fit_start``, :func:`model.maxblock.first_fit`) plus the counted slots.
+   When the current status cannot hold it (only possible with ``L > 0``: the view was
+   stale), nothing is dispatched this cycle (a *stale abort*) and no selection state changes.
+5. **Embodiment 3.** ``g`` counts consecutive cycles in which a head waited at step 4 and none
+   matched; a cycle in which a head matched, or none waited, sets ``g = 0``. When ``g``
+   exceeds the threshold, every independent head WG is replaced by one sub-WG per wave at the
+   lowest priority (the sub-WGs are the channel's next heads from cycle ``t + 1``) and
+   ``g = 0``, also when no head could be split.
 
 A WG dispatched in cycle ``t`` with duration ``d`` runs in cycles ``t + 1 .. t + d`` and its
 resources are free again in cycle ``t + d + 1``. At most one WG is dispatched per cycle.
 
+Every score that decides a placement is an integer with a width stated by
+:func:`score_widths` (embodiment 9's ``a_h``, embodiment 10's power in 1/256 weighted
+instructions, the combined score by cross-multiplication), so an RTL dispatcher can match
+the model bit for bit; the metrics are computed from those integers.
+
 Cycles in which nothing can change (no dispatch, and no release, arrival, free-block view
-update or split before the next event) are skipped in one step; the counters that would have
-advanced in them (``g``, the time integrals, the samples) are advanced by the same amount, so
-skipping changes no result (a test runs with skipping off and compares).
+update or split before the next event) are skipped in one step; everything that would have
+advanced in them (``g``, the time integrals, the power history, every sample of the series
+and of the imbalance metrics) is advanced exactly, so skipping changes no output (a test
+compares the whole result, series included, with skipping on and off on random configs).
+
+``events`` (a list) receives one row per event for the event log (:func:`write_events`).
 """
 
+import csv
 import heapq
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from model.checks import InvariantError
 from model.dispatch.config import (
     INSTRUCTION_CLASSES,
+    MIX_FRACTION_BITS,
     ChannelConfig,
     GpuConfig,
     PolicyConfig,
     WorkGroup,
     check_policy,
+    quantised_mix,
 )
 from model.maxblock import (
     default_samples,
@@ -56,8 +69,11 @@ from model.maxblock import (
 )
 from model.stats import coefficient_of_variation, summary
 
-__all__ = ["InvariantError", "Lfsr", "DispatchSimulator", "circuit_function", "split_table",
-           "simulate"]
+__all__ = ["EVENT_KINDS", "InvariantError", "Lfsr", "DispatchSimulator", "circuit_function",
+           "event_columns", "score_widths", "simulate", "split_table", "write_events"]
+
+#: The kinds of event in the event log, in the order they can happen within one cycle.
+EVENT_KINDS = ("release", "arrive", "reject", "dispatch", "stale-abort", "split")
 
 
 class Lfsr:
@@ -128,6 +144,33 @@ def _memoised(function):
     return cached
 
 
+def score_widths(gpu: GpuConfig, policy: PolicyConfig) -> dict:
+    """The unsigned bit widths of the integers that decide an AP, for ``gpu`` and ``policy``
+    (what an RTL dispatcher's registers need; a test checks that no value exceeds them):
+
+    ``resource_weight`` (each ``a_h``) and ``resource_score`` (embodiment 9's
+    ``sum a_h r_h``, at most ``sum a_h C_h``); ``wave_power`` (one wave's weighted
+    instructions per cycle, ``sum b_s q_s`` with the mix ``q_s`` in 1/256 and at most 256 in
+    all), ``ap_power`` (an AP's per cycle, at most ``peus x wave_slots`` waves),
+    ``history`` (embodiment 10's window sum or exponential average, at most ``Nx`` times
+    the AP power); ``combined`` (``w_r R max(Bmax, 1) - w_i B max(Rmax, 1)``, plus a sign
+    bit).
+    """
+    weights = gpu.resource_weight_values()
+    resource_score = sum(a * c for a, c in zip(weights, gpu.ap_capacities(), strict=True))
+    wave_power = max(gpu.instruction_weights) << MIX_FRACTION_BITS
+    ap_power = wave_power * gpu.peus * gpu.wave_slots
+    history = ap_power * policy.history_cycles + (policy.history_cycles - 1)
+    combined = max(policy.resource_weight * resource_score * max(history, 1),
+                   policy.instruction_weight * history * max(resource_score, 1))
+    return {"resource_weight": max(max(weights).bit_length(), 1),
+            "resource_score": max(resource_score.bit_length(), 1),
+            "wave_power": max(wave_power.bit_length(), 1),
+            "ap_power": max(ap_power.bit_length(), 1),
+            "history": max(history.bit_length(), 1),
+            "combined": max(combined.bit_length(), 1) + 1}
+
+
 @dataclass
 class _Allocation:
     wg: WorkGroup
@@ -136,7 +179,7 @@ class _Allocation:
     vgpr: list                         # per PEU: (start, length) or None
     sgpr: list
     lds: tuple | None
-    power: float                       # instruction power per cycle of the whole WG
+    power: int                         # instruction power per cycle of the whole WG
 
 
 @dataclass
@@ -157,6 +200,39 @@ class _Counters:
     violations: list = field(default_factory=list)
 
 
+class _History:
+    """One AP's executed instruction energy as a piecewise-linear function of the cycle:
+    exact integer sums of the per-cycle power over any window."""
+
+    __slots__ = ("energies", "rates", "times")
+
+    def __init__(self):
+        self.times, self.energies, self.rates = [0], [0], [0]
+
+    def energy(self, cycle: int) -> int:
+        """Instruction energy executed in cycles before ``cycle``."""
+        times = self.times
+        position = bisect_right(times, cycle) - 1
+        return self.energies[position] + self.rates[position] * (cycle - times[position])
+
+    def change(self, cycle: int, delta: int, keep: int) -> None:
+        """The power changes by ``delta`` from cycle ``cycle`` on; entries older than
+        ``cycle - keep`` may be forgotten."""
+        times, energies, rates = self.times, self.energies, self.rates
+        if times[-1] == cycle:
+            rates[-1] += delta
+        else:
+            energies.append(self.energy(cycle))
+            times.append(cycle)
+            rates.append(rates[-1] + delta)
+        if len(times) > 64 and times[32] < cycle - keep:
+            del times[:32], energies[:32], rates[:32]
+
+    def window(self, cycle: int, length: int) -> int:
+        """Energy executed in cycles ``max(0, cycle - length) .. cycle - 1``."""
+        return self.energy(cycle) - self.energy(max(0, cycle - length))
+
+
 class DispatchSimulator:
     """One policy on one workload, cycle by cycle (see the module docstring for the timing).
 
@@ -165,7 +241,9 @@ class DispatchSimulator:
     gpu : GpuConfig
     policy : PolicyConfig
     workload : list of WorkGroup
-        Submitted WGs in arrival order (copied; the caller's objects are not changed).
+        Submitted WGs in arrival order (copied; the caller's objects are not changed). WGs
+        arriving at or after ``cycles`` are not submitted; the results count them
+        (``workgroups_after_end``).
     channels : sequence of ChannelConfig
         For the channels' instruction mixes; channel ``i`` of the workload uses
         ``channels[i]`` (default mix when absent).
@@ -179,6 +257,11 @@ class DispatchSimulator:
         Skip quiet cycles (``False`` runs every cycle; the results are identical).
     sample_interval : int
         Cycles between the samples behind the time series, fragmentation and imbalance.
+    power_window : int
+        Sliding window, in cycles, of the ``ap_imbalance.power`` metric (the same for every
+        policy).
+    events : list, optional
+        Receives the event log's rows (see :func:`write_events`).
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
@@ -186,24 +269,33 @@ class DispatchSimulator:
 
     def __init__(self, gpu: GpuConfig, policy: PolicyConfig, workload, *, channels=(),
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
-                 skip: bool = True, sample_interval: int = 64, observer=None):
+                 skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
+                 events: list | None = None, observer=None):
         check_policy(policy, gpu)
         self.gpu, self.policy = gpu, policy
         self.cycles_limit = cycles
         self.debug, self.strict, self.skip = debug, strict, skip
         self.sample_interval = sample_interval
+        self.power_window = power_window
+        self.events = events
         self.observer = observer
-        self.workload = [WorkGroup(**{k: v for k, v in vars(wg).items()
-                                      if k not in ("dispatched", "completed", "ap")})
-                         for wg in workload]
+        copies = [WorkGroup(**{k: v for k, v in vars(wg).items()
+                               if k not in ("dispatched", "completed", "ap")})
+                  for wg in workload]
+        self.workload = [wg for wg in copies if wg.arrival < cycles]
+        self.after_end = len(copies) - len(self.workload)
         P, Q = gpu.aps, gpu.peus
         self.P, self.Q = P, Q
-        weights = np.array(gpu.instruction_weights)
-        self.channel_count = max([len(channels)] + [wg.channel + 1 for wg in self.workload])
+        self.channel_count = max([len(channels)] + [wg.channel + 1 for wg in copies])
         mixes = [channels[i].mix if i < len(channels) else ChannelConfig().mix
                  for i in range(self.channel_count)]
-        self.wave_power = [float(np.dot(weights, mix)) for mix in mixes]
-        assert len(INSTRUCTION_CLASSES) == len(weights)
+        # Embodiment 10: one wave's weighted instructions per cycle, in 1/256 (integer).
+        self.wave_power = [sum(b * q for b, q in zip(gpu.instruction_weights,
+                                                     quantised_mix(mix), strict=True))
+                           for mix in mixes]
+        assert len(INSTRUCTION_CLASSES) == len(gpu.instruction_weights)
+        self.resource_weights = gpu.resource_weight_values()
+        self.widths = score_widths(gpu, policy)
 
         # Status registers (1 = free), true lengths, the matcher's view, free counts.
         self.size = {"vgpr": gpu.vgpr, "sgpr": gpu.sgpr, "lds": gpu.lds}
@@ -226,8 +318,8 @@ class DispatchSimulator:
         self.slots = np.full((P, Q), gpu.wave_slots, dtype=np.int64)
         self.pending = deque()                       # (visible cycle, resource, index, length)
 
-        max_waves = max([Q * gpu.wave_slots] + [wg.waves for wg in self.workload])
-        self.table = split_table(Q, max_waves)
+        # Admitted WGs have at most peus x wave_slots waves (larger ones are rejected).
+        self.table = split_table(Q, Q * gpu.wave_slots)
         self.pointer = np.zeros(P, dtype=np.int64)   # embodiment 8, per AP
         self._rotation = None
         self.lfsr = Lfsr(policy.lfsr_seed)
@@ -237,23 +329,27 @@ class DispatchSimulator:
         self.buffer: WorkGroup | None = None         # the MIAOW-like one-WG buffer
         self.g = 0
 
-        # Embodiment 10: instruction power history per AP, as a piecewise-linear energy.
-        self.rate = np.zeros(P)
-        self.history = [([0], [0.0], [0.0]) for _ in range(P)]   # times, energies, rates
+        # Embodiment 10: per AP, the power now (integer), the exact history (for the window
+        # and the metric) and the exponential average (history = "ema"), advanced lazily.
+        self.power = [0] * P
+        self.history = [_History() for _ in range(P)]
+        self.keep = 2 * max(policy.history_cycles, power_window)
+        self.shift = policy.history_cycles.bit_length() - 1
+        self.ema = [0] * P
+        self.ema_time = 0
 
         self.channels = [deque() for _ in range(self.channel_count)]
         self.completions: list = []
         self.parents: dict[int, _Parent] = {}
-        self.next_id = len(self.workload)
+        self.next_id = len(copies)
         self.last_dispatched = [-1] * self.channel_count
         self.rejected: list[dict] = []
         self.counters = _Counters()
         self.peu_waves = np.zeros((P, Q), dtype=np.int64)
         self.waits: list[tuple[int, int, int]] = []  # (priority, channel, wait)
-        self.used_integral = {name: 0.0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
+        self.used_integral = {name: 0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
         self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
                         "ap_resource_cv": [], "ap_power_cv": []}
-        self.sample_weights: list[int] = []
         self.completed = 0
 
     # -- invariants ----------------------------------------------------------------------------
@@ -275,10 +371,17 @@ class DispatchSimulator:
                                     f"{self.free[name][index]} disagrees with its bitmap "
                                     f"({free})")
         live = np.zeros((self.P, self.Q), dtype=np.int64)
+        power = [0] * self.P
         for _, _, allocation in self.completions:
             live[allocation.ap] += allocation.waves
+            if allocation.wg.dispatched < cycle:
+                power[allocation.ap] += allocation.power
         if np.any(self.slots + live != self.gpu.wave_slots):
             self._violation(f"cycle {cycle}: wave slots free + held != {self.gpu.wave_slots}")
+        now = [h.energy(cycle + 1) - h.energy(cycle) for h in self.history]
+        if now != power:
+            self._violation(f"cycle {cycle}: instruction power per AP {now} != the running "
+                            f"WGs' {power}")
 
     # -- resource state --------------------------------------------------------------------------
 
@@ -306,31 +409,39 @@ class DispatchSimulator:
         self.held[name][index] -= length
         self._set_bits(name, index, bits | mask, cycle + self.policy.circuit_latency)
 
-    def _energy(self, ap: int, cycle: int) -> float:
-        """Instruction energy the AP executed in cycles before ``cycle``."""
-        times, energies, rates = self.history[ap]
-        position = bisect_right(times, cycle) - 1
-        return energies[position] + rates[position] * (cycle - times[position])
+    # -- embodiment 10's history ---------------------------------------------------------------
 
-    def _change_rate(self, ap: int, cycle: int, delta: float) -> None:
+    def _advance_ema(self, cycle: int) -> None:
+        """Run the exponential average ``x <- x - (x >> k) + p`` up to the start of ``cycle``
+        (one step per cycle, exactly as a register would; a value at its fixed point stays)."""
+        steps = cycle - self.ema_time
+        if steps <= 0:
+            return
+        shift = self.shift
+        for ap in range(self.P):
+            x, p = self.ema[ap], self.power[ap]
+            for _ in range(steps):
+                following = x - (x >> shift) + p
+                if following == x:
+                    break
+                x = following
+            self.ema[ap] = x
+        self.ema_time = cycle
+
+    def _change_power(self, ap: int, cycle: int, delta: int) -> None:
         """The AP's instruction power changes by ``delta`` from cycle ``cycle`` on."""
-        times, energies, rates = self.history[ap]
-        energy = self._energy(ap, cycle)
-        if times[-1] == cycle:
-            rates[-1] += delta
-        else:
-            times.append(cycle)
-            energies.append(energy)
-            rates.append(rates[-1] + delta)
-        horizon = cycle - 2 * self.policy.history_cycles
-        if len(times) > 64 and times[32] < horizon:
-            del times[:32], energies[:32], rates[:32]
+        if self.policy.history == "ema":
+            self._advance_ema(cycle)
+        self.power[ap] += delta
+        self.history[ap].change(cycle, delta, self.keep)
 
-    def _window_power(self, cycle: int) -> np.ndarray:
-        """Embodiment 10's ``tb_f``: weighted instructions over the last ``Nx`` cycles."""
-        start = max(0, cycle - self.policy.history_cycles)
-        return np.array([self._energy(ap, cycle) - self._energy(ap, start)
-                         for ap in range(self.P)])
+    def _history_scores(self, cycle: int) -> list[int]:
+        """Embodiment 10's ``tb_f`` of every AP as the policy keeps it, at ``cycle``."""
+        if self.policy.history == "ema":
+            self._advance_ema(cycle)
+            return list(self.ema)
+        length = self.policy.history_cycles
+        return [h.window(cycle, length) for h in self.history]
 
     # -- admission, splitting --------------------------------------------------------------------
 
@@ -353,17 +464,20 @@ class DispatchSimulator:
                     f"{self.policy.circuit} circuit reports {seen})")
         return None
 
-    def _admit(self, wg: WorkGroup) -> bool:
+    def _admit(self, wg: WorkGroup, cycle: int) -> bool:
+        self._event(cycle, "arrive", wg)
         busiest = -(-wg.waves // self.Q)
         reason = self._fits_empty(busiest, wg, wg.lds)
         if reason is None:
             return True
         if (wg.independent and wg.waves > 1 and self._splitting
+                and busiest <= self.gpu.wave_slots
                 and self._fits_empty(1, wg, -(-wg.lds // wg.waves)) is None):
             return True          # it will be split (embodiment 3) and its waves fit alone
+        text = f"WG {wg.id} (channel {wg.channel}) can never be dispatched: {reason}"
         self.rejected.append({"id": wg.id, "channel": wg.channel, "arrival": wg.arrival,
-                              "reason": f"WG {wg.id} (channel {wg.channel}) can never be "
-                                        f"dispatched: {reason}"})
+                              "reason": text})
+        self._event(cycle, "reject", wg, reason=reason)
         return False
 
     @property
@@ -389,6 +503,8 @@ class DispatchSimulator:
                                        independent=True, arrival=head.arrival,
                                        parent=head.id))
                 self.next_id += 1
+            for part in parts:
+                self._event(cycle, "split", part)
             queue.extendleft(reversed(parts))
             self.parents[head.id] = _Parent(head, len(parts))
             self.counters.splits += 1
@@ -492,33 +608,43 @@ class DispatchSimulator:
         return [(self.channel_pointer + k) % self.channel_count
                 for k in range(self.channel_count)]
 
+    def _resource_scores(self) -> list[int]:
+        """Embodiment 9's ``sum a_h r_h`` of every AP: ``r`` is the circuit's view summed over
+        the AP's PEUs (VGPR, SGPR), its LDS view and its free wave slots; integers."""
+        a = self.resource_weights
+        vgpr = self.view["vgpr"].reshape(self.P, self.Q).sum(axis=1).tolist()
+        sgpr = self.view["sgpr"].reshape(self.P, self.Q).sum(axis=1).tolist()
+        lds = self.view["lds"].tolist()
+        slots = self.slots.sum(axis=1).tolist()
+        return [a[0] * v + a[1] * s + a[2] * d + a[3] * w
+                for v, s, d, w in zip(vgpr, sgpr, lds, slots, strict=True)]
+
     def _choose_ap(self, match: np.ndarray, cycle: int) -> int:
-        candidates = np.flatnonzero(match)
+        """The target AP among the matching ones; every score is an integer, ties go to the
+        lowest index."""
+        candidates = np.flatnonzero(match).tolist()
         choice = self.policy.ap_choice
         if choice == "lowest":
-            return int(candidates[0])
+            return candidates[0]
         if choice == "round_robin":
-            after = candidates[candidates >= self.ap_pointer]
-            return int(after[0] if after.size else candidates[0])
-        resource = instruction = None
+            return next((c for c in candidates if c >= self.ap_pointer), candidates[0])
         if choice in ("resource", "combined"):
-            a = self.gpu.resource_weights
-            score = (a[0] * self.view["vgpr"].reshape(self.P, self.Q).sum(axis=1)
-                     + a[1] * self.view["sgpr"].reshape(self.P, self.Q).sum(axis=1)
-                     + a[2] * self.view["lds"] + a[3] * self.slots.sum(axis=1))
-            resource = score[candidates]
+            every = self._resource_scores()
+            resource = [every[c] for c in candidates]
         if choice in ("instruction", "combined"):
-            instruction = self._window_power(cycle)[candidates]
+            every = self._history_scores(cycle)
+            instruction = [every[c] for c in candidates]
         if choice == "resource":
-            return int(candidates[np.argmax(resource)])
+            return candidates[resource.index(max(resource))]
         if choice == "instruction":
-            return int(candidates[np.argmin(instruction)])
-        # combined: each term normalised by its largest value among the candidates
-        top_r, top_i = resource.max(), instruction.max()
-        score = (self.policy.resource_weight * (resource / top_r if top_r else 0 * resource)
-                 - self.policy.instruction_weight
-                 * (instruction / top_i if top_i else 0 * instruction))
-        return int(candidates[np.argmax(score)])
+            return candidates[instruction.index(min(instruction))]
+        # combined: w_r R / Rmax - w_i B / Bmax, cross-multiplied by Rmax Bmax (> 0), which
+        # orders the candidates the same way without a division.
+        top_r, top_i = max(max(resource), 1), max(max(instruction), 1)
+        w_r, w_i = self.policy.resource_weight, self.policy.instruction_weight
+        score = [w_r * r * top_i - w_i * b * top_r
+                 for r, b in zip(resource, instruction, strict=True)]
+        return candidates[score.index(max(score))]
 
     # -- dispatch and release -------------------------------------------------------------------
 
@@ -566,6 +692,7 @@ class DispatchSimulator:
             self.counters.stale_aborts += 1
             for _, _, lfsr_state in updates:
                 self.lfsr.state = lfsr_state     # an aborted dispatch changes no state
+            self._event(cycle, "stale-abort", wg, ap, self._waves(wg)[ap])
             return False, True, True
         # Commit the selection state.
         for priority, flag_updates, _ in updates:
@@ -582,8 +709,9 @@ class DispatchSimulator:
             self.pointer[ap] = (self.pointer[ap] + wg.waves) % self.Q
             self._rotation = None
         self.peu_waves[ap] += allocation.waves
-        self._change_rate(ap, cycle + 1, allocation.power)
+        self._change_power(ap, cycle + 1, allocation.power)
         wg.dispatched, wg.ap = cycle, ap
+        self._event(cycle, "dispatch", wg, ap, allocation.waves, allocation)
         if wg.parent is None:
             if self.last_dispatched[wg.channel] > wg.id:
                 self._violation(f"cycle {cycle}: channel {wg.channel} dispatched WG {wg.id} "
@@ -608,7 +736,8 @@ class DispatchSimulator:
         if allocation.lds:
             self._give("lds", ap, *allocation.lds, cycle)
         self.slots[ap] += allocation.waves
-        self._change_rate(ap, cycle, -allocation.power)
+        self._change_power(ap, cycle, -allocation.power)
+        self._event(cycle, "release", wg, ap, allocation.waves, allocation)
         if wg.completed is not None:
             self._violation(f"cycle {cycle}: WG {wg.id} completed twice")
         wg.completed = cycle - 1
@@ -621,24 +750,36 @@ class DispatchSimulator:
                 parent.wg.completed = cycle - 1
                 self.completed += 1
 
+    def _event(self, cycle: int, kind: str, wg: WorkGroup, ap=None, waves=None,
+               allocation: _Allocation | None = None, reason: str | None = None) -> None:
+        if self.events is None:
+            return
+        starts = None
+        if allocation is not None:
+            starts = ([None if v is None else v[0] for v in allocation.vgpr],
+                      [None if s is None else s[0] for s in allocation.sgpr],
+                      None if allocation.lds is None else allocation.lds[0])
+        self.events.append((cycle, kind, wg, ap,
+                            None if waves is None else [int(w) for w in waves], starts, reason))
+
     # -- metrics -------------------------------------------------------------------------------
 
     def _accumulate(self, cycles: int) -> None:
         if cycles <= 0:
             return
         for name in self.size:
-            self.used_integral[name] += cycles * float(self.held[name].sum())
-        self.used_integral["wave_slots"] += cycles * float(
-            self.P * self.Q * self.gpu.wave_slots - self.slots.sum())
+            self.used_integral[name] += cycles * int(self.held[name].sum())
+        self.used_integral["wave_slots"] += cycles * (
+            self.P * self.Q * self.gpu.wave_slots - int(self.slots.sum()))
 
     def _sample(self, start: int, stop: int) -> None:
-        """Record the state (after this cycle's dispatch) for every sample cycle in
-        ``[start, stop)``."""
+        """Record one sample for every sample cycle in ``[start, stop)``: the state after
+        this cycle's dispatch (which no cycle before ``stop`` changes) and the power history
+        as of each sample cycle."""
         interval = self.sample_interval
         first = -(-start // interval) * interval
         if first >= stop:
             return
-        count = (stop - 1 - first) // interval + 1
         capacity = {name: float(n) for name, n in self.size.items()}
         used = [float(self.held[name].sum()) / (capacity[name] * len(self.held[name]))
                 for name in self.size]
@@ -657,13 +798,14 @@ class DispatchSimulator:
                   + self.held["lds"] / self.gpu.lds
                   + (self.gpu.wave_slots * self.Q - self.slots.sum(axis=1))
                   / (self.Q * self.gpu.wave_slots)) / 4
-        power = self._window_power(first)
-        self.samples["cycle"].append(first)
-        self.samples["utilisation"].append(used)
-        self.samples["fragmentation"].append(fragmentation)
-        self.samples["ap_resource_cv"].append(coefficient_of_variation(per_ap))
-        self.samples["ap_power_cv"].append(coefficient_of_variation(power))
-        self.sample_weights.append(count)
+        resource_cv = coefficient_of_variation(per_ap)
+        for sample in range(first, stop, interval):
+            power = [h.window(sample, self.power_window) for h in self.history]
+            self.samples["cycle"].append(sample)
+            self.samples["utilisation"].append(used)
+            self.samples["fragmentation"].append(fragmentation)
+            self.samples["ap_resource_cv"].append(resource_cv)
+            self.samples["ap_power_cv"].append(coefficient_of_variation(power))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -673,12 +815,14 @@ class DispatchSimulator:
         cycle = 0
         finished_at = None
         limit = self.cycles_limit
+        splitting = self._splitting
+        threshold = self.policy.split_threshold
         while cycle < limit:
             while self.completions and self.completions[0][0] == cycle:
                 self._release(heapq.heappop(self.completions)[2], cycle)
             while arrivals and arrivals[0].arrival == cycle:
                 wg = arrivals.popleft()
-                if self._admit(wg):
+                if self._admit(wg, cycle):
                     self.channels[wg.channel].append(wg)
             while self.pending and self.pending[0][0] <= cycle:
                 _, name, index, length = self.pending.popleft()
@@ -688,19 +832,22 @@ class DispatchSimulator:
             if self.debug:
                 self._check_all(cycle)
             self._accumulate(1)
+            waiting = any(self.channels) or self.buffer is not None   # heads at step 4
             dispatched, aborted, matched = self._dispatch(cycle)
             self.counters.processed_cycles += 1
             self.counters.dispatch_cycles += dispatched
-            has_heads = any(self.channels) or self.buffer is not None
             split_now = False
-            if self._splitting and has_heads:
-                if matched:
+            if splitting:
+                if matched or not waiting:
                     self.g = 0
                 else:
                     self.g += 1
-                    if self.g > self.policy.split_threshold:
+                    if self.g > threshold:
+                        # Step c3, then g back to its initial value (also when no head
+                        # could be split: c3 ran and found none).
                         split_now = self._split(cycle)
                         self.g = 0
+            has_heads = any(self.channels) or self.buffer is not None
             idle = not (dispatched or aborted or split_now)
             following = cycle + 1
             if idle and self.skip:
@@ -711,10 +858,11 @@ class DispatchSimulator:
                     events.append(self.completions[0][0])
                 if self.pending:
                     events.append(self.pending[0][0])
-                if self._splitting and has_heads and not matched:
-                    events.append(cycle + self.policy.split_threshold + 1 - self.g)
+                counting = splitting and waiting and not matched
+                if counting:
+                    events.append(cycle + threshold + 1 - self.g)
                 following = max(cycle + 1, min(events))
-                if self._splitting and has_heads and not matched:
+                if counting:
                     self.g += following - cycle - 1
             if not arrivals and not self.completions and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
@@ -748,13 +896,11 @@ class DispatchSimulator:
                     "lds": gpu.lds * self.P, "wave_slots": gpu.wave_slots * self.P * self.Q}
         utilisation = {name: (self.used_integral[name] / (capacity[name] * cycles)
                               if cycles else 0.0) for name in capacity}
-        weights = np.array(self.sample_weights, dtype=float)
 
-        def weighted(key):
-            if not weights.size:
-                return 0.0
-            return float(np.average(np.array(self.samples[key], dtype=float), weights=weights,
-                                    axis=0).mean())
+        def mean(key):
+            values = self.samples[key]
+            return float(np.mean(np.array(values, dtype=float), axis=0).mean()) if values \
+                else 0.0
         incomplete = submitted - len(self.rejected) - self.completed
         if incomplete and self.debug and not self.counters.violations and \
                 cycles < self.cycles_limit:
@@ -772,23 +918,27 @@ class DispatchSimulator:
             "workgroups_rejected": len(self.rejected),
             "workgroups_unfinished": incomplete,
             "workgroups_waiting_at_end": len(waiting_ids),
+            "workgroups_after_end": self.after_end,
             "rejections": self.rejected,
             "throughput": 1000.0 * self.completed / cycles if cycles else 0.0,
             "wait": {**summary(waits_all), "per_priority": per_priority,
                      "per_channel": per_channel},
             "utilisation": utilisation,
-            "ap_imbalance": {"resource": weighted("ap_resource_cv"),
-                             "power": weighted("ap_power_cv")},
+            "ap_imbalance": {"resource": mean("ap_resource_cv"),
+                             "power": mean("ap_power_cv")},
             "peu_imbalance": coefficient_of_variation(self.peu_waves.ravel()),
-            "fragmentation": weighted("fragmentation"),
+            "fragmentation": mean("fragmentation"),
             "splits": self.counters.splits,
             "sub_workgroups": self.counters.sub_workgroups,
             "stale_aborts": self.counters.stale_aborts,
             "invariant_violations": len(self.counters.violations),
             "violations": self.counters.violations[:20],
             "processed_cycles": self.counters.processed_cycles,
+            "fixed_point": self.widths,
             "series": {"cycle": self.samples["cycle"],
                        "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
+                       "ap_resource_cv": self.samples["ap_resource_cv"],
+                       "ap_power_cv": self.samples["ap_power_cv"],
                        "peu_waves": self.peu_waves.ravel().tolist(),
                        "waits": [[p, w] for p, _, w in self.waits]},
         }
@@ -797,3 +947,40 @@ class DispatchSimulator:
 def simulate(gpu: GpuConfig, policy: PolicyConfig, workload, **options) -> dict:
     """Run one policy on one workload (keyword options as :class:`DispatchSimulator`)."""
     return DispatchSimulator(gpu, policy, workload, **options).run()
+
+
+# -- the event log ---------------------------------------------------------------------------
+
+def event_columns(peus: int) -> list[str]:
+    """The event log's header for a GPU of ``peus`` PEUs per AP (docs/dispatch.md)."""
+    return (["cycle", "event", "wg", "parent", "channel", "priority", "waves", "vgpr", "sgpr",
+             "lds", "independent", "duration", "arrival", "ap"]
+            + [f"waves_{q}" for q in range(peus)] + [f"vgpr_start_{q}" for q in range(peus)]
+            + [f"sgpr_start_{q}" for q in range(peus)] + ["lds_start", "reason"])
+
+
+def write_events(path, events, peus: int) -> Path:
+    """Write the rows a simulator collected in ``events`` as CSV (:func:`event_columns`);
+    empty cells where a value does not apply (no AP before dispatch, no start address for a
+    resource a wave group does not use)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blank = [""] * peus
+    with path.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(event_columns(peus))
+        for cycle, kind, wg, ap, waves, starts, reason in events:
+            row = [cycle, kind, wg.id, "" if wg.parent is None else wg.parent, wg.channel,
+                   wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds, int(wg.independent),
+                   wg.duration, wg.arrival, "" if ap is None else ap]
+            row += blank if waves is None else waves
+            if starts is None:
+                row += blank + blank + [""]
+            else:
+                vgpr, sgpr, lds = starts
+                row += ["" if v is None else v for v in vgpr]
+                row += ["" if v is None else v for v in sgpr]
+                row.append("" if lds is None else lds)
+            row.append(reason or "")
+            writer.writerow(row)
+    return path
