@@ -41,8 +41,23 @@ from model.dispatch.config import (
     quantised_mix,
     with_policy,
 )
-from model.dispatch.engine import EVENT_KINDS, event_columns, score_widths, write_events
-from model.maxblock import first_fit
+from model.dispatch.engine import (
+    EVENT_KINDS,
+    circuit_function,
+    event_columns,
+    score_widths,
+    write_events,
+)
+from model.maxblock import (
+    default_samples,
+    first_fit,
+    first_fit_unchecked,
+    grouped_max_free_run,
+    grouped_run_unchecked,
+    longest_run_unchecked,
+    max_free_run,
+    sampled_max_free_run,
+)
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 SMALL = GpuConfig(aps=2, peus=4, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=4)
@@ -276,16 +291,20 @@ def test_quantised_mix_adds_up_to_the_written_total():
     assert quantised_mix((0.5, 0.25, 0, 0, 0, 0, 0)) == (128, 64, 0, 0, 0, 0, 0)
 
 
-def _reference_choice(sim, match, cycle):
-    """The documented AP choice recomputed with exact rationals from the simulator's state."""
+def _reference_choice(sim, mask, cycle):
+    """The documented AP choice recomputed with exact rationals from the simulator's state
+    (``mask``: bit ``a`` for each matching AP ``a``)."""
     gpu, policy = sim.gpu, sim.policy
-    candidates = [ap for ap in range(sim.P) if match[ap]]
+    candidates = [ap for ap in range(sim.P) if mask >> ap & 1]
     capacities = (gpu.peus * gpu.vgpr, gpu.peus * gpu.sgpr, gpu.lds, gpu.peus * gpu.wave_slots)
     weights = ([Fraction(1, c) for c in capacities] if gpu.resource_weights is None
                else gpu.resource_weights)
-    view = {name: sim.view[name].reshape(sim.P, -1).sum(axis=1) for name in sim.view}
-    r = {ap: (weights[0] * int(view["vgpr"][ap]) + weights[1] * int(view["sgpr"][ap])
-              + weights[2] * int(view["lds"][ap]) + weights[3] * int(sim.slots[ap].sum()))
+    Q = gpu.peus
+    view = {name: [sum(sim.view[name][ap * Q:(ap + 1) * Q]) for ap in range(sim.P)]
+            for name in ("vgpr", "sgpr")}
+    slots = sim.slots
+    r = {ap: (weights[0] * view["vgpr"][ap] + weights[1] * view["sgpr"][ap]
+              + weights[2] * sim.view["lds"][ap] + weights[3] * int(slots[ap].sum()))
          for ap in candidates}
     if policy.history == "window":
         b = {ap: sim.history[ap].window(cycle, policy.history_cycles) for ap in candidates}
@@ -327,15 +346,15 @@ def test_ap_choice_equals_exact_rational_arithmetic(choice, history):
         widths = score_widths(gpu, policy)
         original = sim._choose_ap
 
-        def checked_choice(match, cycle, sim=sim, original=original, widths=widths, seed=seed):
+        def checked_choice(mask, cycle, sim=sim, original=original, widths=widths, seed=seed):
             nonlocal checked
-            expected = _reference_choice(sim, match, cycle)
+            expected = _reference_choice(sim, mask, cycle)
             resource = sim._resource_scores()
             history_scores = sim._history_scores(cycle)
             for value, width in [(v, widths["resource_score"]) for v in resource] + \
                     [(v, widths["history"]) for v in history_scores]:
                 assert isinstance(value, int) and 0 <= value < 1 << width
-            chosen = original(match, cycle)
+            chosen = original(mask, cycle)
             assert chosen == expected, (seed, cycle)
             checked += 1
             return chosen
@@ -676,3 +695,34 @@ def test_write_trace_keeps_rows_after_the_limit(tmp_path):
     workload = generate_workload(channels, 40, 1)
     again = read_trace(write_trace(tmp_path / "t.csv", workload), SMALL, 2)
     assert len(again) == 6 and sum(w.arrival >= 40 for w in again) == 2
+
+
+# -- the fast paths behind the speed ----------------------------------------------------------
+
+def test_unchecked_free_block_paths_equal_the_checked_models():
+    # Exhaustive to 10 bits, then random 128-bit words with holes; every request.
+    words = [(n, w) for n in range(1, 11) for w in range(1 << n)]
+    rng = random.Random(5)
+    for _ in range(300):
+        w = (1 << 128) - 1
+        for _ in range(rng.randint(0, 12)):
+            w &= ~(((1 << rng.randint(1, 40)) - 1) << rng.randrange(128))
+        words.append((128, w & ((1 << 128) - 1)))
+    for n, w in words:
+        assert longest_run_unchecked(w) == max_free_run(w, n)
+        for request in range(1, n + 1, 1 if n <= 10 else 7):
+            assert first_fit_unchecked(w, request) == first_fit(w, n, request)
+        for groups in (g for g in (1, 2, 4, 8) if n % g == 0):
+            assert grouped_run_unchecked(w, n, groups) == grouped_max_free_run(w, n, groups)
+
+
+@pytest.mark.parametrize("circuit", CIRCUITS)
+def test_circuit_functions_equal_the_maxblock_models(circuit):
+    policy = with_policy(PRESETS["seed"], circuit=circuit)
+    length = circuit_function(policy, 16)
+    samples = default_samples(16)
+    for word in range(1 << 16):
+        expected = {"exact": max_free_run, "full": max_free_run,
+                    "grouped": lambda w, n: grouped_max_free_run(w, n, n // 4),
+                    "sampled": lambda w, n: sampled_max_free_run(w, n, samples)}[circuit]
+        assert length(word) == expected(word, 16), word

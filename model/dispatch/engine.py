@@ -62,10 +62,9 @@ from model.dispatch.config import (
 )
 from model.maxblock import (
     default_samples,
-    first_fit,
-    grouped_max_free_run,
-    max_free_run,
-    sampled_max_free_run,
+    first_fit_unchecked,
+    grouped_run_unchecked,
+    longest_run_unchecked,
 )
 from model.stats import coefficient_of_variation, summary
 
@@ -114,34 +113,52 @@ def split_table(peus: int, max_waves: int) -> np.ndarray:
 
 def circuit_function(policy: PolicyConfig, n: int):
     """The free-block length the policy's circuit reports for an ``n``-block status word
-    (1 = free): a function of the status word, from :mod:`model.maxblock`, memoised."""
+    (1 = free): a function of the status word, memoised. It computes what
+    :mod:`model.maxblock`'s ``max_free_run``, ``grouped_max_free_run`` and
+    ``sampled_max_free_run`` do, through their unchecked fast paths (the words come from the
+    simulator's own registers; a test holds the two equal)."""
     if policy.circuit in ("exact", "full"):
-        def length(bits):
-            return max_free_run(bits, n)
+        length = longest_run_unchecked
     elif policy.circuit == "grouped":
         groups = n // policy.group_size
 
         def length(bits):
-            return grouped_max_free_run(bits, n, groups)
+            return grouped_run_unchecked(bits, n, groups)
     else:
-        samples = default_samples(n)
+        lengths = sorted(k + 1 for k in default_samples(n))
 
         def length(bits):
-            return sampled_max_free_run(bits, n, samples)
+            # The largest sampled length k + 1 that the exact length reaches (0 if none).
+            index = bisect_right(lengths, longest_run_unchecked(bits))
+            return lengths[index - 1] if index else 0
     return _memoised(length)
 
 
-def _memoised(function):
-    cache: dict[int, int] = {}
+class _Memo:
+    """A function of a status word with a memo of its results (cleared past 65,536 words):
+    callable, and its ``cache`` read directly by the simulator's inner loop."""
 
-    def cached(bits: int) -> int:
-        value = cache.get(bits)
+    __slots__ = ("cache", "function")
+
+    def __init__(self, function):
+        self.function = function
+        self.cache: dict[int, int] = {}
+
+    def __call__(self, bits: int) -> int:
+        value = self.cache.get(bits)
         if value is None:
-            if len(cache) > 1 << 16:
-                cache.clear()
-            value = cache[bits] = function(bits)
+            value = self.compute(bits)
         return value
-    return cached
+
+    def compute(self, bits: int) -> int:
+        if len(self.cache) > 1 << 16:
+            self.cache.clear()
+        value = self.cache[bits] = self.function(bits)
+        return value
+
+
+def _memoised(function) -> _Memo:
+    return _Memo(function)
 
 
 def score_widths(gpu: GpuConfig, policy: PolicyConfig) -> dict:
@@ -171,11 +188,11 @@ def score_widths(gpu: GpuConfig, policy: PolicyConfig) -> dict:
             "combined": max(combined.bit_length(), 1) + 1}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Allocation:
     wg: WorkGroup
     ap: int
-    waves: np.ndarray                  # per PEU
+    waves: tuple                       # per PEU
     vgpr: list                         # per PEU: (start, length) or None
     sgpr: list
     lds: tuple | None
@@ -230,7 +247,14 @@ class _History:
 
     def window(self, cycle: int, length: int) -> int:
         """Energy executed in cycles ``max(0, cycle - length) .. cycle - 1``."""
-        return self.energy(cycle) - self.energy(max(0, cycle - length))
+        times = self.times
+        last = times[-1]
+        if cycle >= last:               # the usual case: the current segment, no search
+            end = self.energies[-1] + self.rates[-1] * (cycle - last)
+        else:
+            end = self.energy(cycle)
+        start = cycle - length
+        return end - self.energy(start) if start > 0 else end
 
 
 class DispatchSimulator:
@@ -265,6 +289,12 @@ class DispatchSimulator:
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
+
+    Speed, without changing a result: the state is kept in Python lists with running totals
+    (held blocks, free slots, each AP's summed view) instead of per-cycle numpy sums; each
+    head WG keeps a mask of the APs it fits and re-tests only the APs whose view, slots or
+    rotation pointer changed since (``_mask``); the free-block lengths come from
+    :mod:`model.maxblock`'s unchecked fast paths, memoised per status word.
     """
 
     def __init__(self, gpu: GpuConfig, policy: PolicyConfig, workload, *, channels=(),
@@ -297,37 +327,40 @@ class DispatchSimulator:
         self.resource_weights = gpu.resource_weight_values()
         self.widths = score_widths(gpu, policy)
 
-        # Status registers (1 = free), true lengths, the matcher's view, free counts.
+        # Status registers (1 = free), true lengths, the matcher's view, free and held counts.
         self.size = {"vgpr": gpu.vgpr, "sgpr": gpu.sgpr, "lds": gpu.lds}
-        self.bits = {"vgpr": [(1 << gpu.vgpr) - 1] * (P * Q),
-                     "sgpr": [(1 << gpu.sgpr) - 1] * (P * Q),
-                     "lds": [(1 << gpu.lds) - 1] * P}
+        counts = {"vgpr": P * Q, "sgpr": P * Q, "lds": P}
+        self.bits = {name: [(1 << n) - 1] * counts[name] for name, n in self.size.items()}
         self.circuit = {name: circuit_function(policy, n) for name, n in self.size.items()}
         # The true longest run (for fragmentation); the exact and full circuits report it
         # already, so they share one memo.
         self.longest = (self.circuit if policy.circuit in ("exact", "full") else
-                        {name: _memoised(lambda bits, n=n: max_free_run(bits, n))
-                         for name, n in self.size.items()})
-        self.view = {name: np.full(len(self.bits[name]), self.circuit[name](self.bits[name][0]),
-                                   dtype=np.int64) for name in self.size}
-        self.largest = {name: np.full(len(self.bits[name]), n, dtype=np.int64)
-                        for name, n in self.size.items()}
-        self.free = {name: np.full(len(self.bits[name]), n, dtype=np.int64)
+                        {name: _memoised(longest_run_unchecked) for name in self.size})
+        self.view = {name: [self.circuit[name]((1 << n) - 1)] * counts[name]
                      for name, n in self.size.items()}
-        self.held = {name: np.zeros(len(self.bits[name]), dtype=np.int64) for name in self.size}
-        self.slots = np.full((P, Q), gpu.wave_slots, dtype=np.int64)
+        self.largest = {name: [n] * counts[name] for name, n in self.size.items()}
+        self.free = {name: [n] * counts[name] for name, n in self.size.items()}
+        self.held = {name: [0] * counts[name] for name in self.size}
+        self.held_total = dict.fromkeys(self.size, 0)
+        # Each AP's view summed over its PEUs (embodiment 9's r for VGPR and SGPR).
+        self.view_sum = {name: [Q * self.view[name][0]] * P for name in ("vgpr", "sgpr")}
+        self._slots = [[gpu.wave_slots] * Q for _ in range(P)]
+        self.ap_slots = [Q * gpu.wave_slots] * P          # free wave slots per AP
+        self.slots_free = P * Q * gpu.wave_slots
         self.pending = deque()                       # (visible cycle, resource, index, length)
 
         # Admitted WGs have at most peus x wave_slots waves (larger ones are rejected).
         self.table = split_table(Q, Q * gpu.wave_slots)
-        self.pointer = np.zeros(P, dtype=np.int64)   # embodiment 8, per AP
-        self._rotation = None
+        self._rows: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._pointer = [0] * P                       # embodiment 8, per AP
         self.lfsr = Lfsr(policy.lfsr_seed)
         self.selected = np.zeros((self.channel_count, gpu.priorities), dtype=bool)
         self.ap_pointer = 0
         self.channel_pointer = 0
         self.buffer: WorkGroup | None = None         # the MIAOW-like one-WG buffer
         self.g = 0
+        # Per head WG (by id): [APs it fits (bit mask), APs changed since (bit mask)].
+        self._masks: dict[int, list[int]] = {}
 
         # Embodiment 10: per AP, the power now (integer), the exact history (for the window
         # and the metric) and the exponential average (history = "ema"), advanced lazily.
@@ -345,12 +378,29 @@ class DispatchSimulator:
         self.last_dispatched = [-1] * self.channel_count
         self.rejected: list[dict] = []
         self.counters = _Counters()
-        self.peu_waves = np.zeros((P, Q), dtype=np.int64)
+        self._peu_waves = [[0] * Q for _ in range(P)]
         self.waits: list[tuple[int, int, int]] = []  # (priority, channel, wait)
         self.used_integral = {name: 0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
         self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
                         "ap_resource_cv": [], "ap_power_cv": []}
         self.completed = 0
+
+    # -- views of the state as arrays (tests, results) ------------------------------------------
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Free wave slots, ``(P, Q)``."""
+        return np.array(self._slots, dtype=np.int64)
+
+    @property
+    def pointer(self) -> np.ndarray:
+        """Embodiment 8's rotating pointer of every AP."""
+        return np.array(self._pointer, dtype=np.int64)
+
+    @property
+    def peu_waves(self) -> np.ndarray:
+        """Waves each PEU has received, ``(P, Q)``."""
+        return np.array(self._peu_waves, dtype=np.int64)
 
     # -- invariants ----------------------------------------------------------------------------
 
@@ -370,6 +420,15 @@ class DispatchSimulator:
                     self._violation(f"cycle {cycle}: {name}[{index}] free count "
                                     f"{self.free[name][index]} disagrees with its bitmap "
                                     f"({free})")
+            if sum(self.held[name]) != self.held_total[name]:
+                self._violation(f"cycle {cycle}: {name} held total {self.held_total[name]} "
+                                f"!= {sum(self.held[name])}")
+        for name in ("vgpr", "sgpr"):
+            view = self.view[name]
+            sums = [sum(view[ap * self.Q:(ap + 1) * self.Q]) for ap in range(self.P)]
+            if sums != self.view_sum[name]:
+                self._violation(f"cycle {cycle}: {name} view sums {self.view_sum[name]} "
+                                f"!= {sums}")
         live = np.zeros((self.P, self.Q), dtype=np.int64)
         power = [0] * self.P
         for _, _, allocation in self.completions:
@@ -378,18 +437,42 @@ class DispatchSimulator:
                 power[allocation.ap] += allocation.power
         if np.any(self.slots + live != self.gpu.wave_slots):
             self._violation(f"cycle {cycle}: wave slots free + held != {self.gpu.wave_slots}")
+        if [sum(row) for row in self._slots] != self.ap_slots or \
+                sum(self.ap_slots) != self.slots_free:
+            self._violation(f"cycle {cycle}: free wave slot totals disagree")
         now = [h.energy(cycle + 1) - h.energy(cycle) for h in self.history]
         if now != power:
             self._violation(f"cycle {cycle}: instruction power per AP {now} != the running "
                             f"WGs' {power}")
+        for wg_id, (mask, dirty) in self._masks.items():
+            head = next((w for w in [*(q[0] for q in self.channels if q), self.buffer]
+                         if w is not None and w.id == wg_id), None)
+            if head is None:
+                self._violation(f"cycle {cycle}: a fit mask is kept for WG {wg_id}, no head")
+                continue
+            fresh = sum(1 << ap for ap in range(self.P) if self._fits(head, ap))
+            if (mask ^ fresh) & ~dirty:
+                self._violation(f"cycle {cycle}: WG {wg_id}'s fit mask {mask:#x} is stale "
+                                f"({fresh:#x})")
 
     # -- resource state --------------------------------------------------------------------------
 
+    def _changed(self, ap: int) -> None:
+        """The AP's view, slots or pointer changed: every kept fit mask re-tests it."""
+        bit = 1 << ap
+        for entry in self._masks.values():
+            entry[1] |= bit
+
     def _set_bits(self, name: str, index: int, bits: int, visible: int) -> None:
         self.bits[name][index] = bits
-        self.largest[name][index] = self.longest[name](bits)
+        circuit = self.circuit[name]
+        length = circuit.cache.get(bits)
+        if length is None:
+            length = circuit.compute(bits)
+        longest = self.longest[name]
+        self.largest[name][index] = length if longest is circuit else longest(bits)
         self.free[name][index] = bits.bit_count()
-        self.pending.append((visible, name, index, self.circuit[name](bits)))
+        self.pending.append((visible, name, index, length))
 
     def _take(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
         mask = ((1 << length) - 1) << start
@@ -398,6 +481,7 @@ class DispatchSimulator:
             self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
                             f" allocated while some are in use")
         self.held[name][index] += length
+        self.held_total[name] += length
         self._set_bits(name, index, bits & ~mask, cycle + 1 + self.policy.circuit_latency)
 
     def _give(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
@@ -407,7 +491,25 @@ class DispatchSimulator:
             self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
                             f" released while some are free")
         self.held[name][index] -= length
+        self.held_total[name] -= length
         self._set_bits(name, index, bits | mask, cycle + self.policy.circuit_latency)
+
+    def _show(self, cycle: int) -> None:
+        """Step 3: every circuit output due by ``cycle`` becomes the matcher's view."""
+        pending, Q = self.pending, self.Q
+        while pending and pending[0][0] <= cycle:
+            _, name, index, length = pending.popleft()
+            view = self.view[name]
+            old = view[index]
+            if old == length:
+                continue
+            view[index] = length
+            if name == "lds":
+                self._changed(index)
+            else:
+                ap = index // Q
+                self.view_sum[name][ap] += length - old
+                self._changed(ap)
 
     # -- embodiment 10's history ---------------------------------------------------------------
 
@@ -495,6 +597,7 @@ class DispatchSimulator:
             if not head.independent or head.waves < 2 or head.parent is not None:
                 continue
             queue.popleft()
+            self._masks.pop(head.id, None)
             parts = []
             for _ in range(head.waves):
                 parts.append(WorkGroup(id=self.next_id, channel=head.channel, priority=lowest,
@@ -514,25 +617,67 @@ class DispatchSimulator:
 
     # -- matching and selection -----------------------------------------------------------------
 
-    def _rotation_index(self) -> np.ndarray:
-        if self._rotation is None:
-            self._rotation = (np.arange(self.Q)[None, :] - self.pointer[:, None]) % self.Q
-        return self._rotation
+    def _row(self, waves: int, ap: int) -> tuple[int, ...]:
+        """Waves per PEU of ``ap`` for a WG of ``waves``: the split table's row, rotated by
+        the AP's pointer (embodiment 8), PEU ``q`` taking entry ``(q - p) mod Q``."""
+        pointer = self._pointer[ap] if self.policy.rotate else 0
+        row = self._rows.get((waves, pointer))
+        if row is None:
+            entries = self.table[waves].tolist()
+            Q = self.Q
+            row = self._rows[(waves, pointer)] = tuple(entries[(q - pointer) % Q]
+                                                       for q in range(Q))
+        return row
 
     def _waves(self, wg: WorkGroup) -> np.ndarray:
-        """Waves per PEU of every AP for ``wg``: the split table, rotated per AP (emb. 8)."""
-        row = self.table[wg.waves]
-        if self.policy.rotate:
-            return row[self._rotation_index()]
-        return np.broadcast_to(row, (self.P, self.Q))
+        """Waves per PEU of every AP for ``wg``, ``(P, Q)``."""
+        return np.array([self._row(wg.waves, ap) for ap in range(self.P)], dtype=np.int64)
+
+    def _fits(self, wg: WorkGroup, ap: int) -> bool:
+        """Every wave group of ``wg`` fits its PEU of ``ap`` (VGPR and SGPR views, free wave
+        slots) and the WG's LDS fits the AP's view."""
+        if wg.lds > self.view["lds"][ap]:
+            return False
+        row = self._rows.get((wg.waves, self._pointer[ap] if self.policy.rotate else 0))
+        if row is None:
+            row = self._row(wg.waves, ap)
+        base = ap * self.Q
+        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        slots = self._slots[ap]
+        v, s = wg.vgpr, wg.sgpr
+        for q, waves in enumerate(row):
+            if waves and (waves > slots[q] or waves * v > vgpr[base + q]
+                          or waves * s > sgpr[base + q]):
+                return False
+        return True
+
+    def _mask(self, wg: WorkGroup) -> int:
+        """The APs ``wg`` fits (bit ``a`` for AP ``a``): kept per head WG, re-testing only the
+        APs that changed since."""
+        entry = self._masks.get(wg.id)
+        if entry is None:
+            mask = 0
+            for ap in range(self.P):
+                if self._fits(wg, ap):
+                    mask |= 1 << ap
+            self._masks[wg.id] = [mask, 0]
+            return mask
+        mask, dirty = entry
+        if dirty:
+            while dirty:
+                low = dirty & -dirty
+                ap = low.bit_length() - 1
+                if self._fits(wg, ap):
+                    mask |= low
+                else:
+                    mask &= ~low
+                dirty ^= low
+            entry[0], entry[1] = mask, 0
+        return mask
 
     def _match(self, wg: WorkGroup) -> np.ndarray:
         """Boolean per AP: every wave group fits its PEU and the shared needs fit the AP."""
-        waves = self._waves(wg)
-        ok = (waves * wg.vgpr <= self.view["vgpr"].reshape(self.P, self.Q))
-        ok &= (waves * wg.sgpr <= self.view["sgpr"].reshape(self.P, self.Q))
-        ok &= waves <= self.slots
-        return ok.all(axis=1) & (wg.lds <= self.view["lds"])
+        return np.array([self._fits(wg, ap) for ap in range(self.P)])
 
     def _rank(self, priority: int, cycle: int) -> int:
         """Embodiment 2: the window's priority is promoted above all; the rest keep order."""
@@ -557,48 +702,54 @@ class DispatchSimulator:
         return chosen, [(c, False) for c in channels if c != chosen]
 
     def _select(self, cycle: int):
-        """``(picked, matched)``: the target ``(channel, matching APs, selection-state
-        updates)`` or ``None``, and whether any head matched, per the selection rule."""
+        """``(picked, matched)``: the target ``(channel, matching APs as a bit mask,
+        selection-state updates)`` or ``None``, and whether any head matched, per the
+        selection rule."""
         selection = self.policy.selection
-        heads = [c for c in range(self.channel_count) if self.channels[c]]
+        channels = self.channels
         if selection == "miaow":
             if self.buffer is None:
                 for k in range(self.channel_count):
                     channel = (self.channel_pointer + k) % self.channel_count
-                    if self.channels[channel]:
-                        self.buffer = self.channels[channel].popleft()
+                    if channels[channel]:
+                        self.buffer = channels[channel].popleft()
                         self.channel_pointer = (channel + 1) % self.channel_count
                         break
             if self.buffer is None:
                 return None, False
-            match = self._match(self.buffer)
-            return ((self.buffer.channel, match, ()) if match.any() else None), match.any()
-        if not heads:
-            return None, False
+            mask = self._mask(self.buffer)
+            return ((self.buffer.channel, mask, ()) if mask else None), bool(mask)
         if selection == "strict":
-            best = min(self.channels[c][0].priority for c in heads)
+            heads = [c for c in range(self.channel_count) if channels[c]]
+            if not heads:
+                return None, False
+            best = min(channels[c][0].priority for c in heads)
             channel = next(c for c in self._channel_order()
-                           if self.channels[c] and self.channels[c][0].priority == best)
-            match = self._match(self.channels[channel][0])
-            return ((channel, match, ()) if match.any() else None), match.any()
+                           if channels[c] and channels[c][0].priority == best)
+            mask = self._mask(channels[channel][0])
+            return ((channel, mask, ()) if mask else None), bool(mask)
         if selection == "gpgpusim":
             for channel in self._channel_order():
-                if self.channels[channel]:
-                    match = self._match(self.channels[channel][0])
-                    if match.any():
-                        return (channel, match, ()), True
+                if channels[channel]:
+                    mask = self._mask(channels[channel][0])
+                    if mask:
+                        return (channel, mask, ()), True
             return None, False
         matches = {}
-        for channel in heads:
-            match = self._match(self.channels[channel][0])
-            if match.any():
-                matches[channel] = match
+        for channel, queue in enumerate(channels):
+            if queue:
+                mask = self._mask(queue[0])
+                if mask:
+                    matches[channel] = mask
         if not matches:
             return None, False
-        ranks = {c: self._rank(self.channels[c][0].priority, cycle) for c in matches}
+        if len(matches) == 1:
+            channel, mask = next(iter(matches.items()))
+            return (channel, mask, ()), True
+        ranks = {c: self._rank(channels[c][0].priority, cycle) for c in matches}
         best = min(ranks.values())
         tied = [c for c in matches if ranks[c] == best]
-        priority = self.channels[tied[0]][0].priority
+        priority = channels[tied[0]][0].priority
         lfsr_state = self.lfsr.state
         channel, flag_updates = self._tie_break(tied, priority)
         return (channel, matches[channel], ((priority, flag_updates, lfsr_state),)), True
@@ -608,32 +759,36 @@ class DispatchSimulator:
         return [(self.channel_pointer + k) % self.channel_count
                 for k in range(self.channel_count)]
 
+    def _resource_score(self, ap: int) -> int:
+        a = self.resource_weights
+        return (a[0] * self.view_sum["vgpr"][ap] + a[1] * self.view_sum["sgpr"][ap]
+                + a[2] * self.view["lds"][ap] + a[3] * self.ap_slots[ap])
+
     def _resource_scores(self) -> list[int]:
         """Embodiment 9's ``sum a_h r_h`` of every AP: ``r`` is the circuit's view summed over
         the AP's PEUs (VGPR, SGPR), its LDS view and its free wave slots; integers."""
-        a = self.resource_weights
-        vgpr = self.view["vgpr"].reshape(self.P, self.Q).sum(axis=1).tolist()
-        sgpr = self.view["sgpr"].reshape(self.P, self.Q).sum(axis=1).tolist()
-        lds = self.view["lds"].tolist()
-        slots = self.slots.sum(axis=1).tolist()
-        return [a[0] * v + a[1] * s + a[2] * d + a[3] * w
-                for v, s, d, w in zip(vgpr, sgpr, lds, slots, strict=True)]
+        return [self._resource_score(ap) for ap in range(self.P)]
 
-    def _choose_ap(self, match: np.ndarray, cycle: int) -> int:
-        """The target AP among the matching ones; every score is an integer, ties go to the
-        lowest index."""
-        candidates = np.flatnonzero(match).tolist()
+    def _choose_ap(self, mask: int, cycle: int) -> int:
+        """The target AP among the matching ones (bit mask); every score is an integer, ties
+        go to the lowest index."""
         choice = self.policy.ap_choice
         if choice == "lowest":
-            return candidates[0]
+            return (mask & -mask).bit_length() - 1
         if choice == "round_robin":
-            return next((c for c in candidates if c >= self.ap_pointer), candidates[0])
+            after = mask >> self.ap_pointer << self.ap_pointer
+            chosen = after or mask
+            return (chosen & -chosen).bit_length() - 1
+        candidates = [ap for ap in range(self.P) if mask >> ap & 1]
         if choice in ("resource", "combined"):
-            every = self._resource_scores()
-            resource = [every[c] for c in candidates]
+            resource = [self._resource_score(ap) for ap in candidates]
         if choice in ("instruction", "combined"):
-            every = self._history_scores(cycle)
-            instruction = [every[c] for c in candidates]
+            if self.policy.history == "ema":
+                self._advance_ema(cycle)
+                instruction = [self.ema[ap] for ap in candidates]
+            else:
+                length = self.policy.history_cycles
+                instruction = [self.history[ap].window(cycle, length) for ap in candidates]
         if choice == "resource":
             return candidates[resource.index(max(resource))]
         if choice == "instruction":
@@ -651,48 +806,62 @@ class DispatchSimulator:
     def _allocate(self, wg: WorkGroup, ap: int, cycle: int) -> _Allocation | None:
         """Place ``wg`` on ``ap`` at first-fit addresses; ``None`` (nothing changed) when the
         current status cannot hold it."""
-        waves = self._waves(wg)[ap].copy()
-        plan = {"vgpr": [None] * self.Q, "sgpr": [None] * self.Q}
-        for q in range(self.Q):
-            if waves[q] > self.slots[ap, q]:
+        waves = self._row(wg.waves, ap)
+        Q = self.Q
+        base = ap * Q
+        slots = self._slots[ap]
+        vgpr_bits, sgpr_bits = self.bits["vgpr"], self.bits["sgpr"]
+        vgpr_plan, sgpr_plan = [None] * Q, [None] * Q
+        for q, count in enumerate(waves):
+            if count > slots[q]:
                 return None
-            for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
-                need = int(waves[q]) * per_wave
-                if need:
-                    start = first_fit(self.bits[name][ap * self.Q + q], self.size[name], need)
-                    if start is None:
-                        return None
-                    plan[name][q] = (start, need)
+            need = count * wg.vgpr
+            if need:
+                start = first_fit_unchecked(vgpr_bits[base + q], need)
+                if start is None:
+                    return None
+                vgpr_plan[q] = (start, need)
+            need = count * wg.sgpr
+            if need:
+                start = first_fit_unchecked(sgpr_bits[base + q], need)
+                if start is None:
+                    return None
+                sgpr_plan[q] = (start, need)
         lds = None
         if wg.lds:
-            start = first_fit(self.bits["lds"][ap], self.size["lds"], wg.lds)
+            start = first_fit_unchecked(self.bits["lds"][ap], wg.lds)
             if start is None:
                 return None
             lds = (start, wg.lds)
-        for q in range(self.Q):
-            for name in ("vgpr", "sgpr"):
-                if plan[name][q]:
-                    self._take(name, ap * self.Q + q, *plan[name][q], cycle)
+        for q in range(Q):
+            if vgpr_plan[q]:
+                self._take("vgpr", base + q, *vgpr_plan[q], cycle)
+            if sgpr_plan[q]:
+                self._take("sgpr", base + q, *sgpr_plan[q], cycle)
         if lds:
             self._take("lds", ap, *lds, cycle)
-        self.slots[ap] -= waves
+        for q, count in enumerate(waves):
+            slots[q] -= count
+        self.ap_slots[ap] -= wg.waves
+        self.slots_free -= wg.waves
+        self._changed(ap)
         power = self.wave_power[wg.channel] * wg.waves
-        return _Allocation(wg, ap, waves, plan["vgpr"], plan["sgpr"], lds, power)
+        return _Allocation(wg, ap, waves, vgpr_plan, sgpr_plan, lds, power)
 
     def _dispatch(self, cycle: int) -> tuple[bool, bool, bool]:
         """Steps 4-5 of the cycle: returns (dispatched, stale abort, any head matched)."""
         picked, matched = self._select(cycle)
         if picked is None:
             return False, False, matched
-        channel, match, updates = picked
+        channel, mask, updates = picked
         wg = self.buffer if self.policy.selection == "miaow" else self.channels[channel][0]
-        ap = self._choose_ap(match, cycle)
+        ap = self._choose_ap(mask, cycle)
         allocation = self._allocate(wg, ap, cycle)
         if allocation is None:
             self.counters.stale_aborts += 1
             for _, _, lfsr_state in updates:
                 self.lfsr.state = lfsr_state     # an aborted dispatch changes no state
-            self._event(cycle, "stale-abort", wg, ap, self._waves(wg)[ap])
+            self._event(cycle, "stale-abort", wg, ap, self._row(wg.waves, ap))
             return False, True, True
         # Commit the selection state.
         for priority, flag_updates, _ in updates:
@@ -704,11 +873,13 @@ class DispatchSimulator:
             self.channels[channel].popleft()
             if self.policy.selection in ("strict", "gpgpusim"):
                 self.channel_pointer = (channel + 1) % self.channel_count
+        self._masks.pop(wg.id, None)
         self.ap_pointer = (ap + 1) % self.P
         if self.policy.rotate:
-            self.pointer[ap] = (self.pointer[ap] + wg.waves) % self.Q
-            self._rotation = None
-        self.peu_waves[ap] += allocation.waves
+            self._pointer[ap] = (self._pointer[ap] + wg.waves) % self.Q
+        received = self._peu_waves[ap]
+        for q, count in enumerate(allocation.waves):
+            received[q] += count
         self._change_power(ap, cycle + 1, allocation.power)
         wg.dispatched, wg.ap = cycle, ap
         self._event(cycle, "dispatch", wg, ap, allocation.waves, allocation)
@@ -729,13 +900,20 @@ class DispatchSimulator:
 
     def _release(self, allocation: _Allocation, cycle: int) -> None:
         wg, ap = allocation.wg, allocation.ap
+        base = ap * self.Q
         for q in range(self.Q):
-            for name, placed in (("vgpr", allocation.vgpr[q]), ("sgpr", allocation.sgpr[q])):
-                if placed:
-                    self._give(name, ap * self.Q + q, *placed, cycle)
+            if allocation.vgpr[q]:
+                self._give("vgpr", base + q, *allocation.vgpr[q], cycle)
+            if allocation.sgpr[q]:
+                self._give("sgpr", base + q, *allocation.sgpr[q], cycle)
         if allocation.lds:
             self._give("lds", ap, *allocation.lds, cycle)
-        self.slots[ap] += allocation.waves
+        slots = self._slots[ap]
+        for q, count in enumerate(allocation.waves):
+            slots[q] += count
+        self.ap_slots[ap] += wg.waves
+        self.slots_free += wg.waves
+        self._changed(ap)
         self._change_power(ap, cycle, -allocation.power)
         self._event(cycle, "release", wg, ap, allocation.waves, allocation)
         if wg.completed is not None:
@@ -767,10 +945,13 @@ class DispatchSimulator:
     def _accumulate(self, cycles: int) -> None:
         if cycles <= 0:
             return
-        for name in self.size:
-            self.used_integral[name] += cycles * int(self.held[name].sum())
-        self.used_integral["wave_slots"] += cycles * (
-            self.P * self.Q * self.gpu.wave_slots - int(self.slots.sum()))
+        held = self.held_total
+        integral = self.used_integral
+        integral["vgpr"] += cycles * held["vgpr"]
+        integral["sgpr"] += cycles * held["sgpr"]
+        integral["lds"] += cycles * held["lds"]
+        integral["wave_slots"] += cycles * (self.P * self.Q * self.gpu.wave_slots
+                                            - self.slots_free)
 
     def _sample(self, start: int, stop: int) -> None:
         """Record one sample for every sample cycle in ``[start, stop)``: the state after
@@ -780,24 +961,25 @@ class DispatchSimulator:
         first = -(-start // interval) * interval
         if first >= stop:
             return
-        capacity = {name: float(n) for name, n in self.size.items()}
-        used = [float(self.held[name].sum()) / (capacity[name] * len(self.held[name]))
-                for name in self.size]
-        total_slots = self.P * self.Q * self.gpu.wave_slots
-        used.append(1.0 - float(self.slots.sum()) / total_slots)
+        P, Q, gpu = self.P, self.Q, self.gpu
+        used = [float(self.held_total[name]) / (float(n) * len(self.held[name]))
+                for name, n in self.size.items()]
+        total_slots = P * Q * gpu.wave_slots
+        used.append(1.0 - float(self.slots_free) / total_slots)
         fragments = []
         for name in self.size:
-            free, largest = self.free[name], self.largest[name]
+            free = np.array(self.free[name], dtype=np.int64)
+            largest = np.array(self.largest[name], dtype=np.int64)
             nonzero = free > 0
             if nonzero.any():
                 fragments.append(1.0 - largest[nonzero] / free[nonzero])
         fragmentation = float(np.concatenate(fragments).mean()) if fragments else 0.0
-        per_ap = (self.held["vgpr"].reshape(self.P, self.Q).sum(axis=1) / (self.Q * self.gpu.vgpr)
-                  + self.held["sgpr"].reshape(self.P, self.Q).sum(axis=1)
-                  / (self.Q * self.gpu.sgpr)
-                  + self.held["lds"] / self.gpu.lds
-                  + (self.gpu.wave_slots * self.Q - self.slots.sum(axis=1))
-                  / (self.Q * self.gpu.wave_slots)) / 4
+        held = {name: np.array(values, dtype=np.int64) for name, values in self.held.items()}
+        slots = np.array(self.ap_slots, dtype=np.int64)
+        per_ap = (held["vgpr"].reshape(P, Q).sum(axis=1) / (Q * gpu.vgpr)
+                  + held["sgpr"].reshape(P, Q).sum(axis=1) / (Q * gpu.sgpr)
+                  + held["lds"] / gpu.lds
+                  + (gpu.wave_slots * Q - slots) / (Q * gpu.wave_slots)) / 4
         resource_cv = coefficient_of_variation(per_ap)
         for sample in range(first, stop, interval):
             power = [h.window(sample, self.power_window) for h in self.history]
@@ -817,25 +999,33 @@ class DispatchSimulator:
         limit = self.cycles_limit
         splitting = self._splitting
         threshold = self.policy.split_threshold
+        completions, pending, channels = self.completions, self.pending, self.channels
+        counters = self.counters
+        integral, held = self.used_integral, self.held_total
+        total_slots = self.P * self.Q * self.gpu.wave_slots
+        interval = self.sample_interval
+        next_sample = 0                 # the first sample cycle not yet recorded
         while cycle < limit:
-            while self.completions and self.completions[0][0] == cycle:
-                self._release(heapq.heappop(self.completions)[2], cycle)
+            while completions and completions[0][0] == cycle:
+                self._release(heapq.heappop(completions)[2], cycle)
             while arrivals and arrivals[0].arrival == cycle:
                 wg = arrivals.popleft()
                 if self._admit(wg, cycle):
-                    self.channels[wg.channel].append(wg)
-            while self.pending and self.pending[0][0] <= cycle:
-                _, name, index, length = self.pending.popleft()
-                self.view[name][index] = length
+                    channels[wg.channel].append(wg)
+            if pending and pending[0][0] <= cycle:
+                self._show(cycle)
             if self.observer is not None:
                 self.observer(cycle, self)
             if self.debug:
                 self._check_all(cycle)
-            self._accumulate(1)
-            waiting = any(self.channels) or self.buffer is not None   # heads at step 4
+            integral["vgpr"] += held["vgpr"]
+            integral["sgpr"] += held["sgpr"]
+            integral["lds"] += held["lds"]
+            integral["wave_slots"] += total_slots - self.slots_free
+            waiting = self.buffer is not None or any(channels)     # heads at step 4
             dispatched, aborted, matched = self._dispatch(cycle)
-            self.counters.processed_cycles += 1
-            self.counters.dispatch_cycles += dispatched
+            counters.processed_cycles += 1
+            counters.dispatch_cycles += dispatched
             split_now = False
             if splitting:
                 if matched or not waiting:
@@ -847,29 +1037,32 @@ class DispatchSimulator:
                         # could be split: c3 ran and found none).
                         split_now = self._split(cycle)
                         self.g = 0
-            has_heads = any(self.channels) or self.buffer is not None
+            has_heads = self.buffer is not None or any(channels)
             idle = not (dispatched or aborted or split_now)
             following = cycle + 1
             if idle and self.skip:
-                events = [limit]
-                if arrivals:
-                    events.append(arrivals[0].arrival)
-                if self.completions:
-                    events.append(self.completions[0][0])
-                if self.pending:
-                    events.append(self.pending[0][0])
+                following = limit
+                if arrivals and arrivals[0].arrival < following:
+                    following = arrivals[0].arrival
+                if completions and completions[0][0] < following:
+                    following = completions[0][0]
+                if pending and pending[0][0] < following:
+                    following = pending[0][0]
                 counting = splitting and waiting and not matched
-                if counting:
-                    events.append(cycle + threshold + 1 - self.g)
-                following = max(cycle + 1, min(events))
+                if counting and cycle + threshold + 1 - self.g < following:
+                    following = cycle + threshold + 1 - self.g
+                following = max(cycle + 1, following)
                 if counting:
                     self.g += following - cycle - 1
-            if not arrivals and not self.completions and not has_heads:
+            if not arrivals and not completions and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 self._sample(cycle, cycle + 1)
                 break
-            self._sample(cycle, min(following, limit))
-            self._accumulate(min(following, limit) - cycle - 1)
+            end = following if following < limit else limit
+            if next_sample < end:
+                self._sample(cycle, end)
+                next_sample = -(-end // interval) * interval
+            self._accumulate(end - cycle - 1)
             cycle = following
         return self._results(finished_at if finished_at is not None else min(cycle, limit))
 
@@ -910,6 +1103,7 @@ class DispatchSimulator:
                 self._violation(f"WG {wg.id} completed without being dispatched")
             if wg.dispatched is not None and wg.id in self.parents:
                 self._violation(f"WG {wg.id} was dispatched whole and split")
+        peu_waves = self.peu_waves
         return {
             "policy": self.policy.name,
             "cycles": cycles,
@@ -926,7 +1120,7 @@ class DispatchSimulator:
             "utilisation": utilisation,
             "ap_imbalance": {"resource": mean("ap_resource_cv"),
                              "power": mean("ap_power_cv")},
-            "peu_imbalance": coefficient_of_variation(self.peu_waves.ravel()),
+            "peu_imbalance": coefficient_of_variation(peu_waves.ravel()),
             "fragmentation": mean("fragmentation"),
             "splits": self.counters.splits,
             "sub_workgroups": self.counters.sub_workgroups,
@@ -939,7 +1133,7 @@ class DispatchSimulator:
                        "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
                        "ap_resource_cv": self.samples["ap_resource_cv"],
                        "ap_power_cv": self.samples["ap_power_cv"],
-                       "peu_waves": self.peu_waves.ravel().tolist(),
+                       "peu_waves": peu_waves.ravel().tolist(),
                        "waits": [[p, w] for p, _, w in self.waits]},
         }
 
