@@ -311,7 +311,11 @@ def longest_run_unchecked(free: int) -> int:
 
 def first_fit_unchecked(free: int, request: int) -> int | None:
     """:func:`first_fit` of a free-level-1 word, without argument checks (``request >= 1``)."""
-    starts = _run_starts(free, request)
+    starts, covered = free, 1
+    while covered < request and starts:     # _run_starts, stopping early when none is left
+        step = min(covered, request - covered)
+        starts &= starts >> step
+        covered += step
     return (starts & -starts).bit_length() - 1 if starts else None
 
 

@@ -344,6 +344,12 @@ class DispatchSimulator:
         self.held_total = dict.fromkeys(self.size, 0)
         # Each AP's view summed over its PEUs (embodiment 9's r for VGPR and SGPR).
         self.view_sum = {name: [Q * self.view[name][0]] * P for name in ("vgpr", "sgpr")}
+        # Per resource, what a block change updates (``longest`` None: the circuit's length
+        # is the true longest run).
+        self._state = {name: (self.bits[name], self.held[name], self.largest[name],
+                              self.free[name], self.circuit[name],
+                              None if self.longest[name] is self.circuit[name]
+                              else self.longest[name]) for name in self.size}
         self._slots = [[gpu.wave_slots] * Q for _ in range(P)]
         self.ap_slots = [Q * gpu.wave_slots] * P          # free wave slots per AP
         self.slots_free = P * Q * gpu.wave_slots
@@ -463,36 +469,34 @@ class DispatchSimulator:
         for entry in self._masks.values():
             entry[1] |= bit
 
-    def _set_bits(self, name: str, index: int, bits: int, visible: int) -> None:
-        self.bits[name][index] = bits
-        circuit = self.circuit[name]
-        length = circuit.cache.get(bits)
-        if length is None:
-            length = circuit.compute(bits)
-        longest = self.longest[name]
-        self.largest[name][index] = length if longest is circuit else longest(bits)
-        self.free[name][index] = bits.bit_count()
-        self.pending.append((visible, name, index, length))
-
-    def _take(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
+    def _change(self, name: str, index: int, start: int, length: int, cycle: int,
+                visible: int, take: bool) -> None:
+        """Take (``take``) or give back blocks ``start .. start + length - 1`` of one resource
+        instance: its status register, held and free counts, true longest run, and the
+        circuit's length for the matcher from cycle ``visible``."""
+        all_bits, held, largest, free, circuit, longest = self._state[name]
         mask = ((1 << length) - 1) << start
-        bits = self.bits[name][index]
-        if bits & mask != mask:
-            self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
-                            f" allocated while some are in use")
-        self.held[name][index] += length
+        bits = all_bits[index]
+        if take:
+            if bits & mask != mask:
+                self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                f"{start + length - 1} allocated while some are in use")
+            bits &= ~mask
+        else:
+            if bits & mask:
+                self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                f"{start + length - 1} released while some are free")
+            bits |= mask
+            length = -length
+        held[index] += length
         self.held_total[name] += length
-        self._set_bits(name, index, bits & ~mask, cycle + 1 + self.policy.circuit_latency)
-
-    def _give(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
-        mask = ((1 << length) - 1) << start
-        bits = self.bits[name][index]
-        if bits & mask:
-            self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
-                            f" released while some are free")
-        self.held[name][index] -= length
-        self.held_total[name] -= length
-        self._set_bits(name, index, bits | mask, cycle + self.policy.circuit_latency)
+        all_bits[index] = bits
+        seen = circuit.cache.get(bits)
+        if seen is None:
+            seen = circuit.compute(bits)
+        largest[index] = seen if longest is None else longest(bits)
+        free[index] = bits.bit_count()
+        self.pending.append((visible, name, index, seen))
 
     def _show(self, cycle: int) -> None:
         """Step 3: every circuit output due by ``cycle`` becomes the matcher's view."""
@@ -656,10 +660,7 @@ class DispatchSimulator:
         APs that changed since."""
         entry = self._masks.get(wg.id)
         if entry is None:
-            mask = 0
-            for ap in range(self.P):
-                if self._fits(wg, ap):
-                    mask |= 1 << ap
+            mask = self._masks_of(wg)
             self._masks[wg.id] = [mask, 0]
             return mask
         mask, dirty = entry
@@ -673,6 +674,30 @@ class DispatchSimulator:
                     mask &= ~low
                 dirty ^= low
             entry[0], entry[1] = mask, 0
+        return mask
+
+    def _masks_of(self, wg: WorkGroup) -> int:
+        """:meth:`_fits` on every AP at once, as a bit mask (the loop of ``_fits`` inlined:
+        a new head is tested against every AP)."""
+        lds_view, vgpr, sgpr = self.view["lds"], self.view["vgpr"], self.view["sgpr"]
+        rows, pointer, rotate = self._rows, self._pointer, self.policy.rotate
+        all_slots, ap_slots, Q = self._slots, self.ap_slots, self.Q
+        waves, v, s, lds = wg.waves, wg.vgpr, wg.sgpr, wg.lds
+        mask = 0
+        for ap in range(self.P):
+            if lds > lds_view[ap] or waves > ap_slots[ap]:
+                continue
+            row = rows.get((waves, pointer[ap] if rotate else 0))
+            if row is None:
+                row = self._row(waves, ap)
+            base, slots = ap * Q, all_slots[ap]
+            for q in range(Q):
+                count = row[q]
+                if count and (count > slots[q] or count * v > vgpr[base + q]
+                              or count * s > sgpr[base + q]):
+                    break
+            else:
+                mask |= 1 << ap
         return mask
 
     def _match(self, wg: WorkGroup) -> np.ndarray:
@@ -833,13 +858,13 @@ class DispatchSimulator:
             if start is None:
                 return None
             lds = (start, wg.lds)
-        for q in range(Q):
-            if vgpr_plan[q]:
-                self._take("vgpr", base + q, *vgpr_plan[q], cycle)
-            if sgpr_plan[q]:
-                self._take("sgpr", base + q, *sgpr_plan[q], cycle)
+        visible = cycle + 1 + self.policy.circuit_latency
+        for name, plan in (("vgpr", vgpr_plan), ("sgpr", sgpr_plan)):
+            for q, placed in enumerate(plan):
+                if placed:
+                    self._change(name, base + q, placed[0], placed[1], cycle, visible, True)
         if lds:
-            self._take("lds", ap, *lds, cycle)
+            self._change("lds", ap, lds[0], lds[1], cycle, visible, True)
         for q, count in enumerate(waves):
             slots[q] -= count
         self.ap_slots[ap] -= wg.waves
@@ -901,13 +926,13 @@ class DispatchSimulator:
     def _release(self, allocation: _Allocation, cycle: int) -> None:
         wg, ap = allocation.wg, allocation.ap
         base = ap * self.Q
-        for q in range(self.Q):
-            if allocation.vgpr[q]:
-                self._give("vgpr", base + q, *allocation.vgpr[q], cycle)
-            if allocation.sgpr[q]:
-                self._give("sgpr", base + q, *allocation.sgpr[q], cycle)
+        visible = cycle + self.policy.circuit_latency
+        for name, plan in (("vgpr", allocation.vgpr), ("sgpr", allocation.sgpr)):
+            for q, placed in enumerate(plan):
+                if placed:
+                    self._change(name, base + q, placed[0], placed[1], cycle, visible, False)
         if allocation.lds:
-            self._give("lds", ap, *allocation.lds, cycle)
+            self._change("lds", ap, *allocation.lds, cycle, visible, False)
         slots = self._slots[ap]
         for q, count in enumerate(allocation.waves):
             slots[q] += count
@@ -966,20 +991,18 @@ class DispatchSimulator:
                 for name, n in self.size.items()]
         total_slots = P * Q * gpu.wave_slots
         used.append(1.0 - float(self.slots_free) / total_slots)
-        fragments = []
-        for name in self.size:
-            free = np.array(self.free[name], dtype=np.int64)
-            largest = np.array(self.largest[name], dtype=np.int64)
-            nonzero = free > 0
-            if nonzero.any():
-                fragments.append(1.0 - largest[nonzero] / free[nonzero])
-        fragmentation = float(np.concatenate(fragments).mean()) if fragments else 0.0
-        held = {name: np.array(values, dtype=np.int64) for name, values in self.held.items()}
-        slots = np.array(self.ap_slots, dtype=np.int64)
-        per_ap = (held["vgpr"].reshape(P, Q).sum(axis=1) / (Q * gpu.vgpr)
-                  + held["sgpr"].reshape(P, Q).sum(axis=1) / (Q * gpu.sgpr)
-                  + held["lds"] / gpu.lds
-                  + (gpu.wave_slots * Q - slots) / (Q * gpu.wave_slots)) / 4
+        # Plain-Python floats in the order and with the operations of the numpy expressions
+        # they replace (each an IEEE operation on the same values), so the means are the same.
+        fragments = [1.0 - largest / free for name in self.size
+                     for free, largest in zip(self.free[name], self.largest[name], strict=True)
+                     if free > 0]
+        fragmentation = float(np.array(fragments).mean()) if fragments else 0.0
+        held_v, held_s, held_l = self.held["vgpr"], self.held["sgpr"], self.held["lds"]
+        per_slots = gpu.wave_slots * Q
+        per_ap = [(sum(held_v[ap * Q:ap * Q + Q]) / (Q * gpu.vgpr)
+                   + sum(held_s[ap * Q:ap * Q + Q]) / (Q * gpu.sgpr)
+                   + held_l[ap] / gpu.lds + (per_slots - self.ap_slots[ap]) / per_slots) / 4
+                  for ap in range(P)]
         resource_cv = coefficient_of_variation(per_ap)
         for sample in range(first, stop, interval):
             power = [h.window(sample, self.power_window) for h in self.history]
