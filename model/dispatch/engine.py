@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from model.checks import InvariantError
+from model.config import ConfigError
 from model.dispatch.config import (
     INSTRUCTION_CLASSES,
     MIX_FRACTION_BITS,
@@ -320,9 +321,14 @@ class DispatchSimulator:
         mixes = [channels[i].mix if i < len(channels) else ChannelConfig().mix
                  for i in range(self.channel_count)]
         # Embodiment 10: one wave's weighted instructions per cycle, in 1/256 (integer).
-        self.wave_power = [sum(b * q for b, q in zip(gpu.instruction_weights,
-                                                     quantised_mix(mix), strict=True))
-                           for mix in mixes]
+        quantised = [quantised_mix(mix) for mix in mixes]
+        for index, q in enumerate(quantised):
+            if sum(q) > 1 << MIX_FRACTION_BITS or min(q, default=0) < 0:
+                raise ConfigError(f"channels[{index}].mix must be non-negative and add up to at "
+                                  f"most 1 instruction per cycle per wave, not "
+                                  f"{list(mixes[index])}")
+        self.wave_power = [sum(b * q for b, q in zip(gpu.instruction_weights, mix, strict=True))
+                           for mix in quantised]
         assert len(INSTRUCTION_CLASSES) == len(gpu.instruction_weights)
         self.resource_weights = gpu.resource_weight_values()
         self.widths = score_widths(gpu, policy)
