@@ -726,3 +726,11 @@ def test_circuit_functions_equal_the_maxblock_models(circuit):
                     "grouped": lambda w, n: grouped_max_free_run(w, n, n // 4),
                     "sampled": lambda w, n: sampled_max_free_run(w, n, samples)}[circuit]
         assert length(word) == expected(word, 16), word
+
+
+def test_a_binary_trace_is_one_line_not_a_traceback(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(",".join(TRACE_COLUMNS).encode() + b"\n\xff\xfe,1\n")
+    with pytest.raises(ConfigError, match=r"t.csv: not a UTF-8 text file \(byte 66: invalid "
+                                          r"start byte\); a trace is CSV text"):
+        read_trace(trace, GpuConfig())

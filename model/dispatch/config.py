@@ -623,46 +623,59 @@ def read_trace(path, gpu: GpuConfig, channels: int | None = None) -> list[WorkGr
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
     expected = ",".join(TRACE_COLUMNS)
-    workload = []
     with file:
         reader = csv.reader(file)
-        header = next(reader, None)
-        header = [column.strip() for column in header or ()]
-        if tuple(header) != TRACE_COLUMNS:
-            raise ConfigError(f"{path}: header must be {expected}, not {','.join(header)}")
-        limits = {"channel": (0, (channels or 1 << 16) - 1),
-                  "priority": (0, gpu.priorities - 1),
-                  "waves": (1, gpu.peus * gpu.wave_slots), "vgpr": (0, None),
-                  "sgpr": (0, None), "lds": (0, None), "duration": (1, None),
-                  "arrival": (0, None), "independent": (0, 1)}
-        for row in reader:
-            row_number = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(TRACE_COLUMNS):
-                raise ConfigError(f"{path}: row {row_number} has {len(row)} values, but the "
-                                  f"header has {len(TRACE_COLUMNS)} columns ({expected})")
-            values = {}
-            for column, text in zip(TRACE_COLUMNS, row, strict=True):
-                text = text.strip()
-                low, high = limits[column]
-                try:
-                    value = int(text)
-                except ValueError:
-                    raise ConfigError(f"{path}: row {row_number}, column {column!r}: "
-                                      f"{text!r} is not an integer") from None
-                if value < low or (high is not None and value > high):
-                    bound = f"{low}..{high}" if high is not None else f">= {low}"
-                    why = (" (a WG's waves must fit one AP's wave slots, peus x wave_slots)"
-                           if column == "waves" else "")
-                    raise ConfigError(f"{path}: row {row_number}, column {column!r}: {value} "
-                                      f"is out of range ({bound}){why}")
-                values[column] = value
-            workload.append(WorkGroup(id=-1, independent=bool(values.pop("independent")),
-                                      **values))
+        try:
+            workload = _trace_rows(path, reader, gpu, channels, expected)
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{path}: not a UTF-8 text file (byte {error.start}: "
+                              f"{error.reason}); a trace is CSV text") from None
+        except csv.Error as error:
+            raise ConfigError(f"{path}: row {reader.line_num}: not valid CSV ({error})") from None
     workload.sort(key=lambda wg: (wg.arrival, wg.channel))
     for number, wg in enumerate(workload):
         wg.id = number
+    return workload
+
+
+def _trace_rows(path, reader, gpu: GpuConfig, channels: int | None, expected: str
+                ) -> list[WorkGroup]:
+    """The WGs of a trace's rows, each value checked (see :func:`read_trace`)."""
+    workload = []
+    header = next(reader, None)
+    header = [column.strip() for column in header or ()]
+    if tuple(header) != TRACE_COLUMNS:
+        raise ConfigError(f"{path}: header must be {expected}, not {','.join(header)}")
+    limits = {"channel": (0, (channels or 1 << 16) - 1),
+              "priority": (0, gpu.priorities - 1),
+              "waves": (1, gpu.peus * gpu.wave_slots), "vgpr": (0, None),
+              "sgpr": (0, None), "lds": (0, None), "duration": (1, None),
+              "arrival": (0, None), "independent": (0, 1)}
+    for row in reader:
+        row_number = reader.line_num
+        if not row:
+            continue
+        if len(row) != len(TRACE_COLUMNS):
+            raise ConfigError(f"{path}: row {row_number} has {len(row)} values, but the "
+                              f"header has {len(TRACE_COLUMNS)} columns ({expected})")
+        values = {}
+        for column, text in zip(TRACE_COLUMNS, row, strict=True):
+            text = text.strip()
+            low, high = limits[column]
+            try:
+                value = int(text)
+            except ValueError:
+                raise ConfigError(f"{path}: row {row_number}, column {column!r}: "
+                                  f"{text!r} is not an integer") from None
+            if value < low or (high is not None and value > high):
+                bound = f"{low}..{high}" if high is not None else f">= {low}"
+                why = (" (a WG's waves must fit one AP's wave slots, peus x wave_slots)"
+                       if column == "waves" else "")
+                raise ConfigError(f"{path}: row {row_number}, column {column!r}: {value} "
+                                  f"is out of range ({bound}){why}")
+            values[column] = value
+        workload.append(WorkGroup(id=-1, independent=bool(values.pop("independent")),
+                                  **values))
     return workload
 
 
