@@ -475,6 +475,42 @@ class DispatchSimulator:
         for entry in self._masks.values():
             entry[1] |= bit
 
+    def _change_plan(self, name: str, base: int, plan: list, cycle: int, visible: int,
+                     take: bool) -> None:
+        """:meth:`_change` for each PEU's ``(start, length)`` (or ``None``) of ``plan``, the
+        PEUs of one AP from resource instance ``base`` (the same steps, one call)."""
+        all_bits, held, largest, free, circuit, longest = self._state[name]
+        cache, pending = circuit.cache, self.pending
+        total = 0
+        for q, placed in enumerate(plan):
+            if placed is None:
+                continue
+            start, length = placed
+            index = base + q
+            mask = ((1 << length) - 1) << start
+            bits = all_bits[index]
+            if take:
+                if bits & mask != mask:
+                    self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                    f"{start + length - 1} allocated while some are in use")
+                bits &= ~mask
+            else:
+                if bits & mask:
+                    self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                    f"{start + length - 1} released while some are free")
+                bits |= mask
+                length = -length
+            held[index] += length
+            total += length
+            all_bits[index] = bits
+            seen = cache.get(bits)
+            if seen is None:
+                seen = circuit.compute(bits)
+            largest[index] = seen if longest is None else longest(bits)
+            free[index] = bits.bit_count()
+            pending.append((visible, name, index, seen))
+        self.held_total[name] += total
+
     def _change(self, name: str, index: int, start: int, length: int, cycle: int,
                 visible: int, take: bool) -> None:
         """Take (``take``) or give back blocks ``start .. start + length - 1`` of one resource
@@ -865,10 +901,8 @@ class DispatchSimulator:
                 return None
             lds = (start, wg.lds)
         visible = cycle + 1 + self.policy.circuit_latency
-        for name, plan in (("vgpr", vgpr_plan), ("sgpr", sgpr_plan)):
-            for q, placed in enumerate(plan):
-                if placed:
-                    self._change(name, base + q, placed[0], placed[1], cycle, visible, True)
+        self._change_plan("vgpr", base, vgpr_plan, cycle, visible, True)
+        self._change_plan("sgpr", base, sgpr_plan, cycle, visible, True)
         if lds:
             self._change("lds", ap, lds[0], lds[1], cycle, visible, True)
         for q, count in enumerate(waves):
@@ -933,10 +967,8 @@ class DispatchSimulator:
         wg, ap = allocation.wg, allocation.ap
         base = ap * self.Q
         visible = cycle + self.policy.circuit_latency
-        for name, plan in (("vgpr", allocation.vgpr), ("sgpr", allocation.sgpr)):
-            for q, placed in enumerate(plan):
-                if placed:
-                    self._change(name, base + q, placed[0], placed[1], cycle, visible, False)
+        self._change_plan("vgpr", base, allocation.vgpr, cycle, visible, False)
+        self._change_plan("sgpr", base, allocation.sgpr, cycle, visible, False)
         if allocation.lds:
             self._change("lds", ap, *allocation.lds, cycle, visible, False)
         slots = self._slots[ap]
