@@ -542,20 +542,24 @@ class DispatchSimulator:
 
     def _show(self, cycle: int) -> None:
         """Step 3: every circuit output due by ``cycle`` becomes the matcher's view."""
-        pending, Q = self.pending, self.Q
+        pending, Q, views, sums = self.pending, self.Q, self.view, self.view_sum
+        changed = 0
         while pending and pending[0][0] <= cycle:
             _, name, index, length = pending.popleft()
-            view = self.view[name]
+            view = views[name]
             old = view[index]
             if old == length:
                 continue
             view[index] = length
             if name == "lds":
-                self._changed(index)
+                changed |= 1 << index
             else:
                 ap = index // Q
-                self.view_sum[name][ap] += length - old
-                self._changed(ap)
+                sums[name][ap] += length - old
+                changed |= 1 << ap
+        if changed:
+            for entry in self._masks.values():
+                entry[1] |= changed
 
     # -- embodiment 10's history ---------------------------------------------------------------
 
