@@ -313,7 +313,7 @@ def first_fit_unchecked(free: int, request: int) -> int | None:
     """:func:`first_fit` of a free-level-1 word, without argument checks (``request >= 1``)."""
     starts, covered = free, 1
     while covered < request and starts:     # _run_starts, stopping early when none is left
-        step = min(covered, request - covered)
+        step = covered if covered <= request - covered else request - covered
         starts &= starts >> step
         covered += step
     return (starts & -starts).bit_length() - 1 if starts else None
