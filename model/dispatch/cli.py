@@ -2,10 +2,12 @@
 policies, plot, write JSON.
 
 Every scenario file runs every policy it lists on the same workload (same seed). Per scenario:
-a table comparing the policies, a PNG (``<plots>/dispatch_<scenario>.png``: utilisation over
-time, wait per priority, per-PEU wave balance); after all scenarios, a table of the
-scenarios' claims (the seed's assertions, each as a measured ratio). ``--bench`` instead
-times every policy on the default scenario and prints simulated cycles per second.
+a table comparing the policies, notes on anything not used or not submitted, a PNG
+(``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, a
+table of the scenarios' claims (the seed's assertions, each as a measured ratio).
+``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
+``--bench`` instead times every policy on the default scenario and prints simulated cycles
+per second.
 ``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
 (:mod:`model.dispatch.kernels`).
 """
@@ -14,18 +16,18 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 from model.cli import CONFIG_ROOT
 from model.config import ConfigError
 from model.dispatch.config import load_scenario, write_trace
-from model.dispatch.engine import DispatchSimulator
+from model.dispatch.engine import DispatchSimulator, write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
+from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import print_table, progress, write_json
 
-__all__ = ["add_arguments", "claim_rows", "run", "run_scenario"]
+__all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
+           "workload_notes"]
 
 QUICK_CYCLES = 3000
 TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
@@ -43,6 +45,10 @@ def add_arguments(parser) -> None:
                         help="check every invariant every cycle (as the tests do)")
     parser.add_argument("--bench", action="store_true",
                         help="print simulated cycles per second per policy")
+    parser.add_argument("--events", type=Path, metavar="CSV",
+                        help="write every run's per-WG event log (arrive, reject, dispatch, "
+                             "stale-abort, split, release) as CSV; with several runs, one "
+                             "file per run named CSV-stem.<scenario>.<policy>.csv")
     # -- kernel traces (issue 15) --
     traces = parser.add_argument_group("kernel traces (instead of the scenario files)")
     traces.add_argument("--kernel-trace", type=Path, metavar="FILE",
@@ -71,9 +77,9 @@ def _window(text: str) -> tuple[int, int | None]:
     return window
 
 
-def _scenarios(args):
-    """``(file, scenario)`` of every scenario to run, kernel traces converted (each prints
-    what the conversion did)."""
+def _load(args) -> list:
+    """``(file, scenario)`` of every scenario to run, all loaded (and so checked) before
+    anything runs; kernel traces are converted later, by :func:`_converted`."""
     if args.kernel_trace is not None:
         if args.preset is None:
             raise ConfigError("--kernel-trace needs --preset (one of "
@@ -84,32 +90,84 @@ def _scenarios(args):
             cycles=args.cycles or TRACE_CYCLES))]
     else:
         loaded = [(path, load_scenario(path)) for path in args.config]
-    for path, scenario in loaded:
-        horizon = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
-                                  else scenario.cycles)
-        scenario, converted = prepare(scenario, horizon)
-        if converted is not None:
-            print_summary(converted, scenario.name)
-        yield path, scenario
+    return loaded
+
+
+def _converted(args, scenario):
+    """``scenario`` with its kernel trace (if any) turned into WGs; says what it did."""
+    horizon = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
+                              else scenario.cycles)
+    scenario, converted = prepare(scenario, horizon)
+    if converted is not None:
+        print_summary(converted, scenario.name)
+    return scenario
 
 
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
-                 debug: bool = False, quiet: bool = True, strict: bool = False) -> dict:
+                 debug: bool = False, quiet: bool = True, strict: bool = False,
+                 events: dict | None = None, skip: bool = True) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
-    wall-clock seconds of each run under ``"seconds"``)."""
+    wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
+    limit are not submitted; each result counts them (``workgroups_after_end``). With
+    ``events`` (a dict), ``events[policy name]`` receives each run's event rows."""
     limit = cycles or scenario.cycles
-    workload = [wg for wg in scenario.workload(seed) if wg.arrival < limit]
+    workload = scenario.workload(seed)
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
     for policy in progress(chosen, f"{scenario.name}", quiet=quiet):
         started = time.perf_counter()
+        rows = [] if events is not None else None
         simulator = DispatchSimulator(scenario.gpu, policy, workload,
                                       channels=scenario.channels, cycles=limit, debug=debug,
-                                      strict=strict, sample_interval=scenario.sample_interval)
+                                      strict=strict, skip=skip,
+                                      sample_interval=scenario.sample_interval,
+                                      power_window=scenario.power_window, events=rows)
         result = simulator.run()
         result["seconds"] = time.perf_counter() - started
         results[policy.name] = result
+        if events is not None:
+            events[policy.name] = rows
     return results
+
+
+def workload_notes(scenario, results: dict, limit: int) -> list[str]:
+    """What a reader must know about the workload: WGs not submitted because they arrive at
+    or after the cycle limit, channels that submitted nothing, an empty workload, and what
+    the scenario file gives that is not used."""
+    notes = list(scenario.notes)
+    first = next(iter(results.values()), None)
+    if first is None:
+        return notes
+    if first["workgroups_after_end"]:
+        notes.append(f"{first['workgroups_after_end']} WGs arrive at or after cycle {limit} "
+                     f"(the cycle limit) and are not submitted")
+    if not first["workgroups_submitted"]:
+        source = (f"the trace {scenario.trace.name} has no rows before the cycle limit"
+                  if scenario.trace else "no channel generated a WG before the cycle limit")
+        notes.append(f"no WG was submitted ({source}): every figure is zero because "
+                     f"nothing ran")
+    else:
+        for channel, stats in first["wait"]["per_channel"].items():
+            if not stats["count"]:
+                index = int(channel)
+                why = ""
+                if index < len(scenario.channels) and not scenario.trace:
+                    config = scenario.channels[index]
+                    why = (" (count = 0)" if not config.count else
+                           f" (start = {config.start})" if config.start >= limit
+                           else "")
+                notes.append(f"channel {channel} submitted no WG{why}")
+    return notes
+
+
+def events_path(base: Path, scenario, policy: str, single: bool) -> Path:
+    """Where ``--events`` writes one run: ``base`` itself for a single run, else
+    ``<base stem>.<scenario file stem>.<policy>.csv`` beside it."""
+    if single:
+        return base
+    stem = Path(scenario.path).stem if scenario.path else scenario.name
+    slug = "".join(c if c.isalnum() or c in "-_" else "_" for c in policy)
+    return base.with_name(f"{base.stem}.{stem}.{slug}{base.suffix or '.csv'}")
 
 
 def claim_rows(scenario, results: dict) -> list[list]:
@@ -148,49 +206,6 @@ def _table(scenario, results: dict) -> None:
             print(f"  [{name}] rejected: {rejection['reason']}")
 
 
-def _plot(scenario, results: dict, path: Path) -> Path:
-    fig, (left, middle, right) = figure(1, 3, figsize=(15, 4.2))
-    for name, r in results.items():
-        series = r["series"]
-        left.plot(series["cycle"], series["utilisation"], label=name, linewidth=1)
-    left.set_xlabel("cycle")
-    left.set_ylabel("mean utilisation of the four resources")
-    left.set_title("utilisation over time")
-    left.legend(fontsize=7)
-    # Wait distribution per priority: one box per policy (whiskers at p1 and p99).
-    priorities = range(scenario.gpu.priorities)
-    width = 0.8 / max(1, len(results))
-    for index, (name, r) in enumerate(results.items()):
-        waits = np.array(r["series"]["waits"], dtype=float).reshape(-1, 2)
-        data = [np.maximum(waits[waits[:, 0] == p, 1], 1) for p in priorities]
-        positions = [p + (index - (len(results) - 1) / 2) * width for p in priorities]
-        kept = [(d, x) for d, x in zip(data, positions, strict=True) if d.size]
-        if not kept:
-            continue
-        boxes = middle.boxplot([d for d, _ in kept], positions=[x for _, x in kept],
-                               widths=width * 0.9, whis=(1, 99), showfliers=False,
-                               patch_artist=True, manage_ticks=False)
-        for patch in boxes["boxes"]:
-            patch.set_facecolor(f"C{index}")
-            patch.set_alpha(0.6)
-        middle.plot([], [], color=f"C{index}", linewidth=6, alpha=0.6, label=name)
-    middle.set_yscale("log")
-    middle.set_xticks(list(priorities), [f"P{p}" for p in priorities])
-    middle.set_ylabel("wait, cycles (box p25-p75, whiskers p1-p99)")
-    middle.set_title("wait distribution per priority")
-    middle.legend(fontsize=7)
-    for name, r in results.items():
-        waves = np.sort(np.array(r["series"]["peu_waves"], dtype=float))
-        mean = waves.mean() if waves.size and waves.mean() else 1.0
-        right.plot(np.arange(waves.size), waves / mean, label=name, linewidth=1)
-    right.set_xlabel("PEU (sorted by waves received)")
-    right.set_ylabel("waves received / mean")
-    right.set_title("per-PEU wave balance")
-    right.legend(fontsize=7)
-    fig.suptitle(scenario.name)
-    return save_figure(fig, path)
-
-
 def _bench(args) -> int:
     default = CONFIG_ROOT / "dispatch" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
@@ -209,20 +224,41 @@ def _bench(args) -> int:
     return 0
 
 
+def _written(path: Path, write) -> Path:
+    """Run ``write()``; a file that cannot be written is a one-line error, not a traceback."""
+    try:
+        return write()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write: {error.strerror}") from None
+
+
 def run(args) -> int:
     if args.bench:
         return _bench(args)
     everything, claims = {}, []
-    for path, scenario in _scenarios(args):
+    # Load (and check) every file before anything runs.
+    loaded = _load(args)
+    runs = sum(len([p for p in scenario.policies if not args.policy or p.name in args.policy])
+               for _, scenario in loaded)
+    for path, scenario in loaded:
+        scenario = _converted(args, scenario)
         if args.write_trace and not everything:
-            write_trace(args.write_trace, scenario.workload(args.seed))
+            _written(args.write_trace,
+                     lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
         cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick else None)
+        events = {} if args.events else None
         results = run_scenario(scenario, seed=args.seed, cycles=cycles, policies=args.policy,
-                               debug=args.debug, quiet=args.quiet)
+                               debug=args.debug, quiet=args.quiet, events=events)
         _table(scenario, results)
-        _plot(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
+        notes = workload_notes(scenario, results, cycles or scenario.cycles)
+        for note in notes:
+            print(f"  note: {note}")
+        for name, rows in (events or {}).items():
+            target = events_path(args.events, scenario, name, runs == 1)
+            _written(target, lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
+        plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
         claims += claim_rows(scenario, results)
-        everything[scenario.name] = {"file": str(path), "policies": results}
+        everything[scenario.name] = {"file": str(path), "notes": notes, "policies": results}
     if claims:
         print_table("The seed's claims, measured (policy vs baseline on the same workload)",
                     ["scenario", "claim", "metric", "policy", "baseline", "ratio", "better"],

@@ -32,8 +32,10 @@ real GPU instead: see :class:`KernelTraceSource` and :mod:`model.dispatch.kernel
 """
 
 import csv
+import math
 import random
 from dataclasses import dataclass, fields, replace
+from fractions import Fraction
 from pathlib import Path
 
 from model.config import ConfigError, Fields, load_toml
@@ -48,6 +50,9 @@ __all__ = [
     "PRESETS",
     "RESOURCES",
     "SELECTIONS",
+    "HISTORIES",
+    "MAX_BACK_TO_BACK",
+    "MIX_FRACTION_BITS",
     "TRACE_COLUMNS",
     "ChannelConfig",
     "Claim",
@@ -57,7 +62,10 @@ __all__ = [
     "Scenario",
     "WorkGroup",
     "generate_workload",
+    "ignored_fields",
     "load_scenario",
+    "metric_paths",
+    "quantised_mix",
     "read_trace",
     "write_trace",
 ]
@@ -79,15 +87,31 @@ CIRCUITS = ("exact", "full", "grouped", "sampled")
 DURATION_DISTRIBUTIONS = ("uniform", "exponential")
 SELECTIONS = ("multi", "strict", "miaow", "gpgpusim")
 AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
+#: Embodiment 10's history of instruction power: the seed's sliding window of ``Nx`` cycles, or
+#: an exponential average with a shift of ``log2(Nx)`` (one register per AP; docs/dispatch.md).
+HISTORIES = ("window", "ema")
+
+#: A channel's mix is quantised to this many fractional bits (1/256 instruction per cycle).
+MIX_FRACTION_BITS = 8
+#: Most WGs a back-to-back channel may queue at its start cycle (the model holds every WG).
+MAX_BACK_TO_BACK = 1_000_000
+#: Largest instruction weight ``b_s`` and policy weight (8-bit registers).
+MAX_WEIGHT = 255
+#: Largest resource weight ``a_h`` given in a file (16-bit registers).
+MAX_RESOURCE_WEIGHT = 0xFFFF
 
 
 @dataclass(frozen=True)
 class GpuConfig:
     """The GPU: ``aps`` APs of ``peus`` PEUs each, and its resources (in blocks / slots).
 
-    ``resource_weights`` are embodiment 9's ``a_h`` (per remaining block or slot);
-    ``instruction_weights`` embodiment 10's ``b_s`` (per executed instruction). The defaults
-    weigh each resource so that a whole empty AP scores 1 per resource type.
+    ``resource_weights`` are embodiment 9's ``a_h`` (integers, per remaining block or slot, in
+    the order vgpr, sgpr, lds, wave_slots); ``None``, the default, gives every resource the
+    weight ``L / C_h``, where ``C_h`` is the AP's capacity of resource ``h`` (VGPR and SGPR
+    summed over the PEUs, LDS, wave slots summed over the PEUs) and ``L`` the least common
+    multiple of the four: the documented "a_h = 1 / capacity", scaled to integers exactly, so
+    a whole empty AP scores ``L`` per resource on every GPU shape. ``instruction_weights``
+    are embodiment 10's ``b_s`` (integers 0..255, per executed instruction).
     """
 
     aps: int = 16
@@ -97,11 +121,25 @@ class GpuConfig:
     lds: int = 48
     wave_slots: int = 16
     priorities: int = 4
-    resource_weights: tuple[float, ...] = (1 / 512, 1 / 256, 1 / 48, 1 / 64)
-    instruction_weights: tuple[float, ...] = (1.0, 2.0, 2.0, 4.0, 8.0, 1.0, 1.0)
+    resource_weights: tuple[int, ...] | None = None
+    instruction_weights: tuple[int, ...] = (1, 2, 2, 4, 8, 1, 1)
 
     def capacity(self, resource: str) -> int:
         return getattr(self, resource)
+
+    def ap_capacities(self) -> tuple[int, ...]:
+        """Embodiment 9's ``C_h``: what an empty AP has of each resource, in the order of
+        :data:`RESOURCES` (per-PEU resources summed over the AP's PEUs)."""
+        return tuple(self.capacity(name) * (self.peus if level == "peu" else 1)
+                     for name, (level, _) in RESOURCES.items())
+
+    def resource_weight_values(self) -> tuple[int, ...]:
+        """The ``a_h`` in use: the configured integers, or ``L / C_h`` (see above)."""
+        if self.resource_weights is not None:
+            return tuple(self.resource_weights)
+        capacities = self.ap_capacities()
+        common = math.lcm(*capacities)
+        return tuple(common // c for c in capacities)
 
 
 @dataclass(frozen=True)
@@ -119,8 +157,8 @@ class PolicyConfig:
     ap_choice
         ``round_robin`` (first matching AP from a pointer one past the last chosen),
         ``lowest`` (lowest-index matching AP), ``resource`` (embodiment 9), ``instruction``
-        (embodiment 10), ``combined`` (both, weighted by ``resource_weight`` and
-        ``instruction_weight``).
+        (embodiment 10), ``combined`` (both, weighted by the integers ``resource_weight``
+        and ``instruction_weight``, 0..255).
     rotate
         Embodiment 8's per-AP rotating pointer; ``False`` uses the split table unrotated.
     windows
@@ -131,8 +169,10 @@ class PolicyConfig:
     circuit, group_size, circuit_latency
         The free-block circuit seen by the matcher (embodiments 4, 5, 6 or the exact one),
         and its latency in clocks.
-    history_cycles
-        Embodiment 10's ``Nx`` (a power of two).
+    history, history_cycles
+        Embodiment 10's power history: ``window`` (the seed's sum over the last ``Nx`` =
+        ``history_cycles`` cycles) or ``ema`` (``x <- x - (x >> log2 Nx) + p`` every cycle);
+        ``Nx`` a power of two.
     lfsr_seed
         Initial state of the tie-break LFSR (non-zero, 16 bits).
     """
@@ -140,14 +180,15 @@ class PolicyConfig:
     name: str = "seed"
     selection: str = "multi"
     ap_choice: str = "combined"
-    resource_weight: float = 1.0
-    instruction_weight: float = 1.0
+    resource_weight: int = 1
+    instruction_weight: int = 1
     rotate: bool = True
     windows: tuple[int, ...] = (1024, 512, 256, 128)
     split_threshold: int = 256
     circuit: str = "exact"
     group_size: int = 4
     circuit_latency: int = 0
+    history: str = "window"
     history_cycles: int = 1024
     lfsr_seed: int = 0xACE1
 
@@ -179,7 +220,8 @@ class ChannelConfig:
     wave, ``lds`` blocks per WG, ``duration`` cycles from dispatch to completion, drawn by
     ``duration_distribution``: ``"uniform"`` over the range, or ``"exponential"`` with the
     range's midpoint as mean, rounded and clipped to the range (heavy-tailed kernels). ``mix`` is
-    the instructions each wave executes per cycle, by :data:`INSTRUCTION_CLASSES`.
+    the instructions each wave executes per cycle, by :data:`INSTRUCTION_CLASSES`, at most one
+    in all; the model uses it quantised to 1/256 (:func:`quantised_mix`).
     """
 
     priority: int = 0
@@ -240,9 +282,43 @@ class Claim:
         return float(node)
 
 
+#: The summary every wait statistic has (:func:`model.stats.summary`).
+_SUMMARY = ("count", "mean", "p50", "p99", "max")
+#: The results' numbers at the top level, by name.
+_SCALARS = ("cycles", "workgroups_submitted", "workgroups_completed", "workgroups_rejected",
+            "workgroups_unfinished", "workgroups_waiting_at_end", "workgroups_after_end",
+            "throughput", "peu_imbalance", "fragmentation", "splits", "sub_workgroups",
+            "stale_aborts", "invariant_violations", "processed_cycles")
+
+
+def metric_paths(priorities: int, channels: int) -> list[str]:
+    """Every number a run's results hold, as the dotted paths a claim's ``metric`` names
+    (a test holds this list equal to the simulator's results)."""
+    paths = list(_SCALARS)
+    paths += [f"wait.{s}" for s in _SUMMARY]
+    paths += [f"wait.per_priority.{p}.{s}" for p in range(priorities) for s in _SUMMARY]
+    paths += [f"wait.per_channel.{c}.{s}" for c in range(channels) for s in _SUMMARY]
+    paths += [f"utilisation.{name}" for name in RESOURCES]
+    paths += ["ap_imbalance.resource", "ap_imbalance.power"]
+    return paths
+
+
+def _metric_help(priorities: int, channels: int) -> str:
+    summary = "|".join(_SUMMARY)
+    return (f"{', '.join(_SCALARS)}, wait.<{summary}>, wait.per_priority.<0..{priorities - 1}>"
+            f".<{summary}>, wait.per_channel.<0..{channels - 1}>.<{summary}>, "
+            f"utilisation.<{'|'.join(RESOURCES)}>, ap_imbalance.<resource|power>")
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """A scenario file, loaded: the GPU, the channels, the workload and the policies."""
+    """A scenario file, loaded: the GPU, the channels, the workload and the policies.
+
+    A trace is read (and checked) when the file is loaded; ``trace_workload`` holds its WGs.
+    ``notes`` says what the file gives that is not used (shown with the results).
+    ``power_window`` is the sliding window, in cycles, of the ``ap_imbalance.power`` metric
+    (the same for every policy, whatever history its embodiment 10 keeps).
+    """
 
     name: str
     cycles: int
@@ -253,25 +329,44 @@ class Scenario:
     path: Path | None = None
     sample_interval: int = 64
     claims: tuple[Claim, ...] = ()
+    trace_workload: tuple[WorkGroup, ...] | None = None
+    power_window: int = 1024
+    notes: tuple[str, ...] = ()
     # Kernel traces (issue 15): the source, and its WGs once model.dispatch.kernels.prepare
     # has converted it (the conversion drives the dispatcher model, which imports this module).
     kernel_trace: "KernelTraceSource | None" = None
     workgroups: tuple[WorkGroup, ...] | None = None
 
     def workload(self, seed: int = 1) -> list[WorkGroup]:
-        """The WGs of this scenario: the trace, or the generators run with ``seed``."""
+        """The WGs of this scenario (fresh objects): the converted kernel trace, the CSV
+        trace, or the generators run with ``seed``."""
         if self.workgroups is not None:
-            return list(self.workgroups)
+            return [replace(wg) for wg in self.workgroups]
         if self.kernel_trace is not None:
             raise ConfigError(f"{self.path or self.name}: the kernel trace has not been "
                               f"converted yet (model.dispatch.kernels.prepare)")
         if self.trace is not None:
-            return read_trace(self.trace, self.gpu, len(self.channels) or None)
+            rows = self.trace_workload
+            if rows is None:
+                rows = read_trace(self.trace, self.gpu, len(self.channels) or None)
+            return [replace(wg) for wg in rows]
         return generate_workload(self.channels, self.cycles, seed)
+
+    @property
+    def channel_count(self) -> int:
+        """Channels of the workload: the declared ones, or those the trace uses."""
+        rows = self.trace_workload or self.workgroups
+        if rows:
+            return max(len(self.channels), 1 + max(wg.channel for wg in rows))
+        return max(len(self.channels), 1)
 
 
 def _gpu(fields_: Fields, base: GpuConfig | None = None) -> GpuConfig:
     base = base or GpuConfig()
+    resource_weights = None
+    if "resource_weights" in fields_:
+        resource_weights = fields_.int_list("resource_weights", length=len(RESOURCES),
+                                            minimum=0, maximum=MAX_RESOURCE_WEIGHT)
     gpu = GpuConfig(
         aps=fields_.int("aps", base.aps, minimum=1, maximum=1024),
         peus=fields_.int("peus", base.peus, minimum=1, maximum=64),
@@ -280,14 +375,29 @@ def _gpu(fields_: Fields, base: GpuConfig | None = None) -> GpuConfig:
         lds=fields_.int("lds", base.lds, minimum=1, maximum=4096),
         wave_slots=fields_.int("wave_slots", base.wave_slots, minimum=1, maximum=1024),
         priorities=fields_.int("priorities", base.priorities, minimum=1, maximum=16),
-        resource_weights=fields_.float_list("resource_weights", base.resource_weights,
-                                            length=len(RESOURCES), minimum=0),
-        instruction_weights=fields_.float_list("instruction_weights",
-                                               base.instruction_weights,
-                                               length=len(INSTRUCTION_CLASSES), minimum=0),
+        resource_weights=resource_weights,
+        instruction_weights=fields_.int_list("instruction_weights", base.instruction_weights,
+                                             length=len(INSTRUCTION_CLASSES), minimum=0,
+                                             maximum=MAX_WEIGHT),
     )
     fields_.done()
     return gpu
+
+
+def quantised_mix(mix) -> tuple[int, ...]:
+    """A channel's mix in the model's fixed point: instructions per cycle per wave in units of
+    ``2**-MIX_FRACTION_BITS`` (1/256), by largest remainder: every class is rounded down, and
+    the units left to reach the written total (rounded to nearest, ties up) go to the classes
+    with the largest fractions (ties to the lower class). Each class is within 1/256 of what
+    was written and the total is the written total rounded, so a mix that adds up to at most
+    one instruction per cycle stays at most 256 (floats are read exactly, as fractions)."""
+    scaled = [Fraction(value) * (1 << MIX_FRACTION_BITS) for value in mix]
+    floors = [math.floor(value) for value in scaled]
+    total = math.floor(sum(scaled) + Fraction(1, 2))
+    order = sorted(range(len(scaled)), key=lambda i: (-(scaled[i] - floors[i]), i))
+    for index in order[:total - sum(floors)]:
+        floors[index] += 1
+    return tuple(floors)
 
 
 def _channel(fields_: Fields, gpu: GpuConfig) -> ChannelConfig:
@@ -314,6 +424,16 @@ def _channel(fields_: Fields, gpu: GpuConfig) -> ChannelConfig:
         independent=fields_.float("independent", base.independent, minimum=0, maximum=1),
         mix=fields_.float_list("mix", base.mix, length=len(INSTRUCTION_CLASSES), minimum=0),
     )
+    if arrival == "back_to_back" and channel.count > MAX_BACK_TO_BACK:
+        raise fields_.error("count", f"must be at most {MAX_BACK_TO_BACK:,} for a back-to-back "
+                                     f"channel (the model holds every queued WG), not "
+                                     f"{channel.count:,}; for an endless backlog give a rate, "
+                                     f"e.g. arrival = 1.0, which the run length bounds")
+    total = sum(quantised_mix(channel.mix))
+    if total > 1 << MIX_FRACTION_BITS:
+        raise fields_.error("mix", f"must add up to at most 1 instruction per cycle per wave, "
+                                   f"not {sum(channel.mix):g} ({total}/256 in the model's "
+                                   f"1/256 steps)")
     fields_.done()
     return channel
 
@@ -325,9 +445,10 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
         name=fields_.str("name", preset_name),
         selection=fields_.str("selection", base.selection, choices=SELECTIONS),
         ap_choice=fields_.str("ap_choice", base.ap_choice, choices=AP_CHOICES),
-        resource_weight=fields_.float("resource_weight", base.resource_weight, minimum=0),
-        instruction_weight=fields_.float("instruction_weight", base.instruction_weight,
-                                         minimum=0),
+        resource_weight=fields_.int("resource_weight", base.resource_weight, minimum=0,
+                                    maximum=MAX_WEIGHT),
+        instruction_weight=fields_.int("instruction_weight", base.instruction_weight,
+                                       minimum=0, maximum=MAX_WEIGHT),
         rotate=fields_.bool("rotate", base.rotate),
         windows=fields_.int_list("windows", base.windows, minimum=1),
         split_threshold=fields_.int("split_threshold", base.split_threshold, minimum=0),
@@ -335,19 +456,57 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
         group_size=fields_.int("group_size", base.group_size, minimum=1),
         circuit_latency=fields_.int("circuit_latency", base.circuit_latency, minimum=0,
                                     maximum=64),
-        history_cycles=fields_.int("history_cycles", base.history_cycles, minimum=1),
+        history=fields_.str("history", base.history, choices=HISTORIES),
+        history_cycles=fields_.int("history_cycles", base.history_cycles, minimum=1,
+                                   maximum=1 << 20),
         lfsr_seed=fields_.int("lfsr_seed", base.lfsr_seed, minimum=1, maximum=0xFFFF),
     )
+    ignored = ignored_fields(policy)
+    for key in fields_.keys():
+        if key in ignored and not (key in _OFF and getattr(policy, key) == _OFF[key]):
+            raise fields_.error(key, f"is ignored by this policy: {ignored[key]}; remove it")
     check_policy(policy, gpu, fields_)
     fields_.done()
     return policy
 
 
+#: Fields whose value turns their mechanism off: writing it is allowed on any policy.
+_OFF = {"windows": (), "split_threshold": 0}
+
+
+def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
+    """The fields ``policy`` does not read, each with the reason (for error messages)."""
+    ignored = {}
+    if policy.selection != "multi":
+        why = (f'selection = "{policy.selection}" (only "multi", embodiment 1, has '
+               f"{{}})")
+        ignored["windows"] = why.format("priority windows")
+        ignored["split_threshold"] = why.format("embodiment 3's split")
+        ignored["lfsr_seed"] = why.format("the a42 tie-break")
+    if policy.ap_choice != "combined":
+        for key in ("resource_weight", "instruction_weight"):
+            ignored[key] = f'ap_choice = "{policy.ap_choice}" (only "combined" weighs 9 and 10)'
+    if policy.ap_choice not in ("instruction", "combined"):
+        for key in ("history", "history_cycles"):
+            ignored[key] = (f'ap_choice = "{policy.ap_choice}" (only "instruction" and '
+                            f'"combined" read the power history)')
+    if policy.circuit != "grouped":
+        ignored["group_size"] = f'circuit = "{policy.circuit}" (only "grouped" has groups)'
+    return ignored
+
+
 def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = None) -> None:
-    """Cross-field checks of a policy against the GPU; errors name the field."""
+    """Cross-field checks of a policy against the GPU; errors name the field. A field the
+    policy ignores must keep its default (or its "off" value)."""
     def error(key, message):
         return fields_.error(key, message) if fields_ else ConfigError(f"{key} {message}")
 
+    if fields_ is None:
+        default = PolicyConfig()
+        for key, why in ignored_fields(policy).items():
+            value = getattr(policy, key)
+            if value != _OFF.get(key, getattr(default, key)):
+                raise error(key, f"is ignored by this policy: {why}; not {value!r}")
     if len(policy.windows) > gpu.priorities:
         raise error("windows", f"has {len(policy.windows)} windows but the GPU has "
                                f"{gpu.priorities} priorities (at most one window each)")
@@ -409,27 +568,37 @@ def _kernel_trace(root: Fields, path: Path) -> KernelTraceSource | None:
 
 
 def load_scenario(path) -> Scenario:
-    """Load and validate a scenario file; :class:`~model.config.ConfigError` names the field."""
+    """Load and validate a scenario file, its trace and its claims: every cross-reference is
+    checked here, before anything runs; :class:`~model.config.ConfigError` names the field
+    (or the trace's row and column)."""
     path = Path(path)
     root = Fields(load_toml(path), source=path)
     name = root.str("name", path.stem)
     cycles = root.int("cycles", 20000, minimum=1)
     sample_interval = root.int("sample_interval", 64, minimum=1)
+    power_window = root.int("power_window", 1024, minimum=1)
     kernel_trace = _kernel_trace(root, path)
     base = (GpuConfig(**GPU_PRESETS[kernel_trace.preset].gpu_fields())
             if kernel_trace is not None else None)
     gpu = _gpu(root.table("gpu", {}), base)
-    trace = None
+    trace = trace_workload = None
+    if "trace" in root and kernel_trace is not None:
+        raise root.error("kernel_trace", "and trace cannot both be given")
     if "trace" in root:
         trace = (path.parent / root.str("trace")).resolve()
         if not trace.is_file():
             raise root.error("trace", f"names {str(trace)!r}, which is not a file")
     channel_tables = root.tables("channels", [])
     channels = tuple(_channel(table, gpu) for table in channel_tables)
+    notes = []
+    if trace is not None:
+        trace_workload = tuple(read_trace(trace, gpu, len(channels) or None))
+        unread = sorted({key for table in channel_tables for key in table.keys()} - {"mix"})
+        if unread:
+            notes.append(f"the WGs come from the trace {trace.name}: the channel tables' "
+                         f"{', '.join(unread)} are not used (only mix is)")
     if not channels and trace is None and kernel_trace is None:
         raise root.error("channels", "must list at least one channel (or give a trace)")
-    if trace is not None and kernel_trace is not None:
-        raise root.error("kernel_trace", "and trace cannot both be given")
     policy_tables = root.tables("policies", [])
     policies = tuple(_policy(table, gpu) for table in policy_tables) or tuple(
         PRESETS[name] for name in ("prior-art", "miaow", "gpgpusim", "emb1", "seed"))
@@ -437,18 +606,32 @@ def load_scenario(path) -> Scenario:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise root.error("policies", f"names {duplicate!r} twice; names must be unique")
-    claims = tuple(_claim(table, names) for table in root.tables("claims", []))
+    scenario = Scenario(name=name, cycles=cycles, gpu=gpu, channels=channels,
+                        policies=policies, trace=trace, path=path,
+                        sample_interval=sample_interval, trace_workload=trace_workload,
+                        power_window=power_window, notes=tuple(notes),
+                        kernel_trace=kernel_trace)
+    metrics = metric_paths(gpu.priorities, scenario.channel_count)
+    claims = tuple(_claim(table, names, metrics, scenario.channel_count)
+                   for table in root.tables("claims", []))
     root.done()
-    return Scenario(name=name, cycles=cycles, gpu=gpu, channels=channels, policies=policies,
-                    trace=trace, path=path, sample_interval=sample_interval, claims=claims,
-                    kernel_trace=kernel_trace)
+    return replace(scenario, claims=claims)
 
 
-def _claim(fields_: Fields, policies: list[str]) -> Claim:
-    claim = Claim(text=fields_.str("text"), metric=fields_.str("metric"),
+def _claim(fields_: Fields, policies: list[str], metrics: list[str], channels: int) -> Claim:
+    metric = fields_.str("metric")
+    if metric not in metrics:
+        priorities = sum(1 for m in metrics if m.startswith("wait.per_priority.")) // len(
+            _SUMMARY)
+        raise fields_.error("metric", f"names {metric!r}, which is not a metric of the "
+                                      f"results; accepted: {_metric_help(priorities, channels)}")
+    claim = Claim(text=fields_.str("text"), metric=metric,
                   policy=fields_.str("policy", choices=policies),
                   baseline=fields_.str("baseline", choices=policies),
                   higher_is_better=fields_.bool("higher_is_better"))
+    if claim.policy == claim.baseline:
+        raise fields_.error("baseline", f"is the claim's policy {claim.policy!r}; a claim "
+                                        f"compares two different policies")
     fields_.done()
     return claim
 
@@ -465,8 +648,10 @@ def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
     """Draw every channel's WGs, each channel from its own ``random.Random`` seeded with
     ``seed`` and the channel index (so adding a channel leaves the others' draws unchanged).
 
-    Rate channels stop generating at ``cycles``; ids are assigned in arrival order
-    (channel order for equal cycles), so they are the global submission order.
+    Rate channels stop generating at ``cycles`` (one Bernoulli draw per cycle, so the work is
+    bounded by the run length whatever the rate); back-to-back channels queue all ``count``
+    WGs at their start cycle. Ids are assigned in arrival order (channel order for equal
+    cycles), so they are the global submission order.
     """
     drawn = []
     for index, channel in enumerate(channels):
@@ -475,7 +660,7 @@ def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
         for _ in range(channel.count):
             if channel.arrival != "back_to_back":
                 # Bernoulli arrivals: the gap to the next success is geometric.
-                while rng.random() >= channel.arrival:
+                while cycle < cycles and rng.random() >= channel.arrival:
                     cycle += 1
                 if cycle >= cycles:
                     break
@@ -495,38 +680,69 @@ def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
 
 
 def read_trace(path, gpu: GpuConfig, channels: int | None = None) -> list[WorkGroup]:
-    """Read a CSV trace (header :data:`TRACE_COLUMNS`); errors name the row and column."""
+    """Read a CSV trace (header :data:`TRACE_COLUMNS`, one WG per row; blank lines are
+    skipped). Every value is checked; an error names the file, the row (its line number) and
+    the column, and says what is accepted. A row with more or fewer values than the header
+    is an error, not silently cut or padded."""
     path = Path(path)
-    workload = []
-    with path.open(newline="") as file:
-        reader = csv.DictReader(file)
-        if tuple(reader.fieldnames or ()) != TRACE_COLUMNS:
-            raise ConfigError(f"{path}: header must be {','.join(TRACE_COLUMNS)}, "
-                              f"not {','.join(reader.fieldnames or ())}")
-        limits = {"channel": (0, (channels or 1 << 16) - 1),
-                  "priority": (0, gpu.priorities - 1), "waves": (1, None), "vgpr": (0, None),
-                  "sgpr": (0, None), "lds": (0, None), "duration": (1, None),
-                  "arrival": (0, None), "independent": (0, 1)}
-        for row_number, row in enumerate(reader, start=2):
-            values = {}
-            for column in TRACE_COLUMNS:
-                text = (row.get(column) or "").strip()
-                low, high = limits[column]
-                try:
-                    value = int(text)
-                except ValueError:
-                    raise ConfigError(f"{path}: row {row_number}, column {column!r}: "
-                                      f"{text!r} is not an integer") from None
-                if value < low or (high is not None and value > high):
-                    bound = f"{low}..{high}" if high is not None else f">= {low}"
-                    raise ConfigError(f"{path}: row {row_number}, column {column!r}: {value} "
-                                      f"is out of range ({bound})")
-                values[column] = value
-            workload.append(WorkGroup(id=-1, independent=bool(values.pop("independent")),
-                                      **values))
+    try:
+        file = path.open(newline="")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+    expected = ",".join(TRACE_COLUMNS)
+    with file:
+        reader = csv.reader(file)
+        try:
+            workload = _trace_rows(path, reader, gpu, channels, expected)
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{path}: not a UTF-8 text file (byte {error.start}: "
+                              f"{error.reason}); a trace is CSV text") from None
+        except csv.Error as error:
+            raise ConfigError(f"{path}: row {reader.line_num}: not valid CSV ({error})") from None
     workload.sort(key=lambda wg: (wg.arrival, wg.channel))
     for number, wg in enumerate(workload):
         wg.id = number
+    return workload
+
+
+def _trace_rows(path, reader, gpu: GpuConfig, channels: int | None, expected: str
+                ) -> list[WorkGroup]:
+    """The WGs of a trace's rows, each value checked (see :func:`read_trace`)."""
+    workload = []
+    header = next(reader, None)
+    header = [column.strip() for column in header or ()]
+    if tuple(header) != TRACE_COLUMNS:
+        raise ConfigError(f"{path}: header must be {expected}, not {','.join(header)}")
+    limits = {"channel": (0, (channels or 1 << 16) - 1),
+              "priority": (0, gpu.priorities - 1),
+              "waves": (1, gpu.peus * gpu.wave_slots), "vgpr": (0, None),
+              "sgpr": (0, None), "lds": (0, None), "duration": (1, None),
+              "arrival": (0, None), "independent": (0, 1)}
+    for row in reader:
+        row_number = reader.line_num
+        if not row:
+            continue
+        if len(row) != len(TRACE_COLUMNS):
+            raise ConfigError(f"{path}: row {row_number} has {len(row)} values, but the "
+                              f"header has {len(TRACE_COLUMNS)} columns ({expected})")
+        values = {}
+        for column, text in zip(TRACE_COLUMNS, row, strict=True):
+            text = text.strip()
+            low, high = limits[column]
+            try:
+                value = int(text)
+            except ValueError:
+                raise ConfigError(f"{path}: row {row_number}, column {column!r}: "
+                                  f"{text!r} is not an integer") from None
+            if value < low or (high is not None and value > high):
+                bound = f"{low}..{high}" if high is not None else f">= {low}"
+                why = (" (a WG's waves must fit one AP's wave slots, peus x wave_slots)"
+                       if column == "waves" else "")
+                raise ConfigError(f"{path}: row {row_number}, column {column!r}: {value} "
+                                  f"is out of range ({bound}){why}")
+            values[column] = value
+        workload.append(WorkGroup(id=-1, independent=bool(values.pop("independent")),
+                                  **values))
     return workload
 
 

@@ -12,52 +12,68 @@ Timing (one dispatcher clock per cycle; the README has the diagram). In cycle ``
    hold the all-free reset state of an idle GPU). Counted resources are read as they are.
 4. **Match** every channel's head against every AP (embodiment 1 / 8 split per PEU), **select**
    the target WG (priority with embodiment 2's windows, the a42 tie-break with a 16-bit LFSR)
-   and the target AP (round-robin, embodiment 9, 10 or both), **allocate** each contiguous
-   need at the lowest address where it fits in the *current* status (the exact circuit's
-   ``fit_start``, :func:`model.maxblock.first_fit`) plus the counted slots. When the current
-   status cannot hold it (only possible with ``L > 0``: the view was stale), nothing is
-   dispatched this cycle (a *stale abort*) and no selection state changes.
-5. **Embodiment 3.** When every head failed to match, ``g += 1``; when ``g`` exceeds the
-   threshold, every independent head WG is replaced by one sub-WG per wave at the lowest
-   priority (the sub-WGs are the channel's next heads from cycle ``t + 1``) and ``g = 0``.
-   A cycle with a match sets ``g = 0``.
+   and the target AP (round-robin, embodiment 9, 10 or both, on integer scores), **allocate**
+   each contiguous need at the lowest address where it fits in the *current* status (the
+   exact circuit's ``fit_start``, :func:`model.maxblock.first_fit`) plus the counted slots.
+   When the current status cannot hold it (only possible with ``L > 0``: the view was
+   stale), nothing is dispatched this cycle (a *stale abort*) and no selection state changes.
+5. **Embodiment 3.** ``g`` counts consecutive cycles in which a head waited at step 4 and none
+   matched; a cycle in which a head matched, or none waited, sets ``g = 0``. When ``g``
+   exceeds the threshold, every independent head WG is replaced by one sub-WG per wave at the
+   lowest priority (the sub-WGs are the channel's next heads from cycle ``t + 1``) and
+   ``g = 0``, also when no head could be split.
 
 A WG dispatched in cycle ``t`` with duration ``d`` runs in cycles ``t + 1 .. t + d`` and its
 resources are free again in cycle ``t + d + 1``. At most one WG is dispatched per cycle.
 
+Every score that decides a placement is an integer with a width stated by
+:func:`score_widths` (embodiment 9's ``a_h``, embodiment 10's power in 1/256 weighted
+instructions, the combined score by cross-multiplication), so an RTL dispatcher can match
+the model bit for bit; the metrics are computed from those integers.
+
 Cycles in which nothing can change (no dispatch, and no release, arrival, free-block view
-update or split before the next event) are skipped in one step; the counters that would have
-advanced in them (``g``, the time integrals, the samples) are advanced by the same amount, so
-skipping changes no result (a test runs with skipping off and compares).
+update or split before the next event) are skipped in one step; everything that would have
+advanced in them (``g``, the time integrals, the power history, every sample of the series
+and of the imbalance metrics) is advanced exactly, so skipping changes no output (a test
+compares the whole result, series included, with skipping on and off on random configs).
+
+``events`` (a list) receives one row per event for the event log (:func:`write_events`).
 """
 
+import csv
 import heapq
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from model.checks import InvariantError
+from model.config import ConfigError
 from model.dispatch.config import (
     INSTRUCTION_CLASSES,
+    MIX_FRACTION_BITS,
     ChannelConfig,
     GpuConfig,
     PolicyConfig,
     WorkGroup,
     check_policy,
+    quantised_mix,
 )
 from model.maxblock import (
     default_samples,
-    first_fit,
-    grouped_max_free_run,
-    max_free_run,
-    sampled_max_free_run,
+    first_fit_unchecked,
+    grouped_run_unchecked,
+    longest_run_unchecked,
 )
 from model.stats import coefficient_of_variation, summary
 
-__all__ = ["InvariantError", "Lfsr", "DispatchSimulator", "circuit_function", "split_table",
-           "simulate"]
+__all__ = ["EVENT_KINDS", "InvariantError", "Lfsr", "DispatchSimulator", "circuit_function",
+           "event_columns", "score_widths", "simulate", "split_table", "write_events"]
+
+#: The kinds of event in the event log, in the order they can happen within one cycle.
+EVENT_KINDS = ("release", "arrive", "reject", "dispatch", "stale-abort", "split")
 
 
 class Lfsr:
@@ -98,45 +114,90 @@ def split_table(peus: int, max_waves: int) -> np.ndarray:
 
 def circuit_function(policy: PolicyConfig, n: int):
     """The free-block length the policy's circuit reports for an ``n``-block status word
-    (1 = free): a function of the status word, from :mod:`model.maxblock`, memoised."""
+    (1 = free): a function of the status word, memoised. It computes what
+    :mod:`model.maxblock`'s ``max_free_run``, ``grouped_max_free_run`` and
+    ``sampled_max_free_run`` do, through their unchecked fast paths (the words come from the
+    simulator's own registers; a test holds the two equal)."""
     if policy.circuit in ("exact", "full"):
-        def length(bits):
-            return max_free_run(bits, n)
+        length = longest_run_unchecked
     elif policy.circuit == "grouped":
         groups = n // policy.group_size
 
         def length(bits):
-            return grouped_max_free_run(bits, n, groups)
+            return grouped_run_unchecked(bits, n, groups)
     else:
-        samples = default_samples(n)
+        lengths = sorted(k + 1 for k in default_samples(n))
 
         def length(bits):
-            return sampled_max_free_run(bits, n, samples)
+            # The largest sampled length k + 1 that the exact length reaches (0 if none).
+            index = bisect_right(lengths, longest_run_unchecked(bits))
+            return lengths[index - 1] if index else 0
     return _memoised(length)
 
 
-def _memoised(function):
-    cache: dict[int, int] = {}
+class _Memo:
+    """A function of a status word with a memo of its results (cleared past 65,536 words):
+    callable, and its ``cache`` read directly by the simulator's inner loop."""
 
-    def cached(bits: int) -> int:
-        value = cache.get(bits)
+    __slots__ = ("cache", "function")
+
+    def __init__(self, function):
+        self.function = function
+        self.cache: dict[int, int] = {}
+
+    def __call__(self, bits: int) -> int:
+        value = self.cache.get(bits)
         if value is None:
-            if len(cache) > 1 << 16:
-                cache.clear()
-            value = cache[bits] = function(bits)
+            value = self.compute(bits)
         return value
-    return cached
+
+    def compute(self, bits: int) -> int:
+        if len(self.cache) > 1 << 16:
+            self.cache.clear()
+        value = self.cache[bits] = self.function(bits)
+        return value
 
 
-@dataclass
+def _memoised(function) -> _Memo:
+    return _Memo(function)
+
+
+def score_widths(gpu: GpuConfig, policy: PolicyConfig) -> dict:
+    """The unsigned bit widths of the integers that decide an AP, for ``gpu`` and ``policy``
+    (what an RTL dispatcher's registers need; a test checks that no value exceeds them):
+
+    ``resource_weight`` (each ``a_h``) and ``resource_score`` (embodiment 9's
+    ``sum a_h r_h``, at most ``sum a_h C_h``); ``wave_power`` (one wave's weighted
+    instructions per cycle, ``sum b_s q_s`` with the mix ``q_s`` in 1/256 and at most 256 in
+    all), ``ap_power`` (an AP's per cycle, at most ``peus x wave_slots`` waves),
+    ``history`` (embodiment 10's window sum or exponential average, at most ``Nx`` times
+    the AP power); ``combined`` (``w_r R max(Bmax, 1) - w_i B max(Rmax, 1)``, plus a sign
+    bit).
+    """
+    weights = gpu.resource_weight_values()
+    resource_score = sum(a * c for a, c in zip(weights, gpu.ap_capacities(), strict=True))
+    wave_power = max(gpu.instruction_weights) << MIX_FRACTION_BITS
+    ap_power = wave_power * gpu.peus * gpu.wave_slots
+    history = ap_power * policy.history_cycles + (policy.history_cycles - 1)
+    combined = max(policy.resource_weight * resource_score * max(history, 1),
+                   policy.instruction_weight * history * max(resource_score, 1))
+    return {"resource_weight": max(max(weights).bit_length(), 1),
+            "resource_score": max(resource_score.bit_length(), 1),
+            "wave_power": max(wave_power.bit_length(), 1),
+            "ap_power": max(ap_power.bit_length(), 1),
+            "history": max(history.bit_length(), 1),
+            "combined": max(combined.bit_length(), 1) + 1}
+
+
+@dataclass(slots=True)
 class _Allocation:
     wg: WorkGroup
     ap: int
-    waves: np.ndarray                  # per PEU
+    waves: tuple                       # per PEU
     vgpr: list                         # per PEU: (start, length) or None
     sgpr: list
     lds: tuple | None
-    power: float                       # instruction power per cycle of the whole WG
+    power: int                         # instruction power per cycle of the whole WG
 
 
 @dataclass
@@ -157,6 +218,46 @@ class _Counters:
     violations: list = field(default_factory=list)
 
 
+class _History:
+    """One AP's executed instruction energy as a piecewise-linear function of the cycle:
+    exact integer sums of the per-cycle power over any window."""
+
+    __slots__ = ("energies", "rates", "times")
+
+    def __init__(self):
+        self.times, self.energies, self.rates = [0], [0], [0]
+
+    def energy(self, cycle: int) -> int:
+        """Instruction energy executed in cycles before ``cycle``."""
+        times = self.times
+        position = bisect_right(times, cycle) - 1
+        return self.energies[position] + self.rates[position] * (cycle - times[position])
+
+    def change(self, cycle: int, delta: int, keep: int) -> None:
+        """The power changes by ``delta`` from cycle ``cycle`` on; entries older than
+        ``cycle - keep`` may be forgotten."""
+        times, energies, rates = self.times, self.energies, self.rates
+        if times[-1] == cycle:
+            rates[-1] += delta
+        else:
+            energies.append(self.energy(cycle))
+            times.append(cycle)
+            rates.append(rates[-1] + delta)
+        if len(times) > 64 and times[32] < cycle - keep:
+            del times[:32], energies[:32], rates[:32]
+
+    def window(self, cycle: int, length: int) -> int:
+        """Energy executed in cycles ``max(0, cycle - length) .. cycle - 1``."""
+        times = self.times
+        last = times[-1]
+        if cycle >= last:               # the usual case: the current segment, no search
+            end = self.energies[-1] + self.rates[-1] * (cycle - last)
+        else:
+            end = self.energy(cycle)
+        start = cycle - length
+        return end - self.energy(start) if start > 0 else end
+
+
 class DispatchSimulator:
     """One policy on one workload, cycle by cycle (see the module docstring for the timing).
 
@@ -165,7 +266,9 @@ class DispatchSimulator:
     gpu : GpuConfig
     policy : PolicyConfig
     workload : list of WorkGroup
-        Submitted WGs in arrival order (copied; the caller's objects are not changed).
+        Submitted WGs in arrival order (copied; the caller's objects are not changed). WGs
+        arriving at or after ``cycles`` are not submitted; the results count them
+        (``workgroups_after_end``).
     channels : sequence of ChannelConfig
         For the channels' instruction mixes; channel ``i`` of the workload uses
         ``channels[i]`` (default mix when absent).
@@ -179,82 +282,137 @@ class DispatchSimulator:
         Skip quiet cycles (``False`` runs every cycle; the results are identical).
     sample_interval : int
         Cycles between the samples behind the time series, fragmentation and imbalance.
+    power_window : int
+        Sliding window, in cycles, of the ``ap_imbalance.power`` metric (the same for every
+        policy).
+    events : list, optional
+        Receives the event log's rows (see :func:`write_events`).
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
+
+    Speed, without changing a result: the state is kept in Python lists with running totals
+    (held blocks, free slots, each AP's summed view) instead of per-cycle numpy sums; each
+    head WG keeps a mask of the APs it fits and re-tests only the APs whose view, slots or
+    rotation pointer changed since (``_mask``); the free-block lengths come from
+    :mod:`model.maxblock`'s unchecked fast paths, memoised per status word.
     """
 
     def __init__(self, gpu: GpuConfig, policy: PolicyConfig, workload, *, channels=(),
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
-                 skip: bool = True, sample_interval: int = 64, observer=None):
+                 skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
+                 events: list | None = None, observer=None):
         check_policy(policy, gpu)
         self.gpu, self.policy = gpu, policy
         self.cycles_limit = cycles
         self.debug, self.strict, self.skip = debug, strict, skip
         self.sample_interval = sample_interval
+        self.power_window = power_window
+        self.events = events
         self.observer = observer
-        self.workload = [WorkGroup(**{k: v for k, v in vars(wg).items()
-                                      if k not in ("dispatched", "completed", "ap")})
-                         for wg in workload]
+        copies = [WorkGroup(**{k: v for k, v in vars(wg).items()
+                               if k not in ("dispatched", "completed", "ap")})
+                  for wg in workload]
+        self.workload = [wg for wg in copies if wg.arrival < cycles]
+        self.after_end = len(copies) - len(self.workload)
         P, Q = gpu.aps, gpu.peus
         self.P, self.Q = P, Q
-        weights = np.array(gpu.instruction_weights)
-        self.channel_count = max([len(channels)] + [wg.channel + 1 for wg in self.workload])
+        self.channel_count = max([len(channels)] + [wg.channel + 1 for wg in copies])
         mixes = [channels[i].mix if i < len(channels) else ChannelConfig().mix
                  for i in range(self.channel_count)]
-        self.wave_power = [float(np.dot(weights, mix)) for mix in mixes]
-        assert len(INSTRUCTION_CLASSES) == len(weights)
+        # Embodiment 10: one wave's weighted instructions per cycle, in 1/256 (integer).
+        quantised = [quantised_mix(mix) for mix in mixes]
+        for index, q in enumerate(quantised):
+            if sum(q) > 1 << MIX_FRACTION_BITS or min(q, default=0) < 0:
+                raise ConfigError(f"channels[{index}].mix must be non-negative and add up to at "
+                                  f"most 1 instruction per cycle per wave, not "
+                                  f"{list(mixes[index])}")
+        self.wave_power = [sum(b * q for b, q in zip(gpu.instruction_weights, mix, strict=True))
+                           for mix in quantised]
+        assert len(INSTRUCTION_CLASSES) == len(gpu.instruction_weights)
+        self.resource_weights = gpu.resource_weight_values()
+        self.widths = score_widths(gpu, policy)
 
-        # Status registers (1 = free), true lengths, the matcher's view, free counts.
+        # Status registers (1 = free), true lengths, the matcher's view, free and held counts.
         self.size = {"vgpr": gpu.vgpr, "sgpr": gpu.sgpr, "lds": gpu.lds}
-        self.bits = {"vgpr": [(1 << gpu.vgpr) - 1] * (P * Q),
-                     "sgpr": [(1 << gpu.sgpr) - 1] * (P * Q),
-                     "lds": [(1 << gpu.lds) - 1] * P}
+        counts = {"vgpr": P * Q, "sgpr": P * Q, "lds": P}
+        self.bits = {name: [(1 << n) - 1] * counts[name] for name, n in self.size.items()}
         self.circuit = {name: circuit_function(policy, n) for name, n in self.size.items()}
         # The true longest run (for fragmentation); the exact and full circuits report it
         # already, so they share one memo.
         self.longest = (self.circuit if policy.circuit in ("exact", "full") else
-                        {name: _memoised(lambda bits, n=n: max_free_run(bits, n))
-                         for name, n in self.size.items()})
-        self.view = {name: np.full(len(self.bits[name]), self.circuit[name](self.bits[name][0]),
-                                   dtype=np.int64) for name in self.size}
-        self.largest = {name: np.full(len(self.bits[name]), n, dtype=np.int64)
-                        for name, n in self.size.items()}
-        self.free = {name: np.full(len(self.bits[name]), n, dtype=np.int64)
+                        {name: _memoised(longest_run_unchecked) for name in self.size})
+        self.view = {name: [self.circuit[name]((1 << n) - 1)] * counts[name]
                      for name, n in self.size.items()}
-        self.held = {name: np.zeros(len(self.bits[name]), dtype=np.int64) for name in self.size}
-        self.slots = np.full((P, Q), gpu.wave_slots, dtype=np.int64)
+        self.largest = {name: [n] * counts[name] for name, n in self.size.items()}
+        self.free = {name: [n] * counts[name] for name, n in self.size.items()}
+        self.held = {name: [0] * counts[name] for name in self.size}
+        self.held_total = dict.fromkeys(self.size, 0)
+        # Each AP's view summed over its PEUs (embodiment 9's r for VGPR and SGPR).
+        self.view_sum = {name: [Q * self.view[name][0]] * P for name in ("vgpr", "sgpr")}
+        # Per resource, what a block change updates (``longest`` None: the circuit's length
+        # is the true longest run).
+        self._state = {name: (self.bits[name], self.held[name], self.largest[name],
+                              self.free[name], self.circuit[name],
+                              None if self.longest[name] is self.circuit[name]
+                              else self.longest[name]) for name in self.size}
+        self._slots = [[gpu.wave_slots] * Q for _ in range(P)]
+        self.ap_slots = [Q * gpu.wave_slots] * P          # free wave slots per AP
+        self.slots_free = P * Q * gpu.wave_slots
         self.pending = deque()                       # (visible cycle, resource, index, length)
 
-        max_waves = max([Q * gpu.wave_slots] + [wg.waves for wg in self.workload])
-        self.table = split_table(Q, max_waves)
-        self.pointer = np.zeros(P, dtype=np.int64)   # embodiment 8, per AP
-        self._rotation = None
+        # Admitted WGs have at most peus x wave_slots waves (larger ones are rejected).
+        self.table = split_table(Q, Q * gpu.wave_slots)
+        self._rows: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._pointer = [0] * P                       # embodiment 8, per AP
         self.lfsr = Lfsr(policy.lfsr_seed)
         self.selected = np.zeros((self.channel_count, gpu.priorities), dtype=bool)
         self.ap_pointer = 0
         self.channel_pointer = 0
         self.buffer: WorkGroup | None = None         # the MIAOW-like one-WG buffer
         self.g = 0
+        # Per head WG (by id): [APs it fits (bit mask), APs changed since (bit mask)].
+        self._masks: dict[int, list[int]] = {}
 
-        # Embodiment 10: instruction power history per AP, as a piecewise-linear energy.
-        self.rate = np.zeros(P)
-        self.history = [([0], [0.0], [0.0]) for _ in range(P)]   # times, energies, rates
+        # Embodiment 10: per AP, the power now (integer), the exact history (for the window
+        # and the metric) and the exponential average (history = "ema"), advanced lazily.
+        self.power = [0] * P
+        self.history = [_History() for _ in range(P)]
+        self.keep = 2 * max(policy.history_cycles, power_window)
+        self.shift = policy.history_cycles.bit_length() - 1
+        self.ema = [0] * P
+        self.ema_time = 0
 
         self.channels = [deque() for _ in range(self.channel_count)]
         self.completions: list = []
         self.parents: dict[int, _Parent] = {}
-        self.next_id = len(self.workload)
+        self.next_id = len(copies)
         self.last_dispatched = [-1] * self.channel_count
         self.rejected: list[dict] = []
         self.counters = _Counters()
-        self.peu_waves = np.zeros((P, Q), dtype=np.int64)
+        self._peu_waves = [[0] * Q for _ in range(P)]
         self.waits: list[tuple[int, int, int]] = []  # (priority, channel, wait)
-        self.used_integral = {name: 0.0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
+        self.used_integral = {name: 0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
         self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
                         "ap_resource_cv": [], "ap_power_cv": []}
-        self.sample_weights: list[int] = []
         self.completed = 0
+
+    # -- views of the state as arrays (tests, results) ------------------------------------------
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Free wave slots, ``(P, Q)``."""
+        return np.array(self._slots, dtype=np.int64)
+
+    @property
+    def pointer(self) -> np.ndarray:
+        """Embodiment 8's rotating pointer of every AP."""
+        return np.array(self._pointer, dtype=np.int64)
+
+    @property
+    def peu_waves(self) -> np.ndarray:
+        """Waves each PEU has received, ``(P, Q)``."""
+        return np.array(self._peu_waves, dtype=np.int64)
 
     # -- invariants ----------------------------------------------------------------------------
 
@@ -274,63 +432,168 @@ class DispatchSimulator:
                     self._violation(f"cycle {cycle}: {name}[{index}] free count "
                                     f"{self.free[name][index]} disagrees with its bitmap "
                                     f"({free})")
+            if sum(self.held[name]) != self.held_total[name]:
+                self._violation(f"cycle {cycle}: {name} held total {self.held_total[name]} "
+                                f"!= {sum(self.held[name])}")
+        for name in ("vgpr", "sgpr"):
+            view = self.view[name]
+            sums = [sum(view[ap * self.Q:(ap + 1) * self.Q]) for ap in range(self.P)]
+            if sums != self.view_sum[name]:
+                self._violation(f"cycle {cycle}: {name} view sums {self.view_sum[name]} "
+                                f"!= {sums}")
         live = np.zeros((self.P, self.Q), dtype=np.int64)
+        power = [0] * self.P
         for _, _, allocation in self.completions:
             live[allocation.ap] += allocation.waves
+            if allocation.wg.dispatched < cycle:
+                power[allocation.ap] += allocation.power
         if np.any(self.slots + live != self.gpu.wave_slots):
             self._violation(f"cycle {cycle}: wave slots free + held != {self.gpu.wave_slots}")
+        if [sum(row) for row in self._slots] != self.ap_slots or \
+                sum(self.ap_slots) != self.slots_free:
+            self._violation(f"cycle {cycle}: free wave slot totals disagree")
+        now = [h.energy(cycle + 1) - h.energy(cycle) for h in self.history]
+        if now != power:
+            self._violation(f"cycle {cycle}: instruction power per AP {now} != the running "
+                            f"WGs' {power}")
+        for wg_id, (mask, dirty) in self._masks.items():
+            head = next((w for w in [*(q[0] for q in self.channels if q), self.buffer]
+                         if w is not None and w.id == wg_id), None)
+            if head is None:
+                self._violation(f"cycle {cycle}: a fit mask is kept for WG {wg_id}, no head")
+                continue
+            fresh = sum(1 << ap for ap in range(self.P) if self._fits(head, ap))
+            if (mask ^ fresh) & ~dirty:
+                self._violation(f"cycle {cycle}: WG {wg_id}'s fit mask {mask:#x} is stale "
+                                f"({fresh:#x})")
 
     # -- resource state --------------------------------------------------------------------------
 
-    def _set_bits(self, name: str, index: int, bits: int, visible: int) -> None:
-        self.bits[name][index] = bits
-        self.largest[name][index] = self.longest[name](bits)
-        self.free[name][index] = bits.bit_count()
-        self.pending.append((visible, name, index, self.circuit[name](bits)))
+    def _changed(self, ap: int) -> None:
+        """The AP's view, slots or pointer changed: every kept fit mask re-tests it."""
+        bit = 1 << ap
+        for entry in self._masks.values():
+            entry[1] |= bit
 
-    def _take(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
+    def _change_plan(self, name: str, base: int, plan: list, cycle: int, visible: int,
+                     take: bool) -> None:
+        """:meth:`_change` for each PEU's ``(start, length)`` (or ``None``) of ``plan``, the
+        PEUs of one AP from resource instance ``base`` (the same steps, one call)."""
+        all_bits, held, largest, free, circuit, longest = self._state[name]
+        cache, pending = circuit.cache, self.pending
+        total = 0
+        for q, placed in enumerate(plan):
+            if placed is None:
+                continue
+            start, length = placed
+            index = base + q
+            mask = ((1 << length) - 1) << start
+            bits = all_bits[index]
+            if take:
+                if bits & mask != mask:
+                    self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                    f"{start + length - 1} allocated while some are in use")
+                bits &= ~mask
+            else:
+                if bits & mask:
+                    self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                    f"{start + length - 1} released while some are free")
+                bits |= mask
+                length = -length
+            held[index] += length
+            total += length
+            all_bits[index] = bits
+            seen = cache.get(bits)
+            if seen is None:
+                seen = circuit.compute(bits)
+            largest[index] = seen if longest is None else longest(bits)
+            free[index] = bits.bit_count()
+            pending.append((visible, name, index, seen))
+        self.held_total[name] += total
+
+    def _change(self, name: str, index: int, start: int, length: int, cycle: int,
+                visible: int, take: bool) -> None:
+        """Take (``take``) or give back blocks ``start .. start + length - 1`` of one resource
+        instance: its status register, held and free counts, true longest run, and the
+        circuit's length for the matcher from cycle ``visible``."""
+        all_bits, held, largest, free, circuit, longest = self._state[name]
         mask = ((1 << length) - 1) << start
-        bits = self.bits[name][index]
-        if bits & mask != mask:
-            self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
-                            f" allocated while some are in use")
-        self.held[name][index] += length
-        self._set_bits(name, index, bits & ~mask, cycle + 1 + self.policy.circuit_latency)
-
-    def _give(self, name: str, index: int, start: int, length: int, cycle: int) -> None:
-        mask = ((1 << length) - 1) << start
-        bits = self.bits[name][index]
-        if bits & mask:
-            self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}..{start + length - 1}"
-                            f" released while some are free")
-        self.held[name][index] -= length
-        self._set_bits(name, index, bits | mask, cycle + self.policy.circuit_latency)
-
-    def _energy(self, ap: int, cycle: int) -> float:
-        """Instruction energy the AP executed in cycles before ``cycle``."""
-        times, energies, rates = self.history[ap]
-        position = bisect_right(times, cycle) - 1
-        return energies[position] + rates[position] * (cycle - times[position])
-
-    def _change_rate(self, ap: int, cycle: int, delta: float) -> None:
-        """The AP's instruction power changes by ``delta`` from cycle ``cycle`` on."""
-        times, energies, rates = self.history[ap]
-        energy = self._energy(ap, cycle)
-        if times[-1] == cycle:
-            rates[-1] += delta
+        bits = all_bits[index]
+        if take:
+            if bits & mask != mask:
+                self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                f"{start + length - 1} allocated while some are in use")
+            bits &= ~mask
         else:
-            times.append(cycle)
-            energies.append(energy)
-            rates.append(rates[-1] + delta)
-        horizon = cycle - 2 * self.policy.history_cycles
-        if len(times) > 64 and times[32] < horizon:
-            del times[:32], energies[:32], rates[:32]
+            if bits & mask:
+                self._violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
+                                f"{start + length - 1} released while some are free")
+            bits |= mask
+            length = -length
+        held[index] += length
+        self.held_total[name] += length
+        all_bits[index] = bits
+        seen = circuit.cache.get(bits)
+        if seen is None:
+            seen = circuit.compute(bits)
+        largest[index] = seen if longest is None else longest(bits)
+        free[index] = bits.bit_count()
+        self.pending.append((visible, name, index, seen))
 
-    def _window_power(self, cycle: int) -> np.ndarray:
-        """Embodiment 10's ``tb_f``: weighted instructions over the last ``Nx`` cycles."""
-        start = max(0, cycle - self.policy.history_cycles)
-        return np.array([self._energy(ap, cycle) - self._energy(ap, start)
-                         for ap in range(self.P)])
+    def _show(self, cycle: int) -> None:
+        """Step 3: every circuit output due by ``cycle`` becomes the matcher's view."""
+        pending, Q, views, sums = self.pending, self.Q, self.view, self.view_sum
+        changed = 0
+        while pending and pending[0][0] <= cycle:
+            _, name, index, length = pending.popleft()
+            view = views[name]
+            old = view[index]
+            if old == length:
+                continue
+            view[index] = length
+            if name == "lds":
+                changed |= 1 << index
+            else:
+                ap = index // Q
+                sums[name][ap] += length - old
+                changed |= 1 << ap
+        if changed:
+            for entry in self._masks.values():
+                entry[1] |= changed
+
+    # -- embodiment 10's history ---------------------------------------------------------------
+
+    def _advance_ema(self, cycle: int) -> None:
+        """Run the exponential average ``x <- x - (x >> k) + p`` up to the start of ``cycle``
+        (one step per cycle, exactly as a register would; a value at its fixed point stays)."""
+        steps = cycle - self.ema_time
+        if steps <= 0:
+            return
+        shift = self.shift
+        for ap in range(self.P):
+            x, p = self.ema[ap], self.power[ap]
+            for _ in range(steps):
+                following = x - (x >> shift) + p
+                if following == x:
+                    break
+                x = following
+            self.ema[ap] = x
+        self.ema_time = cycle
+
+    def _change_power(self, ap: int, cycle: int, delta: int) -> None:
+        """The AP's instruction power changes by ``delta`` from cycle ``cycle`` on."""
+        if self.policy.history == "ema":
+            self._advance_ema(cycle)
+        self.power[ap] += delta
+        self.history[ap].change(cycle, delta, self.keep)
+
+    def _history_scores(self, cycle: int) -> list[int]:
+        """Embodiment 10's ``tb_f`` of every AP as the policy keeps it, at ``cycle``."""
+        if self.policy.history == "ema":
+            self._advance_ema(cycle)
+            return list(self.ema)
+        length = self.policy.history_cycles
+        return [h.window(cycle, length) for h in self.history]
 
     # -- admission, splitting --------------------------------------------------------------------
 
@@ -353,17 +616,20 @@ class DispatchSimulator:
                     f"{self.policy.circuit} circuit reports {seen})")
         return None
 
-    def _admit(self, wg: WorkGroup) -> bool:
+    def _admit(self, wg: WorkGroup, cycle: int) -> bool:
+        self._event(cycle, "arrive", wg)
         busiest = -(-wg.waves // self.Q)
         reason = self._fits_empty(busiest, wg, wg.lds)
         if reason is None:
             return True
         if (wg.independent and wg.waves > 1 and self._splitting
+                and busiest <= self.gpu.wave_slots
                 and self._fits_empty(1, wg, -(-wg.lds // wg.waves)) is None):
             return True          # it will be split (embodiment 3) and its waves fit alone
+        text = f"WG {wg.id} (channel {wg.channel}) can never be dispatched: {reason}"
         self.rejected.append({"id": wg.id, "channel": wg.channel, "arrival": wg.arrival,
-                              "reason": f"WG {wg.id} (channel {wg.channel}) can never be "
-                                        f"dispatched: {reason}"})
+                              "reason": text})
+        self._event(cycle, "reject", wg, reason=reason)
         return False
 
     @property
@@ -381,6 +647,7 @@ class DispatchSimulator:
             if not head.independent or head.waves < 2 or head.parent is not None:
                 continue
             queue.popleft()
+            self._masks.pop(head.id, None)
             parts = []
             for _ in range(head.waves):
                 parts.append(WorkGroup(id=self.next_id, channel=head.channel, priority=lowest,
@@ -389,6 +656,8 @@ class DispatchSimulator:
                                        independent=True, arrival=head.arrival,
                                        parent=head.id))
                 self.next_id += 1
+            for part in parts:
+                self._event(cycle, "split", part)
             queue.extendleft(reversed(parts))
             self.parents[head.id] = _Parent(head, len(parts))
             self.counters.splits += 1
@@ -398,25 +667,88 @@ class DispatchSimulator:
 
     # -- matching and selection -----------------------------------------------------------------
 
-    def _rotation_index(self) -> np.ndarray:
-        if self._rotation is None:
-            self._rotation = (np.arange(self.Q)[None, :] - self.pointer[:, None]) % self.Q
-        return self._rotation
+    def _row(self, waves: int, ap: int) -> tuple[int, ...]:
+        """Waves per PEU of ``ap`` for a WG of ``waves``: the split table's row, rotated by
+        the AP's pointer (embodiment 8), PEU ``q`` taking entry ``(q - p) mod Q``."""
+        pointer = self._pointer[ap] if self.policy.rotate else 0
+        row = self._rows.get((waves, pointer))
+        if row is None:
+            entries = self.table[waves].tolist()
+            Q = self.Q
+            row = self._rows[(waves, pointer)] = tuple(entries[(q - pointer) % Q]
+                                                       for q in range(Q))
+        return row
 
     def _waves(self, wg: WorkGroup) -> np.ndarray:
-        """Waves per PEU of every AP for ``wg``: the split table, rotated per AP (emb. 8)."""
-        row = self.table[wg.waves]
-        if self.policy.rotate:
-            return row[self._rotation_index()]
-        return np.broadcast_to(row, (self.P, self.Q))
+        """Waves per PEU of every AP for ``wg``, ``(P, Q)``."""
+        return np.array([self._row(wg.waves, ap) for ap in range(self.P)], dtype=np.int64)
+
+    def _fits(self, wg: WorkGroup, ap: int) -> bool:
+        """Every wave group of ``wg`` fits its PEU of ``ap`` (VGPR and SGPR views, free wave
+        slots) and the WG's LDS fits the AP's view."""
+        if wg.lds > self.view["lds"][ap]:
+            return False
+        row = self._rows.get((wg.waves, self._pointer[ap] if self.policy.rotate else 0))
+        if row is None:
+            row = self._row(wg.waves, ap)
+        base = ap * self.Q
+        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        slots = self._slots[ap]
+        v, s = wg.vgpr, wg.sgpr
+        for q, waves in enumerate(row):
+            if waves and (waves > slots[q] or waves * v > vgpr[base + q]
+                          or waves * s > sgpr[base + q]):
+                return False
+        return True
+
+    def _mask(self, wg: WorkGroup) -> int:
+        """The APs ``wg`` fits (bit ``a`` for AP ``a``): kept per head WG, re-testing only the
+        APs that changed since."""
+        entry = self._masks.get(wg.id)
+        if entry is None:
+            mask = self._masks_of(wg)
+            self._masks[wg.id] = [mask, 0]
+            return mask
+        mask, dirty = entry
+        if dirty:
+            while dirty:
+                low = dirty & -dirty
+                ap = low.bit_length() - 1
+                if self._fits(wg, ap):
+                    mask |= low
+                else:
+                    mask &= ~low
+                dirty ^= low
+            entry[0], entry[1] = mask, 0
+        return mask
+
+    def _masks_of(self, wg: WorkGroup) -> int:
+        """:meth:`_fits` on every AP at once, as a bit mask (the loop of ``_fits`` inlined:
+        a new head is tested against every AP)."""
+        lds_view, vgpr, sgpr = self.view["lds"], self.view["vgpr"], self.view["sgpr"]
+        rows, pointer, rotate = self._rows, self._pointer, self.policy.rotate
+        all_slots, ap_slots, Q = self._slots, self.ap_slots, self.Q
+        waves, v, s, lds = wg.waves, wg.vgpr, wg.sgpr, wg.lds
+        mask = 0
+        for ap in range(self.P):
+            if lds > lds_view[ap] or waves > ap_slots[ap]:
+                continue
+            row = rows.get((waves, pointer[ap] if rotate else 0))
+            if row is None:
+                row = self._row(waves, ap)
+            base, slots = ap * Q, all_slots[ap]
+            for q in range(Q):
+                count = row[q]
+                if count and (count > slots[q] or count * v > vgpr[base + q]
+                              or count * s > sgpr[base + q]):
+                    break
+            else:
+                mask |= 1 << ap
+        return mask
 
     def _match(self, wg: WorkGroup) -> np.ndarray:
         """Boolean per AP: every wave group fits its PEU and the shared needs fit the AP."""
-        waves = self._waves(wg)
-        ok = (waves * wg.vgpr <= self.view["vgpr"].reshape(self.P, self.Q))
-        ok &= (waves * wg.sgpr <= self.view["sgpr"].reshape(self.P, self.Q))
-        ok &= waves <= self.slots
-        return ok.all(axis=1) & (wg.lds <= self.view["lds"])
+        return np.array([self._fits(wg, ap) for ap in range(self.P)])
 
     def _rank(self, priority: int, cycle: int) -> int:
         """Embodiment 2: the window's priority is promoted above all; the rest keep order."""
@@ -441,48 +773,54 @@ class DispatchSimulator:
         return chosen, [(c, False) for c in channels if c != chosen]
 
     def _select(self, cycle: int):
-        """``(picked, matched)``: the target ``(channel, matching APs, selection-state
-        updates)`` or ``None``, and whether any head matched, per the selection rule."""
+        """``(picked, matched)``: the target ``(channel, matching APs as a bit mask,
+        selection-state updates)`` or ``None``, and whether any head matched, per the
+        selection rule."""
         selection = self.policy.selection
-        heads = [c for c in range(self.channel_count) if self.channels[c]]
+        channels = self.channels
         if selection == "miaow":
             if self.buffer is None:
                 for k in range(self.channel_count):
                     channel = (self.channel_pointer + k) % self.channel_count
-                    if self.channels[channel]:
-                        self.buffer = self.channels[channel].popleft()
+                    if channels[channel]:
+                        self.buffer = channels[channel].popleft()
                         self.channel_pointer = (channel + 1) % self.channel_count
                         break
             if self.buffer is None:
                 return None, False
-            match = self._match(self.buffer)
-            return ((self.buffer.channel, match, ()) if match.any() else None), match.any()
-        if not heads:
-            return None, False
+            mask = self._mask(self.buffer)
+            return ((self.buffer.channel, mask, ()) if mask else None), bool(mask)
         if selection == "strict":
-            best = min(self.channels[c][0].priority for c in heads)
+            heads = [c for c in range(self.channel_count) if channels[c]]
+            if not heads:
+                return None, False
+            best = min(channels[c][0].priority for c in heads)
             channel = next(c for c in self._channel_order()
-                           if self.channels[c] and self.channels[c][0].priority == best)
-            match = self._match(self.channels[channel][0])
-            return ((channel, match, ()) if match.any() else None), match.any()
+                           if channels[c] and channels[c][0].priority == best)
+            mask = self._mask(channels[channel][0])
+            return ((channel, mask, ()) if mask else None), bool(mask)
         if selection == "gpgpusim":
             for channel in self._channel_order():
-                if self.channels[channel]:
-                    match = self._match(self.channels[channel][0])
-                    if match.any():
-                        return (channel, match, ()), True
+                if channels[channel]:
+                    mask = self._mask(channels[channel][0])
+                    if mask:
+                        return (channel, mask, ()), True
             return None, False
         matches = {}
-        for channel in heads:
-            match = self._match(self.channels[channel][0])
-            if match.any():
-                matches[channel] = match
+        for channel, queue in enumerate(channels):
+            if queue:
+                mask = self._mask(queue[0])
+                if mask:
+                    matches[channel] = mask
         if not matches:
             return None, False
-        ranks = {c: self._rank(self.channels[c][0].priority, cycle) for c in matches}
+        if len(matches) == 1:
+            channel, mask = next(iter(matches.items()))
+            return (channel, mask, ()), True
+        ranks = {c: self._rank(channels[c][0].priority, cycle) for c in matches}
         best = min(ranks.values())
         tied = [c for c in matches if ranks[c] == best]
-        priority = self.channels[tied[0]][0].priority
+        priority = channels[tied[0]][0].priority
         lfsr_state = self.lfsr.state
         channel, flag_updates = self._tie_break(tied, priority)
         return (channel, matches[channel], ((priority, flag_updates, lfsr_state),)), True
@@ -492,80 +830,107 @@ class DispatchSimulator:
         return [(self.channel_pointer + k) % self.channel_count
                 for k in range(self.channel_count)]
 
-    def _choose_ap(self, match: np.ndarray, cycle: int) -> int:
-        candidates = np.flatnonzero(match)
+    def _resource_score(self, ap: int) -> int:
+        a = self.resource_weights
+        return (a[0] * self.view_sum["vgpr"][ap] + a[1] * self.view_sum["sgpr"][ap]
+                + a[2] * self.view["lds"][ap] + a[3] * self.ap_slots[ap])
+
+    def _resource_scores(self) -> list[int]:
+        """Embodiment 9's ``sum a_h r_h`` of every AP: ``r`` is the circuit's view summed over
+        the AP's PEUs (VGPR, SGPR), its LDS view and its free wave slots; integers."""
+        return [self._resource_score(ap) for ap in range(self.P)]
+
+    def _choose_ap(self, mask: int, cycle: int) -> int:
+        """The target AP among the matching ones (bit mask); every score is an integer, ties
+        go to the lowest index."""
         choice = self.policy.ap_choice
         if choice == "lowest":
-            return int(candidates[0])
+            return (mask & -mask).bit_length() - 1
         if choice == "round_robin":
-            after = candidates[candidates >= self.ap_pointer]
-            return int(after[0] if after.size else candidates[0])
-        resource = instruction = None
+            after = mask >> self.ap_pointer << self.ap_pointer
+            chosen = after or mask
+            return (chosen & -chosen).bit_length() - 1
+        candidates = [ap for ap in range(self.P) if mask >> ap & 1]
         if choice in ("resource", "combined"):
-            a = self.gpu.resource_weights
-            score = (a[0] * self.view["vgpr"].reshape(self.P, self.Q).sum(axis=1)
-                     + a[1] * self.view["sgpr"].reshape(self.P, self.Q).sum(axis=1)
-                     + a[2] * self.view["lds"] + a[3] * self.slots.sum(axis=1))
-            resource = score[candidates]
+            resource = [self._resource_score(ap) for ap in candidates]
         if choice in ("instruction", "combined"):
-            instruction = self._window_power(cycle)[candidates]
+            if self.policy.history == "ema":
+                self._advance_ema(cycle)
+                instruction = [self.ema[ap] for ap in candidates]
+            else:
+                length = self.policy.history_cycles
+                instruction = [self.history[ap].window(cycle, length) for ap in candidates]
         if choice == "resource":
-            return int(candidates[np.argmax(resource)])
+            return candidates[resource.index(max(resource))]
         if choice == "instruction":
-            return int(candidates[np.argmin(instruction)])
-        # combined: each term normalised by its largest value among the candidates
-        top_r, top_i = resource.max(), instruction.max()
-        score = (self.policy.resource_weight * (resource / top_r if top_r else 0 * resource)
-                 - self.policy.instruction_weight
-                 * (instruction / top_i if top_i else 0 * instruction))
-        return int(candidates[np.argmax(score)])
+            return candidates[instruction.index(min(instruction))]
+        # combined: w_r R / Rmax - w_i B / Bmax, cross-multiplied by Rmax Bmax (> 0), which
+        # orders the candidates the same way without a division.
+        top_r, top_i = max(max(resource), 1), max(max(instruction), 1)
+        w_r, w_i = self.policy.resource_weight, self.policy.instruction_weight
+        score = [w_r * r * top_i - w_i * b * top_r
+                 for r, b in zip(resource, instruction, strict=True)]
+        return candidates[score.index(max(score))]
 
     # -- dispatch and release -------------------------------------------------------------------
 
     def _allocate(self, wg: WorkGroup, ap: int, cycle: int) -> _Allocation | None:
         """Place ``wg`` on ``ap`` at first-fit addresses; ``None`` (nothing changed) when the
         current status cannot hold it."""
-        waves = self._waves(wg)[ap].copy()
-        plan = {"vgpr": [None] * self.Q, "sgpr": [None] * self.Q}
-        for q in range(self.Q):
-            if waves[q] > self.slots[ap, q]:
+        waves = self._row(wg.waves, ap)
+        Q = self.Q
+        base = ap * Q
+        slots = self._slots[ap]
+        vgpr_bits, sgpr_bits = self.bits["vgpr"], self.bits["sgpr"]
+        vgpr_plan, sgpr_plan = [None] * Q, [None] * Q
+        for q, count in enumerate(waves):
+            if count > slots[q]:
                 return None
-            for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
-                need = int(waves[q]) * per_wave
-                if need:
-                    start = first_fit(self.bits[name][ap * self.Q + q], self.size[name], need)
-                    if start is None:
-                        return None
-                    plan[name][q] = (start, need)
+            need = count * wg.vgpr
+            if need:
+                start = first_fit_unchecked(vgpr_bits[base + q], need)
+                if start is None:
+                    return None
+                vgpr_plan[q] = (start, need)
+            need = count * wg.sgpr
+            if need:
+                start = first_fit_unchecked(sgpr_bits[base + q], need)
+                if start is None:
+                    return None
+                sgpr_plan[q] = (start, need)
         lds = None
         if wg.lds:
-            start = first_fit(self.bits["lds"][ap], self.size["lds"], wg.lds)
+            start = first_fit_unchecked(self.bits["lds"][ap], wg.lds)
             if start is None:
                 return None
             lds = (start, wg.lds)
-        for q in range(self.Q):
-            for name in ("vgpr", "sgpr"):
-                if plan[name][q]:
-                    self._take(name, ap * self.Q + q, *plan[name][q], cycle)
+        visible = cycle + 1 + self.policy.circuit_latency
+        self._change_plan("vgpr", base, vgpr_plan, cycle, visible, True)
+        self._change_plan("sgpr", base, sgpr_plan, cycle, visible, True)
         if lds:
-            self._take("lds", ap, *lds, cycle)
-        self.slots[ap] -= waves
+            self._change("lds", ap, lds[0], lds[1], cycle, visible, True)
+        for q, count in enumerate(waves):
+            slots[q] -= count
+        self.ap_slots[ap] -= wg.waves
+        self.slots_free -= wg.waves
+        self._changed(ap)
         power = self.wave_power[wg.channel] * wg.waves
-        return _Allocation(wg, ap, waves, plan["vgpr"], plan["sgpr"], lds, power)
+        return _Allocation(wg, ap, waves, vgpr_plan, sgpr_plan, lds, power)
 
     def _dispatch(self, cycle: int) -> tuple[bool, bool, bool]:
         """Steps 4-5 of the cycle: returns (dispatched, stale abort, any head matched)."""
         picked, matched = self._select(cycle)
         if picked is None:
             return False, False, matched
-        channel, match, updates = picked
+        channel, mask, updates = picked
         wg = self.buffer if self.policy.selection == "miaow" else self.channels[channel][0]
-        ap = self._choose_ap(match, cycle)
+        ap = self._choose_ap(mask, cycle)
         allocation = self._allocate(wg, ap, cycle)
         if allocation is None:
             self.counters.stale_aborts += 1
             for _, _, lfsr_state in updates:
                 self.lfsr.state = lfsr_state     # an aborted dispatch changes no state
+            self._event(cycle, "stale-abort", wg, ap, self._row(wg.waves, ap))
             return False, True, True
         # Commit the selection state.
         for priority, flag_updates, _ in updates:
@@ -577,13 +942,16 @@ class DispatchSimulator:
             self.channels[channel].popleft()
             if self.policy.selection in ("strict", "gpgpusim"):
                 self.channel_pointer = (channel + 1) % self.channel_count
+        self._masks.pop(wg.id, None)
         self.ap_pointer = (ap + 1) % self.P
         if self.policy.rotate:
-            self.pointer[ap] = (self.pointer[ap] + wg.waves) % self.Q
-            self._rotation = None
-        self.peu_waves[ap] += allocation.waves
-        self._change_rate(ap, cycle + 1, allocation.power)
+            self._pointer[ap] = (self._pointer[ap] + wg.waves) % self.Q
+        received = self._peu_waves[ap]
+        for q, count in enumerate(allocation.waves):
+            received[q] += count
+        self._change_power(ap, cycle + 1, allocation.power)
         wg.dispatched, wg.ap = cycle, ap
+        self._event(cycle, "dispatch", wg, ap, allocation.waves, allocation)
         if wg.parent is None:
             if self.last_dispatched[wg.channel] > wg.id:
                 self._violation(f"cycle {cycle}: channel {wg.channel} dispatched WG {wg.id} "
@@ -601,14 +969,20 @@ class DispatchSimulator:
 
     def _release(self, allocation: _Allocation, cycle: int) -> None:
         wg, ap = allocation.wg, allocation.ap
-        for q in range(self.Q):
-            for name, placed in (("vgpr", allocation.vgpr[q]), ("sgpr", allocation.sgpr[q])):
-                if placed:
-                    self._give(name, ap * self.Q + q, *placed, cycle)
+        base = ap * self.Q
+        visible = cycle + self.policy.circuit_latency
+        self._change_plan("vgpr", base, allocation.vgpr, cycle, visible, False)
+        self._change_plan("sgpr", base, allocation.sgpr, cycle, visible, False)
         if allocation.lds:
-            self._give("lds", ap, *allocation.lds, cycle)
-        self.slots[ap] += allocation.waves
-        self._change_rate(ap, cycle, -allocation.power)
+            self._change("lds", ap, *allocation.lds, cycle, visible, False)
+        slots = self._slots[ap]
+        for q, count in enumerate(allocation.waves):
+            slots[q] += count
+        self.ap_slots[ap] += wg.waves
+        self.slots_free += wg.waves
+        self._changed(ap)
+        self._change_power(ap, cycle, -allocation.power)
+        self._event(cycle, "release", wg, ap, allocation.waves, allocation)
         if wg.completed is not None:
             self._violation(f"cycle {cycle}: WG {wg.id} completed twice")
         wg.completed = cycle - 1
@@ -621,49 +995,64 @@ class DispatchSimulator:
                 parent.wg.completed = cycle - 1
                 self.completed += 1
 
+    def _event(self, cycle: int, kind: str, wg: WorkGroup, ap=None, waves=None,
+               allocation: _Allocation | None = None, reason: str | None = None) -> None:
+        if self.events is None:
+            return
+        starts = None
+        if allocation is not None:
+            starts = ([None if v is None else v[0] for v in allocation.vgpr],
+                      [None if s is None else s[0] for s in allocation.sgpr],
+                      None if allocation.lds is None else allocation.lds[0])
+        self.events.append((cycle, kind, wg, ap,
+                            None if waves is None else [int(w) for w in waves], starts, reason))
+
     # -- metrics -------------------------------------------------------------------------------
 
     def _accumulate(self, cycles: int) -> None:
         if cycles <= 0:
             return
-        for name in self.size:
-            self.used_integral[name] += cycles * float(self.held[name].sum())
-        self.used_integral["wave_slots"] += cycles * float(
-            self.P * self.Q * self.gpu.wave_slots - self.slots.sum())
+        held = self.held_total
+        integral = self.used_integral
+        integral["vgpr"] += cycles * held["vgpr"]
+        integral["sgpr"] += cycles * held["sgpr"]
+        integral["lds"] += cycles * held["lds"]
+        integral["wave_slots"] += cycles * (self.P * self.Q * self.gpu.wave_slots
+                                            - self.slots_free)
 
     def _sample(self, start: int, stop: int) -> None:
-        """Record the state (after this cycle's dispatch) for every sample cycle in
-        ``[start, stop)``."""
+        """Record one sample for every sample cycle in ``[start, stop)``: the state after
+        this cycle's dispatch (which no cycle before ``stop`` changes) and the power history
+        as of each sample cycle."""
         interval = self.sample_interval
         first = -(-start // interval) * interval
         if first >= stop:
             return
-        count = (stop - 1 - first) // interval + 1
-        capacity = {name: float(n) for name, n in self.size.items()}
-        used = [float(self.held[name].sum()) / (capacity[name] * len(self.held[name]))
-                for name in self.size]
-        total_slots = self.P * self.Q * self.gpu.wave_slots
-        used.append(1.0 - float(self.slots.sum()) / total_slots)
-        fragments = []
-        for name in self.size:
-            free, largest = self.free[name], self.largest[name]
-            nonzero = free > 0
-            if nonzero.any():
-                fragments.append(1.0 - largest[nonzero] / free[nonzero])
-        fragmentation = float(np.concatenate(fragments).mean()) if fragments else 0.0
-        per_ap = (self.held["vgpr"].reshape(self.P, self.Q).sum(axis=1) / (self.Q * self.gpu.vgpr)
-                  + self.held["sgpr"].reshape(self.P, self.Q).sum(axis=1)
-                  / (self.Q * self.gpu.sgpr)
-                  + self.held["lds"] / self.gpu.lds
-                  + (self.gpu.wave_slots * self.Q - self.slots.sum(axis=1))
-                  / (self.Q * self.gpu.wave_slots)) / 4
-        power = self._window_power(first)
-        self.samples["cycle"].append(first)
-        self.samples["utilisation"].append(used)
-        self.samples["fragmentation"].append(fragmentation)
-        self.samples["ap_resource_cv"].append(coefficient_of_variation(per_ap))
-        self.samples["ap_power_cv"].append(coefficient_of_variation(power))
-        self.sample_weights.append(count)
+        P, Q, gpu = self.P, self.Q, self.gpu
+        used = [float(self.held_total[name]) / (float(n) * len(self.held[name]))
+                for name, n in self.size.items()]
+        total_slots = P * Q * gpu.wave_slots
+        used.append(1.0 - float(self.slots_free) / total_slots)
+        # Plain-Python floats in the order and with the operations of the numpy expressions
+        # they replace (each an IEEE operation on the same values), so the means are the same.
+        fragments = [1.0 - largest / free for name in self.size
+                     for free, largest in zip(self.free[name], self.largest[name], strict=True)
+                     if free > 0]
+        fragmentation = float(np.array(fragments).mean()) if fragments else 0.0
+        held_v, held_s, held_l = self.held["vgpr"], self.held["sgpr"], self.held["lds"]
+        per_slots = gpu.wave_slots * Q
+        per_ap = [(sum(held_v[ap * Q:ap * Q + Q]) / (Q * gpu.vgpr)
+                   + sum(held_s[ap * Q:ap * Q + Q]) / (Q * gpu.sgpr)
+                   + held_l[ap] / gpu.lds + (per_slots - self.ap_slots[ap]) / per_slots) / 4
+                  for ap in range(P)]
+        resource_cv = coefficient_of_variation(per_ap)
+        for sample in range(first, stop, interval):
+            power = [h.window(sample, self.power_window) for h in self.history]
+            self.samples["cycle"].append(sample)
+            self.samples["utilisation"].append(used)
+            self.samples["fragmentation"].append(fragmentation)
+            self.samples["ap_resource_cv"].append(resource_cv)
+            self.samples["ap_power_cv"].append(coefficient_of_variation(power))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -673,55 +1062,72 @@ class DispatchSimulator:
         cycle = 0
         finished_at = None
         limit = self.cycles_limit
+        splitting = self._splitting
+        threshold = self.policy.split_threshold
+        completions, pending, channels = self.completions, self.pending, self.channels
+        counters = self.counters
+        integral, held = self.used_integral, self.held_total
+        total_slots = self.P * self.Q * self.gpu.wave_slots
+        interval = self.sample_interval
+        next_sample = 0                 # the first sample cycle not yet recorded
         while cycle < limit:
-            while self.completions and self.completions[0][0] == cycle:
-                self._release(heapq.heappop(self.completions)[2], cycle)
+            while completions and completions[0][0] == cycle:
+                self._release(heapq.heappop(completions)[2], cycle)
             while arrivals and arrivals[0].arrival == cycle:
                 wg = arrivals.popleft()
-                if self._admit(wg):
-                    self.channels[wg.channel].append(wg)
-            while self.pending and self.pending[0][0] <= cycle:
-                _, name, index, length = self.pending.popleft()
-                self.view[name][index] = length
+                if self._admit(wg, cycle):
+                    channels[wg.channel].append(wg)
+            if pending and pending[0][0] <= cycle:
+                self._show(cycle)
             if self.observer is not None:
                 self.observer(cycle, self)
             if self.debug:
                 self._check_all(cycle)
-            self._accumulate(1)
+            integral["vgpr"] += held["vgpr"]
+            integral["sgpr"] += held["sgpr"]
+            integral["lds"] += held["lds"]
+            integral["wave_slots"] += total_slots - self.slots_free
+            waiting = self.buffer is not None or any(channels)     # heads at step 4
             dispatched, aborted, matched = self._dispatch(cycle)
-            self.counters.processed_cycles += 1
-            self.counters.dispatch_cycles += dispatched
-            has_heads = any(self.channels) or self.buffer is not None
+            counters.processed_cycles += 1
+            counters.dispatch_cycles += dispatched
             split_now = False
-            if self._splitting and has_heads:
-                if matched:
+            if splitting:
+                if matched or not waiting:
                     self.g = 0
                 else:
                     self.g += 1
-                    if self.g > self.policy.split_threshold:
+                    if self.g > threshold:
+                        # Step c3, then g back to its initial value (also when no head
+                        # could be split: c3 ran and found none).
                         split_now = self._split(cycle)
                         self.g = 0
+            has_heads = self.buffer is not None or any(channels)
             idle = not (dispatched or aborted or split_now)
             following = cycle + 1
             if idle and self.skip:
-                events = [limit]
-                if arrivals:
-                    events.append(arrivals[0].arrival)
-                if self.completions:
-                    events.append(self.completions[0][0])
-                if self.pending:
-                    events.append(self.pending[0][0])
-                if self._splitting and has_heads and not matched:
-                    events.append(cycle + self.policy.split_threshold + 1 - self.g)
-                following = max(cycle + 1, min(events))
-                if self._splitting and has_heads and not matched:
+                following = limit
+                if arrivals and arrivals[0].arrival < following:
+                    following = arrivals[0].arrival
+                if completions and completions[0][0] < following:
+                    following = completions[0][0]
+                if pending and pending[0][0] < following:
+                    following = pending[0][0]
+                counting = splitting and waiting and not matched
+                if counting and cycle + threshold + 1 - self.g < following:
+                    following = cycle + threshold + 1 - self.g
+                following = max(cycle + 1, following)
+                if counting:
                     self.g += following - cycle - 1
-            if not arrivals and not self.completions and not has_heads:
+            if not arrivals and not completions and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 self._sample(cycle, cycle + 1)
                 break
-            self._sample(cycle, min(following, limit))
-            self._accumulate(min(following, limit) - cycle - 1)
+            end = following if following < limit else limit
+            if next_sample < end:
+                self._sample(cycle, end)
+                next_sample = -(-end // interval) * interval
+            self._accumulate(end - cycle - 1)
             cycle = following
         return self._results(finished_at if finished_at is not None else min(cycle, limit))
 
@@ -748,13 +1154,11 @@ class DispatchSimulator:
                     "lds": gpu.lds * self.P, "wave_slots": gpu.wave_slots * self.P * self.Q}
         utilisation = {name: (self.used_integral[name] / (capacity[name] * cycles)
                               if cycles else 0.0) for name in capacity}
-        weights = np.array(self.sample_weights, dtype=float)
 
-        def weighted(key):
-            if not weights.size:
-                return 0.0
-            return float(np.average(np.array(self.samples[key], dtype=float), weights=weights,
-                                    axis=0).mean())
+        def mean(key):
+            values = self.samples[key]
+            return float(np.mean(np.array(values, dtype=float), axis=0).mean()) if values \
+                else 0.0
         incomplete = submitted - len(self.rejected) - self.completed
         if incomplete and self.debug and not self.counters.violations and \
                 cycles < self.cycles_limit:
@@ -764,6 +1168,7 @@ class DispatchSimulator:
                 self._violation(f"WG {wg.id} completed without being dispatched")
             if wg.dispatched is not None and wg.id in self.parents:
                 self._violation(f"WG {wg.id} was dispatched whole and split")
+        peu_waves = self.peu_waves
         return {
             "policy": self.policy.name,
             "cycles": cycles,
@@ -772,24 +1177,28 @@ class DispatchSimulator:
             "workgroups_rejected": len(self.rejected),
             "workgroups_unfinished": incomplete,
             "workgroups_waiting_at_end": len(waiting_ids),
+            "workgroups_after_end": self.after_end,
             "rejections": self.rejected,
             "throughput": 1000.0 * self.completed / cycles if cycles else 0.0,
             "wait": {**summary(waits_all), "per_priority": per_priority,
                      "per_channel": per_channel},
             "utilisation": utilisation,
-            "ap_imbalance": {"resource": weighted("ap_resource_cv"),
-                             "power": weighted("ap_power_cv")},
-            "peu_imbalance": coefficient_of_variation(self.peu_waves.ravel()),
-            "fragmentation": weighted("fragmentation"),
+            "ap_imbalance": {"resource": mean("ap_resource_cv"),
+                             "power": mean("ap_power_cv")},
+            "peu_imbalance": coefficient_of_variation(peu_waves.ravel()),
+            "fragmentation": mean("fragmentation"),
             "splits": self.counters.splits,
             "sub_workgroups": self.counters.sub_workgroups,
             "stale_aborts": self.counters.stale_aborts,
             "invariant_violations": len(self.counters.violations),
             "violations": self.counters.violations[:20],
             "processed_cycles": self.counters.processed_cycles,
+            "fixed_point": self.widths,
             "series": {"cycle": self.samples["cycle"],
                        "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
-                       "peu_waves": self.peu_waves.ravel().tolist(),
+                       "ap_resource_cv": self.samples["ap_resource_cv"],
+                       "ap_power_cv": self.samples["ap_power_cv"],
+                       "peu_waves": peu_waves.ravel().tolist(),
                        "waits": [[p, w] for p, _, w in self.waits]},
         }
 
@@ -797,3 +1206,40 @@ class DispatchSimulator:
 def simulate(gpu: GpuConfig, policy: PolicyConfig, workload, **options) -> dict:
     """Run one policy on one workload (keyword options as :class:`DispatchSimulator`)."""
     return DispatchSimulator(gpu, policy, workload, **options).run()
+
+
+# -- the event log ---------------------------------------------------------------------------
+
+def event_columns(peus: int) -> list[str]:
+    """The event log's header for a GPU of ``peus`` PEUs per AP (docs/dispatch.md)."""
+    return (["cycle", "event", "wg", "parent", "channel", "priority", "waves", "vgpr", "sgpr",
+             "lds", "independent", "duration", "arrival", "ap"]
+            + [f"waves_{q}" for q in range(peus)] + [f"vgpr_start_{q}" for q in range(peus)]
+            + [f"sgpr_start_{q}" for q in range(peus)] + ["lds_start", "reason"])
+
+
+def write_events(path, events, peus: int) -> Path:
+    """Write the rows a simulator collected in ``events`` as CSV (:func:`event_columns`);
+    empty cells where a value does not apply (no AP before dispatch, no start address for a
+    resource a wave group does not use)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blank = [""] * peus
+    with path.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(event_columns(peus))
+        for cycle, kind, wg, ap, waves, starts, reason in events:
+            row = [cycle, kind, wg.id, "" if wg.parent is None else wg.parent, wg.channel,
+                   wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds, int(wg.independent),
+                   wg.duration, wg.arrival, "" if ap is None else ap]
+            row += blank if waves is None else waves
+            if starts is None:
+                row += blank + blank + [""]
+            else:
+                vgpr, sgpr, lds = starts
+                row += ["" if v is None else v for v in vgpr]
+                row += ["" if v is None else v for v in sgpr]
+                row.append("" if lds is None else lds)
+            row.append(reason or "")
+            writer.writerow(row)
+    return path

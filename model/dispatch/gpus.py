@@ -174,15 +174,12 @@ class GpuPreset:
     def gpu_fields(self, aps: int | None = None) -> dict:
         """The model's ``GpuConfig`` fields for this GPU (``aps`` overrides the AP count).
 
-        Embodiment 9's weights make a whole empty AP score 1 per resource type, as the
-        defaults do for the default GPU.
+        Embodiment 9's weights are left to ``GpuConfig``'s default, "1 / capacity" scaled
+        to integers, so a whole empty AP scores the same per resource type on every preset.
         """
-        vgpr, sgpr, lds = self.vgpr_blocks, self.sgpr_blocks, self.lds_blocks
-        q = self.peus
-        return {"aps": self.aps if aps is None else aps, "peus": q, "vgpr": vgpr, "sgpr": sgpr,
-                "lds": lds, "wave_slots": self.wave_slots,
-                "resource_weights": (1 / (q * vgpr), 1 / (q * sgpr), 1 / lds,
-                                     1 / (q * self.wave_slots))}
+        return {"aps": self.aps if aps is None else aps, "peus": self.peus,
+                "vgpr": self.vgpr_blocks, "sgpr": self.sgpr_blocks, "lds": self.lds_blocks,
+                "wave_slots": self.wave_slots}
 
     def shape(self, threads: int, registers: int, lds_bytes: int, *, sgprs: int = 0,
               accum_registers: int = 0, wave_size: int | None = None) -> WorkgroupShape:

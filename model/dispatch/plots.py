@@ -1,0 +1,160 @@
+"""The dispatcher's plots: one PNG per scenario, six panels that show what the scenario
+claims (:func:`plot_scenario`).
+
+1. mean utilisation over time, one step line per policy (the samples are exact in every
+   sample cycle, skipped cycles included); a policy that finished every WG early goes on at
+   zero, dotted, from its "done" marker to the end of the longest run;
+2. wait per priority, one box per policy (p25-p75, whiskers p1-p99) on a symmetric-log axis,
+   so a zero wait is drawn at zero rather than clipped to 1; the legend sits below the axes;
+3. waves received per PEU (sorted), relative to the mean: embodiment 8's balance;
+4. and 5. the coefficient of variation across APs of resource use and of instruction power
+   over time (thin), with each run's time average (dashed): embodiments 9 and 10;
+6. the claims: for each claim's metric, every policy's value relative to the claim's
+   baseline, in per cent, each bar labelled, so a 1-2 % difference can be read.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from model.report import figure, save_figure
+
+__all__ = ["plot_scenario"]
+
+
+def _utilisation(axis, results: dict) -> None:
+    end = max((r["cycles"] for r in results.values()), default=0)
+    for index, (name, r) in enumerate(results.items()):
+        series = r["series"]
+        colour = f"C{index}"
+        axis.step(series["cycle"], series["utilisation"], where="post", label=name,
+                  linewidth=1, color=colour)
+        if series["cycle"] and r["cycles"] < end and not r["workgroups_unfinished"]:
+            axis.plot([r["cycles"]], [series["utilisation"][-1]], marker="o", color=colour)
+            axis.plot([r["cycles"], end], [0, 0], linestyle=":", color=colour)
+            axis.annotate("done", (r["cycles"], series["utilisation"][-1]), fontsize=7,
+                          textcoords="offset points", xytext=(4, 4), color=colour)
+    axis.set_xlabel("cycle")
+    axis.set_ylabel("mean utilisation of the four resources")
+    axis.set_title("utilisation over time")
+    axis.set_ylim(bottom=0)
+    axis.legend(fontsize=7, loc="best")
+
+
+def _waits(axis, scenario, results: dict) -> None:
+    priorities = range(scenario.gpu.priorities)
+    width = 0.8 / max(1, len(results))
+    for index, (name, r) in enumerate(results.items()):
+        waits = np.array(r["series"]["waits"], dtype=float).reshape(-1, 2)
+        data = [waits[waits[:, 0] == p, 1] for p in priorities]
+        positions = [p + (index - (len(results) - 1) / 2) * width for p in priorities]
+        kept = [(d, x) for d, x in zip(data, positions, strict=True) if d.size]
+        if kept:
+            boxes = axis.boxplot([d for d, _ in kept], positions=[x for _, x in kept],
+                                 widths=width * 0.9, whis=(1, 99), showfliers=False,
+                                 patch_artist=True, manage_ticks=False)
+            for patch in boxes["boxes"]:
+                patch.set_facecolor(f"C{index}")
+                patch.set_alpha(0.6)
+            for median in boxes["medians"]:
+                median.set_color("black")
+        axis.plot([], [], color=f"C{index}", linewidth=6, alpha=0.6, label=name)
+    axis.set_yscale("symlog", linthresh=1)
+    axis.set_ylim(bottom=0)
+    axis.set_xticks(list(priorities), [f"P{p}" for p in priorities])
+    axis.set_ylabel("wait, cycles (box p25-p75, whiskers p1-p99)")
+    axis.set_title("wait per priority (symmetric log: 0 is 0)")
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08),
+                ncol=min(len(results), 3), frameon=False)
+
+
+def _peu_balance(axis, results: dict) -> None:
+    for index, (name, r) in enumerate(results.items()):
+        waves = np.sort(np.array(r["series"]["peu_waves"], dtype=float))
+        mean = waves.mean() if waves.size and waves.mean() else 1.0
+        axis.plot(np.arange(waves.size), waves / mean, label=name, linewidth=1,
+                  color=f"C{index}")
+    axis.axhline(1.0, color="grey", linewidth=0.5)
+    axis.set_xlabel("PEU (sorted by waves received)")
+    axis.set_ylabel("waves received / mean")
+    axis.set_title("per-PEU wave balance (emb. 8), PEU CV in the legend")
+    axis.legend([f"{name}: {r['peu_imbalance']:.3f}" for name, r in results.items()],
+                fontsize=7)
+
+
+def _ap_cv(axis, results: dict, key: str, metric: str, title: str) -> None:
+    means = [r["ap_imbalance"][metric] for r in results.values()]
+    values = np.concatenate([np.asarray(r["series"][key], dtype=float)
+                             for r in results.values()] + [np.zeros(1)])
+    # The first samples, with a handful of WGs on a few APs, reach CVs of 1-4: clip them so
+    # the differences between the policies stay readable.
+    top = max(np.percentile(values, 98), 2 * max(means, default=0)) * 1.1 or 1.0
+    for index, (name, r) in enumerate(results.items()):
+        series = r["series"]
+        colour = f"C{index}"
+        axis.plot(series["cycle"], series[key], linewidth=0.6, alpha=0.5, color=colour)
+        value = r["ap_imbalance"][metric]
+        axis.axhline(value, color=colour, linestyle="--", linewidth=1.2,
+                     label=f"{name}: mean {value:.3f}")
+    axis.set_xlabel("cycle")
+    axis.set_ylabel("CV across APs")
+    axis.set_title(title)
+    axis.set_ylim(0, top)
+    axis.legend(fontsize=7, loc="upper right")
+
+
+def _metric(results: dict, path: str) -> float:
+    node = results
+    for part in path.split("."):
+        node = node[part]
+    return float(node)
+
+
+def _claims(axis, scenario, results: dict) -> None:
+    claims, seen = [], set()
+    for claim in scenario.claims:
+        # Claims that share a metric and a baseline share one group of bars.
+        if claim.policy in results and claim.baseline in results and \
+                (claim.metric, claim.baseline) not in seen:
+            seen.add((claim.metric, claim.baseline))
+            claims.append(claim)
+    policies = {c.policy for c in scenario.claims}
+    if not claims:
+        axis.text(0.5, 0.5, "no claim in this scenario", ha="center", va="center")
+        axis.set_axis_off()
+        return
+    names = list(results)
+    width = 0.8 / max(1, len(names) - 1)
+    labels = []
+    for position, claim in enumerate(claims):
+        base = _metric(results[claim.baseline], claim.metric)
+        others = [n for n in names if n != claim.baseline]
+        for offset, name in enumerate(others):
+            value = _metric(results[name], claim.metric)
+            change = 100.0 * (value / base - 1.0) if base else 0.0
+            x = position + (offset - (len(others) - 1) / 2) * width
+            bar = axis.bar(x, change, width * 0.9, color=f"C{names.index(name)}",
+                           edgecolor="black" if name in policies else "none")
+            axis.bar_label(bar, [f"{change:+.1f}%"], fontsize=7, padding=1)
+        arrow = "higher" if claim.higher_is_better else "lower"
+        labels.append(f"{claim.metric}\nvs {claim.baseline} ({arrow} is better)")
+    axis.axhline(0, color="black", linewidth=0.6)
+    axis.set_xticks(range(len(claims)), labels, fontsize=7)
+    axis.set_ylabel("change against the claim's baseline, %")
+    axis.set_title("the claims (outlined: a claim's policy)")
+    axis.margins(y=0.15)
+
+
+def plot_scenario(scenario, results: dict, path: Path) -> Path:
+    """Write the scenario's PNG (six panels, see the module docstring) to ``path``."""
+    fig, axes = figure(2, 3, figsize=(17, 9))
+    _utilisation(axes[0, 0], results)
+    _waits(axes[0, 1], scenario, results)
+    _peu_balance(axes[0, 2], results)
+    _ap_cv(axes[1, 0], results, "ap_resource_cv", "resource",
+           "AP resource-use imbalance (emb. 9)")
+    _ap_cv(axes[1, 1], results, "ap_power_cv", "power",
+           f"AP instruction-power imbalance over {scenario.power_window} cycles (emb. 10)")
+    _claims(axes[1, 2], scenario, results)
+    fig.suptitle(scenario.name)
+    return save_figure(fig, path)
