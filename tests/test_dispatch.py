@@ -470,7 +470,7 @@ def test_cli_writes_tables_plots_and_json(tmp_path, capsys):
                      "--write-trace", str(tmp_path / "t.csv")])
     assert code == 0
     assert (tmp_path / "dispatch_hol_blocking.png").stat().st_size > 10000
-    data = json.loads(out.read_text())["head-of-line blocking"]["policies"]["emb1"]
+    data = json.loads(out.read_text())["scenarios"]["head-of-line blocking"]["policies"]["emb1"]
     for key in ("cycles", "workgroups_submitted", "workgroups_completed",
                 "workgroups_rejected", "throughput", "wait", "utilisation", "ap_imbalance",
                 "peu_imbalance", "fragmentation", "splits", "invariant_violations"):

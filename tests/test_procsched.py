@@ -479,9 +479,9 @@ def test_cli_quick_run(tmp_path, capsys):
                        "--plots", str(tmp_path)])
     assert status == 0
     report = json.loads(out.read_text())
-    names = [scenario["name"] for scenario in report["scenarios"]]
+    names = [scenario["name"] for scenario in report["scenarios"].values()]
     assert names == [path.stem for path in cli.default_configs("procsched")]
-    for scenario in report["scenarios"]:
+    for scenario in report["scenarios"].values():
         assert list(scenario["policies"]) == list(POLICIES)
         assert (tmp_path / f"procsched_{scenario['name']}.png").stat().st_size > 0
     assert "procsched: heavy_switch" in capsys.readouterr().out

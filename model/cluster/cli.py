@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import select_policies
 from model.cluster.config import NodeSpec, Scenario, load_scenario
 from model.cluster.placement import POLICIES
 from model.cluster.sim import ClusterSimulation
 from model.cluster.trace import read_nodes, read_pods
 from model.cluster.workload import Job, generate_jobs
-from model.report import console, figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, console, figure, print_table, save_figure
 
 __all__ = ["BASELINES", "PreparedScenario", "add_arguments", "binned_average", "prepare", "run",
            "run_scenario", "savings"]
@@ -167,27 +168,57 @@ def _plot(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> N
     save_figure(fig, path)
 
 
+def _expected_s(prepared: PreparedScenario) -> float:
+    """A run's length, roughly (for the progress bar): the last arrival plus a mean job."""
+    jobs = prepared.jobs
+    if not jobs:
+        return 1.0
+    return max(job.arrival_s for job in jobs) + sum(job.duration_s for job in jobs) / len(jobs)
+
+
 def run(args) -> int:
     """Run every scenario of ``args.config`` with every policy; tables, plots, JSON."""
     scenarios = [load_scenario(path) for path in args.config]
+    chosen = select_policies(args, {str(scenario.source): scenario.policies
+                                    for scenario in scenarios})
+    scenarios = [scenario for scenario in scenarios if chosen[str(scenario.source)]]
     prepared = [prepare(scenario, args.seed, quick=args.quick) for scenario in scenarios]
+    record = args.record
+    for entry in prepared:
+        if entry.scenario.trace is not None:
+            for path in (entry.scenario.trace.pods, entry.scenario.trace.nodes):
+                if path is not None:
+                    record.input_file(path)
     debug = getattr(args, "debug", False)
     items = [(index, policy) for index, entry in enumerate(prepared)
-             for policy in entry.scenario.policies]
+             for policy in chosen[str(entry.scenario.source)]]
     sims: dict[int, list[ClusterSimulation]] = {}
-    for index, policy in progress(items, "cluster", quiet=args.quiet):
-        sims.setdefault(index, []).append(_simulation(prepared[index], policy, args.seed,
-                                                      debug).run())
+    with RunProgress("cluster", runs=len(items), quiet=args.quiet) as bar:
+        for index, policy in items:
+            entry = prepared[index]
+            with bar.run(f"{entry.scenario.name} {policy}", expected=_expected_s(entry),
+                         unit="s") as tick:
+                sim = _simulation(entry, policy, args.seed, debug).run(tick)
+            finished = sims.setdefault(index, [])
+            finished.append(sim)
+            # Energy is integrated over the scenario's common horizon, known once every
+            # policy has run: an interrupted run's JSON uses the horizon of those that did.
+            record.add(entry.scenario.name, policy, file=entry.scenario.source,
+                       result=lambda sim=sim, finished=finished: sim.results(
+                           max(other.makespan_s for other in finished)))
+    record.note(quick=bool(args.quick))
     report = []
     for index, entry in enumerate(prepared):
         horizon = max(sim.makespan_s for sim in sims[index])
         results = {sim.policy.name: sim.results(horizon) for sim in sims[index]}
         _print_scenario(entry, results)
         _plot(entry, results, Path(args.plots) / f"cluster_{entry.scenario.source.stem}.png")
-        report.append({"name": entry.scenario.name, "file": str(entry.scenario.source),
-                       "description": entry.scenario.description,
-                       "input_notes": entry.input_notes,
-                       "energy_saving_percent": savings(results), "policies": results})
+        summary = {"name": entry.scenario.name, "file": str(entry.scenario.source),
+                   "description": entry.scenario.description,
+                   "input_notes": entry.input_notes,
+                   "energy_saving_percent": savings(results), "policies": results}
+        record.scenario(entry.scenario.name, summary, file=entry.scenario.source)
+        report.append(summary)
     lines = []
     for entry in report:
         saved = entry["energy_saving_percent"]
@@ -196,7 +227,4 @@ def run(args) -> int:
             lines.append(f"  {entry['name']}: {text}")
     if lines:
         console.print(f"{SEED_POLICY} energy saving (seed {args.seed}):\n" + "\n".join(lines))
-    if args.json is not None:
-        write_json(args.json, {"subcommand": "cluster", "seed": args.seed,
-                               "quick": args.quick, "scenarios": report})
     return 0

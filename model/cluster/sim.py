@@ -202,14 +202,17 @@ class ClusterSimulation:
         self._admission: dict[tuple[int, frozenset[str] | None], str | None] = {}
 
     # Event loop ---------------------------------------------------------------------------
-    def run(self) -> "ClusterSimulation":
-        """Simulate until every admitted job has completed; returns ``self``."""
+    def run(self, progress=None) -> "ClusterSimulation":
+        """Simulate until every admitted job has completed; returns ``self``. ``progress``,
+        when given, is called with the simulated time (s) at every event."""
         for job in self.jobs:
             heapq.heappush(self._events, (job.arrival_s, _ARRIVE, job.index, job.index))
         events = self._events
         while events:
             time, kind, _, index = heapq.heappop(events)
             self.now = time
+            if progress is not None:
+                progress(time)
             if kind == _COMPLETE:
                 self._complete(index)
             else:

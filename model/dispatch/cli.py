@@ -8,15 +8,16 @@ scenarios' claims (the seed's assertions, each as a measured ratio). ``--bench``
 times every policy on the default scenario and prints simulated cycles per second.
 """
 
+import contextlib
 import time
 from pathlib import Path
 
 import numpy as np
 
-from model.cli import CONFIG_ROOT
+from model.cli import CONFIG_ROOT, positive_int, select_policies
 from model.dispatch.config import load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, figure, print_table, save_figure
 
 __all__ = ["add_arguments", "claim_rows", "run", "run_scenario"]
 
@@ -24,11 +25,9 @@ QUICK_CYCLES = 3000
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--policy", action="append", metavar="NAME",
-                        help="run only this policy (repeatable; default: every policy the "
-                             "scenario lists)")
-    parser.add_argument("--cycles", type=int, metavar="N",
-                        help="cycle limit (default: the scenario's)")
+    """The dispatcher's own options (``--policy`` is common to every subcommand)."""
+    parser.add_argument("--cycles", type=positive_int, metavar="N",
+                        help="cycle limit, >= 1 (default: the scenario's)")
     parser.add_argument("--write-trace", type=Path, metavar="CSV",
                         help="write the (first) scenario's workload as a CSV trace")
     parser.add_argument("--debug", action="store_true",
@@ -38,21 +37,32 @@ def add_arguments(parser) -> None:
 
 
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
-                 debug: bool = False, quiet: bool = True, strict: bool = False) -> dict:
+                 debug: bool = False, quiet: bool = True, strict: bool = False,
+                 bar: RunProgress | None = None, done=None) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
-    wall-clock seconds of each run under ``"seconds"``)."""
+    wall-clock seconds of each run under ``"seconds"``). ``bar`` shows the simulated cycles;
+    ``done(policy, result)`` is called after each policy."""
     limit = cycles or scenario.cycles
     workload = [wg for wg in scenario.workload(seed) if wg.arrival < limit]
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
-    for policy in progress(chosen, f"{scenario.name}", quiet=quiet):
-        started = time.perf_counter()
-        simulator = DispatchSimulator(scenario.gpu, policy, workload,
-                                      channels=scenario.channels, cycles=limit, debug=debug,
-                                      strict=strict, sample_interval=scenario.sample_interval)
-        result = simulator.run()
-        result["seconds"] = time.perf_counter() - started
-        results[policy.name] = result
+    with contextlib.ExitStack() as stack:
+        if bar is None:
+            bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
+                                                  quiet=quiet))
+        for policy in chosen:
+            started = time.perf_counter()
+            with bar.run(f"{scenario.name} {policy.name}", expected=limit,
+                         unit="cycles") as tick:
+                simulator = DispatchSimulator(
+                    scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
+                    debug=debug, strict=strict, sample_interval=scenario.sample_interval,
+                    observer=None if tick is None else lambda cycle, _: tick(cycle))
+                result = simulator.run()
+            result["seconds"] = time.perf_counter() - started
+            results[policy.name] = result
+            if done is not None:
+                done(policy.name, result)
     return results
 
 
@@ -156,22 +166,36 @@ def _bench(args) -> int:
 def run(args) -> int:
     if args.bench:
         return _bench(args)
-    everything, claims = {}, []
-    for path in args.config:
-        scenario = load_scenario(path)
-        if args.write_trace and not everything:
-            write_trace(args.write_trace, scenario.workload(args.seed))
-        cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick else None)
-        results = run_scenario(scenario, seed=args.seed, cycles=cycles, policies=args.policy,
-                               debug=args.debug, quiet=args.quiet)
-        _table(scenario, results)
-        _plot(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
-        claims += claim_rows(scenario, results)
-        everything[scenario.name] = {"file": str(path), "policies": results}
+    scenarios = [load_scenario(path) for path in args.config]
+    chosen = select_policies(args, {str(path): [policy.name for policy in scenario.policies]
+                                    for path, scenario in zip(args.config, scenarios,
+                                                              strict=True)})
+    jobs = [(path, scenario) for path, scenario in zip(args.config, scenarios, strict=True)
+            if chosen[str(path)]]
+    record = args.record
+    claims = []
+    cycle_limits = {str(path): args.cycles or (min(scenario.cycles, QUICK_CYCLES)
+                                               if args.quick else None)
+                    for path, scenario in jobs}
+    with RunProgress("dispatch", runs=sum(len(chosen[str(path)]) for path, _ in jobs),
+                     quiet=args.quiet) as bar:
+        for number, (path, scenario) in enumerate(jobs):
+            if args.write_trace and number == 0:
+                write_trace(args.write_trace, scenario.workload(args.seed))
+            if scenario.trace is not None:
+                record.input_file(scenario.trace)
+            results = run_scenario(
+                scenario, seed=args.seed, cycles=cycle_limits[str(path)],
+                policies=chosen[str(path)], debug=args.debug, bar=bar,
+                done=lambda policy, result, name=scenario.name, path=path: record.add(
+                    name, policy, result, file=path))
+            with bar.paused():
+                _table(scenario, results)
+            _plot(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
+            claims += claim_rows(scenario, results)
+            record.scenario(scenario.name, {"policies": results}, file=path)
     if claims:
         print_table("The seed's claims, measured (policy vs baseline on the same workload)",
                     ["scenario", "claim", "metric", "policy", "baseline", "ratio", "better"],
                     claims)
-    if args.json:
-        write_json(args.json, everything)
     return 0

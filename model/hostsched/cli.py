@@ -5,12 +5,13 @@ metric when ``--json`` is given."""
 import random
 from pathlib import Path
 
+from model.cli import select_policies
 from model.config import ConfigError
 from model.hostsched.config import QUICK_SCALE, Scenario, load_scenario
 from model.hostsched.policies import make_policies
 from model.hostsched.sim import simulate
 from model.hostsched.workload import generate_workload
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, figure, print_table, save_figure
 
 __all__ = ["add_arguments", "run"]
 
@@ -21,9 +22,11 @@ def add_arguments(parser) -> None:
                         help="skip the invariant checks (faster; they are on by default)")
 
 
-_HEADERS = ("policy", "util %", "useful %", "makespan ms", "sub-tasks/s", "thread done p50 ms",
-            "p99 ms", "top prio p50 ms", "FIFO wait p50 µs", "ready wait p50 µs", "p99 µs",
-            "spills spare/host")
+# Stacked headers keep the table inside 100 columns.
+_HEADERS = ("policy", "util\n%", "useful\n%", "make-\nspan\nms", "sub-\ntasks\n/s",
+            "thread\ndone\np50 ms", "thread\ndone\np99 ms", "top\nprio\np50 ms",
+            "FIFO\nwait\np50 µs", "ready\nwait\np50 µs", "ready\nwait\np99 µs",
+            "spills\nspare\n/host")
 
 
 def _row(metrics: dict) -> list:
@@ -40,6 +43,8 @@ def _row(metrics: dict) -> list:
 
 def _gains(policies: dict) -> dict:
     """Utilisation of each seed variant over static binding, in percentage points and %."""
+    if "static-rr" not in policies:
+        return {}
     static = policies["static-rr"]["utilisation"]
     gains = {}
     for name, metrics in policies.items():
@@ -77,26 +82,47 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
     save_figure(fig, path)
 
 
+def _expected_us(workload, system) -> int:
+    """A run's length, roughly (for the progress bar): the later of the last arrival and
+    every sub-task's time spread over the instances."""
+    subtasks = workload.subtasks
+    return max(max((sub.arrival + sub.duration for sub in subtasks), default=1),
+               sum(sub.duration for sub in subtasks) // system.instances)
+
+
 def run(args) -> int:
     """``gpusched hostsched``: every scenario with every policy; a table and a plot each, and
     JSON of every metric when ``--json`` is given."""
     scenarios = [load_scenario(path) for path in args.config]
     if not scenarios:
         raise ConfigError("no scenario files given and none in configs/hostsched/")
+    files = [Path(path) for path in args.config]
+    chosen = select_policies(args, {str(path): [policy.name for policy in
+                                                make_policies(scenario)]
+                                    for path, scenario in zip(files, scenarios, strict=True)})
+    kept = [index for index, path in enumerate(files) if chosen[str(path)]]
+    scenarios, files = [scenarios[index] for index in kept], [files[index] for index in kept]
     scale = QUICK_SCALE if args.quick else 1.0
     workloads = [generate_workload(scenario, random.Random(args.seed), scale=scale)
                  for scenario in scenarios]
     jobs = [(index, policy) for index, scenario in enumerate(scenarios)
-            for policy in make_policies(scenario)]
+            for policy in make_policies(scenario) if policy.name in chosen[str(files[index])]]
     results: list[dict] = [{} for _ in scenarios]
-    for index, policy in progress(jobs, "hostsched", quiet=args.quiet):
-        outcome = simulate(workloads[index], scenarios[index].system, policy,
-                           debug=not getattr(args, "no_checks", False))
-        metrics = outcome.metrics()
-        metrics["_thread_done"] = outcome.thread_done
-        results[index][policy.name] = metrics
-    report = {"time_unit": "us", "seed": args.seed, "quick": bool(args.quick), "scenarios": {}}
-    for scenario, workload, policies in zip(scenarios, workloads, results, strict=True):
+    record = args.record
+    with RunProgress("hostsched", runs=len(jobs), quiet=args.quiet) as bar:
+        for index, policy in jobs:
+            scenario = scenarios[index]
+            with bar.run(f"{scenario.name} {policy.name}", unit="us",
+                         expected=_expected_us(workloads[index], scenario.system)) as tick:
+                outcome = simulate(workloads[index], scenario.system, policy,
+                                   debug=not getattr(args, "no_checks", False), progress=tick)
+            metrics = outcome.metrics()
+            record.add(scenario.name, policy.name, dict(metrics), file=files[index])
+            metrics["_thread_done"] = outcome.thread_done
+            results[index][policy.name] = metrics
+    record.note(time_unit="us", quick=bool(args.quick))
+    for scenario, workload, policies, path in zip(scenarios, workloads, results, files,
+                                                  strict=True):
         gains = _gains(policies)
         caption = "; ".join(f"{name} vs static-rr: {gain['points']:+.1f} points "
                             f"({gain['relative_percent']:+.1f} %) utilisation"
@@ -105,15 +131,13 @@ def run(args) -> int:
                  f"{workload.task_count} tasks, {len(workload.subtasks)} sub-tasks, "
                  f"{scenario.system.instances} instances, batch {scenario.batch}")
         print_table(title, _HEADERS, [_row(metrics) for metrics in policies.values()],
-                    caption=caption)
+                    caption=caption or None)
         _plot(scenario, policies, Path(args.plots) / f"hostsched_{scenario.name}.png")
         for metrics in policies.values():
             del metrics["_thread_done"]
-        report["scenarios"][scenario.name] = {
+        record.scenario(scenario.name, {
             "description": scenario.description, "threads": len(workload.threads),
             "tasks": workload.task_count, "subtasks": len(workload.subtasks),
             "instances": scenario.system.instances, "batch": scenario.batch,
-            "utilisation_gain_over_static": gains, "policies": policies}
-    if args.json is not None:
-        write_json(args.json, report)
+            "utilisation_gain_over_static": gains, "policies": policies}, file=path)
     return 0

@@ -223,7 +223,7 @@ class _Engine:
         heapq.heappush(self.events, (time, kind, self.sequence, payload))
         self.sequence += 1
 
-    def run(self) -> None:
+    def run(self, progress=None) -> None:
         for thread, state in enumerate(self.threads):
             if state.subtasks:
                 self.push(state.subtasks[0].arrival, _WAKE, thread)
@@ -234,6 +234,8 @@ class _Engine:
             if self.max_time is not None and now > self.max_time:
                 break
             self.now = now
+            if progress is not None:
+                progress(now)
             ready: list[int] = []
             while self.events and self.events[0][0] == now:
                 _, kind, _, payload = heapq.heappop(self.events)
@@ -386,10 +388,11 @@ class _Engine:
 
 
 def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug: bool = True,
-             max_time_us: int | None = None) -> RunResult:
+             max_time_us: int | None = None, progress=None) -> RunResult:
     """Run ``policy`` (a fresh instance) on ``workload`` until every sub-task has finished,
     or until ``max_time_us`` (then ``unfinished`` counts what was left). With ``debug`` the
-    :class:`InvariantChecker` watches the run and a run that strands sub-tasks raises."""
+    :class:`InvariantChecker` watches the run and a run that strands sub-tasks raises.
+    ``progress``, when given, is called with the simulated time (us) at every event."""
     engine = _Engine(workload, system, policy, debug, max_time_us)
-    engine.run()
+    engine.run(progress)
     return engine.result()

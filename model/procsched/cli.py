@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import select_policies
 from model.config import ConfigError
 from model.procsched.config import Scenario
 from model.procsched.policies import make_policy
 from model.procsched.sim import measure, simulate
 from model.procsched.workload import generate_tasks
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, figure, print_table, save_figure
 
 __all__ = ["add_arguments", "run"]
 
@@ -83,23 +84,44 @@ def _plot(scenario: Scenario, runs: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
+def _expected_us(specs) -> int:
+    """A run's simulated length, roughly (for the progress bar): the later of the last
+    arrival and all the work done back to back."""
+    return max(max((spec.arrival_us + spec.work_us for spec in specs), default=1),
+               sum(spec.work_us for spec in specs))
+
+
 def run(args) -> int:
     """Run every scenario of ``args.config`` with each of its policies; tables, plots, JSON."""
     scenarios = [Scenario.from_toml(path) for path in args.config]
     if not scenarios:
         raise ConfigError("no scenario files (configs/procsched/*.toml)")
+    chosen = select_policies(args, {str(path): scenario.policies
+                                    for path, scenario in zip(args.config, scenarios,
+                                                              strict=True)})
+    files = {scenario.name: path for path, scenario in zip(args.config, scenarios, strict=True)}
+    scenarios = [scenario for path, scenario in zip(args.config, scenarios, strict=True)
+                 if chosen[str(path)]]
     scale = QUICK_SCALE if args.quick else 1.0
     workloads = {scenario.name: generate_tasks(scenario, random.Random(args.seed), scale=scale)
                  for scenario in scenarios}
-    jobs = [(scenario, policy) for scenario in scenarios for policy in scenario.policies]
+    jobs = [(scenario, policy) for scenario in scenarios
+            for policy in chosen[str(files[scenario.name])]]
     results: dict[str, dict] = {scenario.name: {} for scenario in scenarios}
-    for scenario, policy in progress(jobs, "procsched", quiet=args.quiet):
-        outcome = simulate(workloads[scenario.name], make_policy(policy, scenario),
-                           scenario.gpu.switch_cost_us, name=policy, check=True)
-        results[scenario.name][policy] = measure(
-            outcome, max(1, round(scenario.fairness_window_us * scale)))
-    report = {"subcommand": "procsched", "seed": args.seed, "quick": bool(args.quick),
-              "scenarios": []}
+    record = args.record
+    with RunProgress("procsched", runs=len(jobs), quiet=args.quiet) as bar:
+        for scenario, policy in jobs:
+            specs = workloads[scenario.name]
+            with bar.run(f"{scenario.name} {policy}", expected=_expected_us(specs),
+                         unit="us") as tick:
+                outcome = simulate(specs, make_policy(policy, scenario),
+                                   scenario.gpu.switch_cost_us, name=policy, check=True,
+                                   progress=tick)
+            metrics = measure(outcome, max(1, round(scenario.fairness_window_us * scale)))
+            results[scenario.name][policy] = metrics
+            record.add(scenario.name, policy, _json_metrics(metrics),
+                       file=files[scenario.name])
+    record.note(quick=bool(args.quick))
     for scenario in scenarios:
         runs = results[scenario.name]
         specs = workloads[scenario.name]
@@ -110,14 +132,17 @@ def run(args) -> int:
         print_table(f"procsched: {scenario.name} - {scenario.description}", _HEADERS,
                     [_row(metrics) for metrics in runs.values()], caption=caption)
         _plot(scenario, runs, Path(args.plots) / f"procsched_{scenario.name}.png")
-        report["scenarios"].append({
+        record.scenario(scenario.name, {
             "name": scenario.name, "description": scenario.description,
             "tasks": len(specs), "switch_cost_us": scenario.gpu.switch_cost_us,
             "cache_tasks": scenario.cache_tasks, "t0_us": scenario.t0_us,
             "timeshare_slice_us": scenario.timeshare_slice_us,
-            "policies": {name: {**metrics, "per_priority": {
-                str(level): entry for level, entry in metrics["per_priority"].items()}}
-                for name, metrics in runs.items()}})
-    if args.json is not None:
-        write_json(args.json, report)
+            "policies": {name: _json_metrics(metrics) for name, metrics in runs.items()}},
+            file=files[scenario.name])
     return 0
+
+
+def _json_metrics(metrics: dict) -> dict:
+    """``metrics`` with the per-priority keys as strings, as JSON has them."""
+    return {**metrics, "per_priority": {str(level): entry
+                                        for level, entry in metrics["per_priority"].items()}}

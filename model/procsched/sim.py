@@ -96,7 +96,7 @@ class Result:
 
 
 def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: str = "",
-             check: bool = True) -> Result:
+             check: bool = True, progress=None) -> Result:
     """Run ``specs`` through ``policy`` until every task has completed.
 
     A step: admit the arrivals due; ask the policy for a pick (none: the GPU idles until the
@@ -106,6 +106,7 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     priority: every useful slice of priority ``p`` entitles each of the ``n`` runnable tasks
     of ``p`` at its start to ``length / n`` (equal share within a priority; see
     :func:`measure`). ``check`` runs :func:`check_invariants` on the result (tests always do).
+    ``progress``, when given, is called with the simulated time (us) at every step.
     """
     tasks = [Task(spec) for spec in sorted(specs, key=lambda s: (s.arrival_us, s.task_id))]
     result = Result(policy=name or type(policy).__name__,
@@ -131,6 +132,8 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     # reaching it means a policy never finishes (a bug, reported rather than spun on).
     steps_left = sum(spec.work_us for spec in specs) + 2 * len(tasks) + 1
     while unfinished:
+        if progress is not None:
+            progress(now)
         steps_left -= 1
         if steps_left < 0:
             raise RuntimeError(f"{result.policy}: no progress after every step a correct "
