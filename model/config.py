@@ -209,7 +209,7 @@ class Fields:
         unknown = sorted(set(self._data) - self._read)
         if unknown:
             known = sorted(self._read)
-            table = f"[{self._path}]" if self._path else "the top level"
+            table = self._path or "the top level"
             near = difflib.get_close_matches(unknown[0], known, n=1)
             raise self.error(unknown[0], "is not a known field"
                              + (f" (did you mean {near[0]!r}?)" if near else "")

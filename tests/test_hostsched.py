@@ -359,8 +359,12 @@ THREADS = "[[threads]]\ncount = 2\n"
     (THREADS + "duration_us = [0, 2]\n",
      "threads[0].duration_us[0] must be an integer >= 1, not 0"),
     (THREADS + "priority = 16\n", "threads[0].priority must be an integer in 0..15, not 16"),
-    (THREADS + "colour = 1\n", "threads[0].colour is not a known field"),
-    ("[system]\ninstanses = 4\n" + THREADS, "system.instanses is not a known field"),
+    (THREADS + "colour = 1\n", "threads[0].colour is not a known field; threads[0] accepts: "
+                               "count, duration_us, interval_us, priority, start_us, streams, "
+                               "subtasks, tasks"),
+    ("[system]\ninstanses = 4\n" + THREADS,
+     "system.instanses is not a known field (did you mean 'instances'?); system accepts: "
+     "instance_cache, instances, state_transfer_us"),
     ("threads = []\n", "threads must list at least one thread group"),
     ("description = \"none\"\n", "threads is required"),
 ])

@@ -42,10 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.cluster.placement import POLICIES
-from model.config import ConfigError, Fields, load_toml
+from model.config import Budget, ConfigError, Fields, load_toml
 
 __all__ = [
     "DEFAULT_POLICIES",
+    "MAX_JOBS",
+    "MAX_NODES",
+    "MAX_NODE_CHECKS",
     "CardType",
     "NodeSpec",
     "PowerManagement",
@@ -54,6 +57,13 @@ __all__ = [
     "TraceSource",
     "load_scenario",
 ]
+
+#: The largest synthetic run a scenario may ask for (refused at load time, naming the field):
+#: placement looks at every node for every job, about a microsecond each, so a run of
+#: MAX_NODE_CHECKS job-node pairs takes a minute or two per policy.
+MAX_NODES = 100_000
+MAX_JOBS = 1_000_000
+MAX_NODE_CHECKS = 100_000_000
 
 #: The policies a scenario compares unless it names its own.
 DEFAULT_POLICIES = ("seed-004", "spread", "bin-pack", "random")
@@ -186,8 +196,10 @@ def _card_types(fields: Fields) -> dict[str, CardType]:
 def _nodes(fields: Fields, card_types: dict[str, CardType]) -> tuple[NodeSpec, ...]:
     nodes: list[NodeSpec] = []
     names: set[str] = set()
+    budget = Budget(MAX_NODES, "nodes", "a run this size would take hours")
     for group_index, group in enumerate(fields.tables("nodes", [])):
         count = group.int("count", 1, minimum=1)
+        budget.charge(group, "count", count)
         prefix = group.str("name", f"node{group_index}")
         cards_table = group.table("cards")
         cards: list[str] = []
@@ -222,8 +234,8 @@ def _workload(table: Fields) -> SyntheticWorkload:
     if sum(weights) <= 0:
         raise table.error("card_weights", "must not all be zero")
     workload = SyntheticWorkload(
-        jobs=table.int("jobs", defaults.jobs, minimum=1),
-        quick_jobs=table.int("quick_jobs", defaults.quick_jobs, minimum=1),
+        jobs=table.int("jobs", defaults.jobs, minimum=1, maximum=MAX_JOBS),
+        quick_jobs=table.int("quick_jobs", defaults.quick_jobs, minimum=1, maximum=MAX_JOBS),
         arrival=table.str("arrival", defaults.arrival, choices=("poisson", "bursty")),
         mean_interarrival_s=table.float("mean_interarrival_s", defaults.mean_interarrival_s,
                                         minimum=0.0),
@@ -290,6 +302,16 @@ def load_scenario(path) -> Scenario:
     if not nodes and (trace is None or trace.nodes is None):
         raise fields.error("nodes", "is required (at least one [[nodes]] table) unless "
                            "trace.nodes names a node list")
+    if workload is not None and workload.jobs * len(nodes) > MAX_NODE_CHECKS:
+        raise ConfigError(f"{path}: workload.jobs: {workload.jobs:,} jobs on {len(nodes):,} "
+                          f"nodes make {workload.jobs * len(nodes):,} node checks; at most "
+                          f"{MAX_NODE_CHECKS:,} are accepted: a run this size would take "
+                          f"hours")
+    if trace is not None:
+        for key, file in (("pods", trace.pods), ("nodes", trace.nodes)):
+            if file is not None and not file.is_file():
+                raise ConfigError(f"{path}: trace.{key} names {str(file)!r}, which is not "
+                                  f"a file")
     fields.done()
     return Scenario(name, description, path, tuple(policies), backfill, power, card_types,
                     nodes, workload, trace)

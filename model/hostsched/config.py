@@ -4,12 +4,17 @@ workload's thread groups, as frozen dataclasses loaded from TOML."""
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import Fields, load_toml
+from model.config import Budget, Fields, load_toml
 
-__all__ = ["ORDERS", "QUICK_SCALE", "Scenario", "SystemParams", "ThreadGroup", "load_scenario"]
+__all__ = ["MAX_SUBTASKS", "ORDERS", "QUICK_SCALE", "Scenario", "SystemParams", "ThreadGroup",
+           "load_scenario"]
 
 #: The thread orders of the seed's order table.
 ORDERS = ("arrival", "priority")
+
+#: The most sub-tasks a scenario may make (refused at load time, naming the field): a run
+#: simulates 100 000 to 300 000 sub-tasks a second, so this keeps one within a minute or so.
+MAX_SUBTASKS = 2_000_000
 
 #: Workload scale of ``--quick`` (tasks per thread are multiplied by it, at least 1).
 QUICK_SCALE = 0.25
@@ -99,6 +104,8 @@ def load_scenario(path) -> Scenario:
     order = dispatch.str("order", "both", choices=(*ORDERS, "both"))
     dispatch.done()
     groups = []
+    subtasks = Budget(MAX_SUBTASKS, "sub-tasks (count x most tasks x most subtasks)",
+                      "a run this size would take hours")
     for table in root.tables("threads"):
         groups.append(ThreadGroup(
             count=table.int("count", 1, minimum=1),
@@ -111,6 +118,8 @@ def load_scenario(path) -> Scenario:
             priority=table.int("priority", 0, minimum=0, maximum=15),
         ))
         table.done()
+        group = groups[-1]
+        subtasks.charge(table, "count", group.count * group.tasks[1] * group.subtasks[1])
     if not groups:
         raise root.error("threads", "must list at least one thread group")
     root.done()
