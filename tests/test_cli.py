@@ -328,3 +328,29 @@ def test_sigint_stops_a_real_run_at_once(tmp_path):
     data = json.loads(out.read_text())
     assert data["interrupted"] is True
     assert list(data["scenarios"]["tiny"]["policies"]) == ["seed", "cfs"]
+
+
+# -- the cluster energy plot ---------------------------------------------------------------------
+
+def test_cluster_energy_bars_show_every_part_in_colours_no_policy_uses(tmp_path, monkeypatch):
+    import matplotlib.colors
+
+    from model.cluster import cli as cluster_cli
+    from model.cluster.config import load_scenario
+
+    captured = []
+    monkeypatch.setattr(cluster_cli, "save_figure", lambda fig, path: captured.append(fig))
+    prepared = cluster_cli.prepare(load_scenario(CHEAP["cluster"][0]), 1, quick=True)
+    results = cluster_cli.run_scenario(prepared, 1)
+    assert min(result["idle_kwh"] for result in results.values()) == 0   # the invisible part
+    cluster_cli._plot(prepared, results, tmp_path / "plot.png")
+    (fig,) = captured
+    series_axis, energy_axis = fig.axes
+    lines = {matplotlib.colors.to_hex(line.get_color()) for line in series_axis.get_lines()}
+    bars = {matplotlib.colors.to_hex(patch.get_facecolor()) for patch in energy_axis.patches}
+    assert len(lines) == len(results) and not lines & bars
+    labels = [text.get_text() for text in energy_axis.texts]
+    assert len(labels) == len(results)
+    for label, result in zip(labels, results.values(), strict=True):
+        for part in ("busy", "idle", "standby"):
+            assert f"{part} {result[f'{part}_kwh']:.3g}" in label

@@ -143,28 +143,51 @@ def binned_average(series, horizon: float, bins: int = 120):
     return (edges[:-1] + edges[1:]) / 2, averages
 
 
+#: How the energy bars draw each part: greys and hatches, so that no part takes the colour of
+#: a policy's line in the left panel.
+_ENERGY_PARTS = (("busy", {"color": "0.35"}),
+                 ("idle", {"color": "white", "edgecolor": "0.35", "hatch": "////"}),
+                 ("standby", {"color": "0.8", "edgecolor": "0.5", "hatch": ".."}))
+
+
 def _plot(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> None:
-    fig, (series_axis, energy_axis) = figure(1, 2, figsize=(11, 4),
-                                             gridspec_kw={"width_ratios": [2, 1]})
+    """Left: fully idle nodes over time, a line per policy. Right: each policy's energy as a
+    bar of its parts (busy, idle, standby), every part's kWh written above the bar so a part
+    too thin to see (an idle part of 0 when cards go to standby at once) is still read."""
+    fig, (series_axis, energy_axis) = figure(1, 2, figsize=(12, 4.4),
+                                             gridspec_kw={"width_ratios": [1.6, 1]})
+    colours = {name: f"C{index % 10}" for index, name in enumerate(results)}
     for name, result in results.items():
         centres, averages = binned_average(result["fully_idle_series"], result["horizon_s"])
-        series_axis.plot(centres / 3600, averages, label=name, linewidth=1.2)
+        series_axis.plot(centres / 3600, averages, label=name, linewidth=1.2,
+                         color=colours[name])
     series_axis.set_xlabel("time (h)")
     series_axis.set_ylabel("fully idle nodes (time-average per bin)")
     series_axis.set_title(f"{prepared.scenario.name}: fully idle nodes over time")
     series_axis.legend(loc="best", fontsize="small")
     names = list(results)
-    bottom = [0.0] * len(names)
-    for part, colour in (("busy", "tab:red"), ("idle", "tab:orange"),
-                         ("standby", "tab:blue")):
+    positions = np.arange(len(names))
+    bottom = np.zeros(len(names))
+    for part, style in _ENERGY_PARTS:
         # "busy" includes the hosts of nodes with a busy card.
-        values = [results[name][f"{part}_kwh"] for name in names]
-        energy_axis.bar(names, values, bottom=bottom, label=part, color=colour)
-        bottom = [low + value for low, value in zip(bottom, values, strict=True)]
+        values = np.array([results[name][f"{part}_kwh"] for name in names])
+        energy_axis.bar(positions, values, 0.6, bottom=bottom, label=part, linewidth=0.8,
+                        **style)
+        bottom += values
+    top = max(bottom.max(), 1e-9)
+    for position, name in zip(positions, names, strict=True):
+        parts = "\n".join(f"{part} {results[name][f'{part}_kwh']:.3g}"
+                          for part, _ in reversed(_ENERGY_PARTS))
+        energy_axis.annotate(f"{bottom[position]:.4g} kWh\n{parts}",
+                             (position, bottom[position]), xytext=(0, 3),
+                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
+    energy_axis.set_ylim(0, top * 1.45)
+    energy_axis.set_xticks(positions, names, rotation=20, ha="right")
+    for label, name in zip(energy_axis.get_xticklabels(), names, strict=True):
+        label.set_color(colours[name])           # the policy's colour in the left panel
     energy_axis.set_ylabel("energy (kWh)")
-    energy_axis.set_title("cluster energy")
-    energy_axis.legend(loc="lower right", fontsize="small")
-    energy_axis.tick_params(axis="x", labelrotation=30)
+    energy_axis.set_title("cluster energy by part, kWh")
+    energy_axis.legend(loc="upper left", fontsize="small", ncol=3)
     save_figure(fig, path)
 
 
