@@ -14,7 +14,10 @@ than a silently ignored default::
     fields.done()
 
 Errors are :class:`ConfigError` (a ``ValueError``) with messages such as
-``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``.
+``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``; an unknown
+key's message lists the keys its table accepts. :class:`Budget` caps how big a scenario may
+make a run (tasks, jobs, slices), charged field by field, so an input that would run for hours
+is refused at load time naming the field that crossed the cap.
 """
 
 from __future__ import annotations
