@@ -415,7 +415,9 @@ def test_every_shipped_scenario_loads():
      "channels[0].priority must be an integer in 0..3, not 7"),
     ("[[channels]]\nwaves = [5, 2]\n",
      "channels[0].waves must be [min, max] with min <= max, not [5, 2]"),
-    ("[[channels]]\n[gpu]\napps = 3\n", "gpu.apps is not a known field"),
+    ("[[channels]]\n[gpu]\napps = 3\n",
+     "gpu.apps is not a known field (did you mean 'aps'?); gpu accepts: aps, "
+     "instruction_weights, lds, peus, priorities, resource_weights, sgpr, vgpr, wave_slots"),
     ("[[channels]]\narrival = \"poisson\"\n",
      "channels[0].arrival must be a string (one of 'back_to_back'), not 'poisson'"),
     ("[[channels]]\n[[policies]]\npreset = \"seed\"\nhistory_cycles = 1000\n",
