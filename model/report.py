@@ -71,28 +71,33 @@ def format_cell(value) -> str:
     return str(value)
 
 
-def _table(title, headers, rows, columns, caption, numeric) -> Table:
+def _table(title, headers, rows, columns, caption, numeric, *, wrap_first=True) -> Table:
+    # Numbers never wrap; text (a name, a claim) may wrap at spaces, but the first column
+    # only when the table is not split (each part repeats it as the rows' names).
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for index in columns:
-        table.add_column(headers[index], justify="right" if numeric[index] else "left")
+        table.add_column(headers[index], justify="right" if numeric[index] else "left",
+                         no_wrap=numeric[index] or (index == 0 and not wrap_first))
     for row in rows:
         table.add_row(*(row[index] for index in columns))
     return table
 
 
-def _natural_width(table: Table) -> int:
-    # The width the table needs with no cell wrapped (titles and captions wrap freely): its
-    # measurement is capped at the width offered, so offer plenty.
-    return console.measure(table, options=console.options.update_width(10_000)).maximum
+def _widths(table: Table) -> tuple[int, int]:
+    # (narrowest with text wrapped at spaces, natural with nothing wrapped); titles and
+    # captions wrap freely. A measurement is capped at the width offered, so offer plenty.
+    measured = console.measure(table, options=console.options.update_width(10_000))
+    return measured.minimum, measured.maximum
 
 
 def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
                 *, caption: str | None = None) -> None:
     """Print a rich table: columns of numbers right-aligned, the others left-aligned.
 
-    A table wider than :func:`table_width` is printed as several tables, each with the first
-    column and as many of the next as fit, the caption under the last: a narrow terminal then
-    shows every cell whole instead of wrapping rows.
+    A table wider than :func:`table_width` wraps its text columns (not numbers, not the first
+    column) at spaces when that makes it fit; otherwise it is printed as several tables, each
+    with the first column and as many of the next as fit, the caption under the last. A
+    narrow terminal then shows every number whole instead of wrapped rows.
     """
     rows = [list(row) for row in rows]
     numeric = [index > 0 and bool(rows) and all(isinstance(row[index], int | float)
@@ -102,10 +107,17 @@ def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
     width = table_width()
 
     def fits(columns):
-        return _natural_width(_table(None, headers, cells, columns, None, numeric)) <= width
+        return _widths(_table(None, headers, cells, columns, None, numeric,
+                              wrap_first=False))[1] <= width
 
-    # As few parts as fit (greedy), then the columns spread evenly over that many parts
-    # when they fit so, rather than a last part with one column.
+    # One table when wrapping text fits it; else as few parts as fit (greedy), then the
+    # columns spread evenly over that many parts when they fit so, rather than a last part
+    # with one column.
+    every = list(range(len(headers)))
+    if _widths(_table(None, headers, cells, every, None, numeric))[0] <= width:
+        console.width = width
+        console.print(_table(title, headers, cells, every, caption, numeric))
+        return
     parts: list[list[int]] = [[0]]
     for index in range(1, len(headers)):
         if len(parts[-1]) > 1 and not fits(parts[-1] + [index]):
@@ -123,7 +135,7 @@ def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
         label = title if len(parts) == 1 else f"{title} ({number + 1}/{len(parts)})"
         last = number == len(parts) - 1
         console.print(_table(label, headers, cells, columns, caption if last else None,
-                             numeric))
+                             numeric, wrap_first=False))
 
 
 def progress(items: Sequence, description: str, *, quiet: bool = False):

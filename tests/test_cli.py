@@ -272,6 +272,16 @@ def test_print_table_splits_a_wide_table_to_fit(capsys, monkeypatch):
     assert "wide (1/" in text
 
 
+def test_print_table_wraps_long_text_rather_than_splitting(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    claim = "a long claim that says in many words what the scenario exists to show"
+    report.print_table("claims", ["claim", "ratio", "better"], [[claim, 0.5, "yes"]])
+    text = capsys.readouterr().out
+    assert "(1/" not in text and "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert text.split() and all(word in text for word in claim.split())
+
+
 # -- Ctrl-C ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", list(cli.SUBCOMMANDS))

@@ -195,7 +195,8 @@ def run(args) -> int:
             claims += claim_rows(scenario, results)
             record.scenario(scenario.name, {"policies": results}, file=path)
     if claims:
+        # The scenario leads the claim's text, so the table fits 100 columns.
         print_table("The seed's claims, measured (policy vs baseline on the same workload)",
-                    ["scenario", "claim", "metric", "policy", "baseline", "ratio", "better"],
-                    claims)
+                    ["claim", "metric", "policy", "baseline", "ratio", "better"],
+                    [[f"{scenario}: {claim}", *rest] for scenario, claim, *rest in claims])
     return 0
