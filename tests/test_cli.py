@@ -92,6 +92,11 @@ def test_unknown_policy_names_the_known_ones(command, tmp_path, capsys):
     assert "(known: " in line
 
 
+def test_bench_checks_the_policy_too(capsys):
+    assert cli.main(["dispatch", "--bench", "--policy", "nonesuch", "--cycles", "10"]) == 2
+    assert "(known: prior-art, " in _one_line(capsys.readouterr().err)
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "many"])
 def test_cycles_must_be_a_positive_integer(value, capsys):
     with pytest.raises(SystemExit) as exit_:

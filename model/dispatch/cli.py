@@ -149,9 +149,10 @@ def _bench(args) -> int:
     default = CONFIG_ROOT / "dispatch" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
                              else default)
+    chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
     rows = []
     for policy in scenario.policies:
-        if args.policy and policy.name not in args.policy:
+        if policy.name not in chosen[scenario.name]:
             continue
         results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
                                policies=[policy.name])[policy.name]
