@@ -326,17 +326,25 @@ def test_sigint_stops_a_real_run_at_once(tmp_path):
     long.write_text("[timeshare]\nslice_us = 100\n[[tasks]]\ncount = 3000\npriority = 1\n"
                     "spacing_us = 10\nwork_us = [100_000, 200_000]\n")
     out = tmp_path / "out.json"
+    # SIGINT back to its default in the child: a pytest-xdist worker ignores it, and a
+    # Python started with SIGINT ignored keeps ignoring it (as under `command &` in a script).
     process = subprocess.Popen(
         [sys.executable, "-m", "model.cli", "procsched", "--quiet", "--config", str(tiny),
          "--config", str(long), "--json", str(out), "--plots", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    time.sleep(8)                    # imports, the tiny scenario, well into the long one
-    assert process.poll() is None, process.communicate()
-    sent = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    stopped = time.monotonic() - sent
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(8)                # imports, the tiny scenario, well into the long one
+        assert process.poll() is None, process.communicate()
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 130, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     print(f"stopped {stopped:.3f} s after SIGINT")
