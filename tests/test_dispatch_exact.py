@@ -519,7 +519,7 @@ def test_trace_rows_after_the_cycle_limit_are_counted_and_said(tmp_path, capsys)
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    data = json.loads(out.read_text())["s"]
+    data = json.loads(out.read_text())["scenarios"]["s"]
     result = data["policies"]["emb1"]
     assert result["workgroups_submitted"] == 3 and result["workgroups_after_end"] == 2
     note = "2 WGs arrive at or after cycle 100 (the cycle limit) and are not submitted"
@@ -533,7 +533,7 @@ def test_an_empty_workload_says_so(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    notes = json.loads(out.read_text())["s"]["notes"]
+    notes = json.loads(out.read_text())["scenarios"]["s"]["notes"]
     assert notes == ["no WG was submitted (the trace t.csv has no rows before the cycle limit): "
                      "every figure is zero because nothing ran"]
     assert "note: no WG was submitted" in capsys.readouterr().out
@@ -545,7 +545,7 @@ def test_a_channel_with_count_zero_is_said(tmp_path):
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["s"]["notes"] == [
+    assert json.loads(out.read_text())["scenarios"]["s"]["notes"] == [
         "channel 1 submitted no WG (count = 0)"]
 
 

