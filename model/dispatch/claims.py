@@ -221,7 +221,8 @@ def evaluate(scenarios: Sequence[Scenario], settings: Settings = Settings(), *,
             base = [by_policy[claim.baseline] for by_policy in results.values()]
             detail["offered"] = sum(r["steady"]["offered"] for r in base) / len(base)
             detail["served"] = sum(r["steady"]["throughput"] for r in base) / len(base)
-            if load == LOAD_BATCH:
+            if load == LOAD_BATCH or claim.metric == "makespan":
+                # A makespan of a run the limit cut is the last completion so far: say so.
                 detail["unfinished"] = sum(r["workgroups_unfinished"]
                                            for by_policy in results.values()
                                            for r in by_policy.values())

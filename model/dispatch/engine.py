@@ -899,6 +899,13 @@ class DispatchSimulator:
             entry[0], entry[1] = mask, 0
         return mask
 
+    def _head_mask(self, wg: WorkGroup) -> int:
+        """:meth:`_mask` of a head WG, 0 while an in-order barrier holds it (its channel's
+        earlier WGs still run)."""
+        if wg.barrier and self._inflight[wg.channel]:
+            return 0
+        return self._mask(wg)
+
     def _masks_of(self, wg: WorkGroup) -> int:
         """:meth:`_fits` on every AP at once, as a bit mask (the loop of ``_fits`` inlined:
         a new head is tested against every AP)."""
@@ -957,11 +964,7 @@ class DispatchSimulator:
         selection rule."""
         selection = self.policy.selection
         channels = self.channels
-        inflight = self._inflight
-
-        def mask_of(wg: WorkGroup) -> int:
-            # An in-order barrier holds the head until its channel's earlier WGs completed.
-            return 0 if wg.barrier and inflight[wg.channel] else self._mask(wg)
+        mask_of = self._head_mask
         if selection == "miaow":
             if self.buffer is None:
                 for k in range(self.channel_count):
