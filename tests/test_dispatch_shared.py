@@ -22,6 +22,7 @@ from model.dispatch.config import read_trace, with_policy, write_trace
 from model.dispatch.kernels import prepare, workgroup_duration, workgroup_work
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
+DATA_TRACE = Path(__file__).resolve().parent / "data" / "rocprof-llamacpp" / "results.csv"
 ONE_PEU = GpuConfig(aps=1, peus=1, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=2)
 ONE_AP = GpuConfig(aps=1, peus=4, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=2)
 EMB1 = PRESETS["emb1"]
@@ -322,3 +323,51 @@ def test_cli_refuses_a_single_seed(capsys):
     assert gpusched(["dispatch", "--config", str(CONFIGS / "hol_blocking.toml"), "--quick",
                      "--quiet", "--seeds", "1"]) == 2
     assert "--seeds must be at least 2" in capsys.readouterr().err
+
+
+# -- concurrent requests from a real trace ----------------------------------------------------
+
+def test_windows_are_concurrent_requests_staggered_per_seed(tmp_path):
+    # Two windows of the real trace, each from cycle 0 on a channel of its own; with a
+    # stagger the second starts 0..S cycles late, the draw depending on the seed only.
+    path = tmp_path / "requests.toml"
+    path.write_text(f'kernel_trace = "{DATA_TRACE}"\npreset = "rdna4-wgp"\ncycles = 400000\n'
+                    'windows = [[1020, 1023], [1952, 1955]]\nstagger = 100000\n')
+    scenario, converted = prepare(load_scenario(path))
+    assert len(converted.channels) == 2 and scenario.channel_windows == (0, 1)
+    firsts = {}
+    for seed in (1, 2):
+        workload = scenario.workload(seed)
+        assert [w.id for w in workload] == list(range(len(workload)))
+        assert all(a.arrival <= b.arrival for a, b in zip(workload, workload[1:], strict=False))
+        firsts[seed] = [min(w.arrival for w in workload if w.channel == c) for c in (0, 1)]
+    assert firsts[1][0] == firsts[2][0] == 0
+    assert firsts[1][1] != firsts[2][1] and 0 <= min(firsts[1][1], firsts[2][1])
+    assert scenario.workload(1) == scenario.workload(1)
+    # The first WG of each launch after the first of its stream is an in-order barrier.
+    barriers = [w for w in scenario.workload(1) if w.barrier]
+    assert len(barriers) == 2 * 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("windows = [[1, 2]]\nkernels = [1, 2]\n", "windows and kernels cannot both be given"),
+    ("kernels = [1, 2]\nstagger = 5\n", "stagger needs windows = [[first, last], ...] with at "
+                                        "least two windows"),
+    ("windows = [[3, 2]]\n", "windows must list [first, last] pairs with 0 <= first < last, "
+                             "not [3, 2]"),
+])
+def test_window_fields_are_checked(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(f'kernel_trace = "{DATA_TRACE}"\npreset = "rdna4-wgp"\n' + text)
+    with pytest.raises(ConfigError) as error:
+        load_scenario(path)
+    assert message in str(error.value)
+
+
+def test_cli_runs_a_scenario_under_the_shared_model(tmp_path):
+    out = tmp_path / "d.json"
+    assert gpusched(["dispatch", "--config", str(CONFIGS / "wave_imbalance.toml"), "--quiet",
+                     "--cycles", "400", "--no-claims", "--execution", "shared",
+                     "--plots", str(tmp_path), "--json", str(out)]) == 0
+    runs = json.loads(out.read_text())["wave imbalance across PEUs"]["policies"]
+    assert {r["execution"] for r in runs.values()} == {"shared"}
