@@ -23,7 +23,8 @@ help:
 	@echo "make sim      the main job: every system model against its baselines on the shipped"
 	@echo "              scenarios (configs/), tables on the terminal, plots and JSON in build/sim/,"
 	@echo "              then the free-block accuracy report and a quick arbiter fairness table"
-	@echo "make bench    simulated cycles per second of the dispatcher model, per policy"
+	@echo "make bench    simulated cycles per second of the dispatcher model, per policy and"
+	@echo "              execution model (fixed durations, shared issue)"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
@@ -68,7 +69,8 @@ sim: sim-dispatch report
 	$(PYTHON) -m model.fairness --quick --out $(SIM_OUT)
 
 sim-dispatch: $(STAMP)
-	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) $(SIM_FLAGS)
+	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) \
+	  --generated-cycles 5000 $(SIM_FLAGS)
 
 bench: $(STAMP)
 	$(PYTHON) -m model.cli dispatch --bench

@@ -78,8 +78,11 @@ def _table(title, headers, rows, columns, caption, numeric, *, wrap_first=True) 
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
                   min_width=min(len(title), table_width()) if title else None)
     for index in columns:
+        # A word longer than its column (a metric path) folds onto the next line rather
+        # than being cut with an ellipsis.
         table.add_column(headers[index], justify="right" if numeric[index] else "left",
-                         no_wrap=numeric[index] or (index == 0 and not wrap_first))
+                         no_wrap=numeric[index] or (index == 0 and not wrap_first),
+                         overflow="fold")
     for row in rows:
         table.add_row(*(row[index] for index in columns))
     return table

@@ -1,13 +1,17 @@
 """``gpusched dispatch`` (alias ``gpusched sim``): run the dispatcher scenarios, compare the
 policies, plot, write JSON.
 
-Every scenario file runs every policy it lists on the same workload (same seed). Per scenario:
-a table comparing the policies, notes on anything not used or not submitted, a PNG
-(``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, a
-table of the scenarios' claims (the seed's assertions, each as a measured ratio).
+Every scenario file runs every policy it lists on the same workload (same seed), under the
+scenario's execution model (``--execution`` overrides it). Per scenario: a table comparing
+the policies, notes on anything not used or not submitted, a PNG
+(``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, the
+scenarios' claims over ``--seeds`` workload seeds at each of their loads and execution models,
+with 95 % intervals and a verdict (:mod:`model.dispatch.claims`; ``--generated-cycles``
+shortens every run on a generated workload, tables and claims alike, so that the claims reuse
+the tables' runs; traces run whole; ``--no-claims`` skips the claims).
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
-``--bench`` instead times every policy on the default scenario and prints simulated cycles
-per second.
+``--bench`` instead times every policy on the default scenario under both execution models
+and prints simulated cycles per second.
 ``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
 (:mod:`model.dispatch.kernels`).
 """
@@ -19,7 +23,8 @@ from pathlib import Path
 
 from model.cli import CONFIG_ROOT, positive_int, select_policies
 from model.config import ConfigError
-from model.dispatch.config import load_scenario, write_trace
+from model.dispatch import claims as claims_over_seeds
+from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator, write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
@@ -37,13 +42,25 @@ TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
 def add_arguments(parser) -> None:
     """The dispatcher's own options (``--policy`` is common to every subcommand)."""
     parser.add_argument("--cycles", type=positive_int, metavar="N",
-                        help="cycle limit, >= 1 (default: the scenario's)")
+                        help="cycle limit of every run, traces and claims included, >= 1 "
+                             "(default: the scenario's)")
     parser.add_argument("--write-trace", type=Path, metavar="CSV",
                         help="write the (first) scenario's workload as a CSV trace")
     parser.add_argument("--debug", action="store_true",
                         help="check every invariant every cycle (as the tests do)")
     parser.add_argument("--bench", action="store_true",
                         help="print simulated cycles per second per policy")
+    parser.add_argument("--execution", choices=EXECUTIONS,
+                        help="run the scenarios under this execution model (default: each "
+                             "scenario's; claims keep their own)")
+    parser.add_argument("--seeds", type=int, default=5, metavar="N",
+                        help="workload seeds of the claims, from --seed (default 5, at least 2)")
+    parser.add_argument("--generated-cycles", type=int, metavar="N",
+                        help="cycle limit of every run on a generated workload, the scenario "
+                             "tables and the claims (default: each scenario's; --quick: "
+                             f"{QUICK_CYCLES}); trace scenarios run whole")
+    parser.add_argument("--no-claims", action="store_true",
+                        help="do not measure the claims over seeds")
     parser.add_argument("--events", type=Path, metavar="CSV",
                         help="write every run's per-WG event log (arrive, reject, dispatch, "
                              "stale-abort, split, release) as CSV; with several runs, one "
@@ -105,13 +122,17 @@ def _converted(args, scenario):
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
                  debug: bool = False, quiet: bool = True, strict: bool = False,
                  events: dict | None = None, skip: bool = True,
-                 bar: RunProgress | None = None, done=None) -> dict:
+                 execution: str | None = None, bar: RunProgress | None = None,
+                 done=None) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
     wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
     limit are not submitted; each result counts them (``workgroups_after_end``). With
-    ``events`` (a dict), ``events[policy name]`` receives each run's event rows. ``bar``
-    shows the simulated cycles; ``done(policy, result)`` is called after each policy."""
+    ``events`` (a dict), ``events[policy name]`` receives each run's event rows.
+    ``execution`` overrides the scenario's execution model; its warm-up is scaled to
+    ``cycles``. ``bar`` shows the simulated cycles; ``done(policy, result)`` is called after
+    each policy."""
     limit = cycles or scenario.cycles
+    warmup = scenario.warmup * limit // scenario.cycles
     workload = scenario.workload(seed)
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
@@ -129,6 +150,7 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
                     debug=debug, strict=strict, skip=skip,
                     sample_interval=scenario.sample_interval,
                     power_window=scenario.power_window, events=rows,
+                    execution=execution or scenario.execution, warmup=warmup,
                     observer=None if tick is None else lambda cycle, _: tick(cycle))
                 result = simulator.run()
             result["seconds"] = time.perf_counter() - started
@@ -181,11 +203,17 @@ def events_path(base: Path, scenario, policy: str, single: bool) -> Path:
 
 
 def claim_rows(scenario, results: dict) -> list[list]:
-    """One row per claim: scenario, claim, metric, policy value, baseline value, ratio,
-    whether the policy is better."""
+    """One row per claim that these runs can show (its policies ran, under its execution
+    model, and it is judged at the load as written): scenario, claim, metric, policy value,
+    baseline value, ratio, whether the policy is better. One seed; the claims over seeds
+    are :mod:`model.dispatch.claims`."""
     rows = []
     for claim in scenario.claims:
         if claim.policy not in results or claim.baseline not in results:
+            continue
+        execution = results[claim.policy].get("execution", scenario.execution)
+        if (claim.execution or scenario.execution) != execution or \
+                LOAD_AS_WRITTEN not in claim.loads:
             continue
         mine, theirs = claim.value(results[claim.policy]), claim.value(results[claim.baseline])
         ratio = mine / theirs if theirs else float("inf") if mine else 1.0
@@ -222,16 +250,19 @@ def _bench(args) -> int:
                              else default)
     chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
     rows = []
-    for policy in scenario.policies:
-        if policy.name not in chosen[scenario.name]:
-            continue
-        results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
-                               policies=[policy.name])[policy.name]
-        rows.append([policy.name, results["cycles"], results["processed_cycles"],
-                     results["seconds"], results["cycles"] / results["seconds"]])
+    for execution in [args.execution] if args.execution else EXECUTIONS:
+        for policy in scenario.policies:
+            if policy.name not in chosen[scenario.name]:
+                continue
+            results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
+                                   policies=[policy.name], execution=execution)[policy.name]
+            rows.append([execution, policy.name, results["cycles"],
+                         results["processed_cycles"], results["workgroups_completed"],
+                         results["seconds"], results["cycles"] / results["seconds"]])
     print_table(f"dispatcher speed, {scenario.name} ({scenario.gpu.aps} APs x "
                 f"{scenario.gpu.peus} PEUs, {len(scenario.channels)} channels), one core",
-                ["policy", "simulated cycles", "cycles evaluated", "seconds", "cycles/s"], rows)
+                ["execution", "policy", "simulated cycles", "cycles evaluated", "WGs done",
+                 "seconds", "cycles/s"], rows)
     return 0
 
 
@@ -246,14 +277,24 @@ def _written(path: Path, write) -> Path:
 def run(args) -> int:
     if args.bench:
         return _bench(args)
-    claims = []
     record = args.record
+    if not args.no_claims:       # checked before anything runs
+        if args.seeds < 2:
+            raise ConfigError(f"--seeds must be at least 2 (an interval needs two runs), not "
+                              f"{args.seeds}")
+        settings = claims_over_seeds.Settings(
+            seeds=args.seeds, first_seed=args.seed,
+            cycles=(args.cycles or args.generated_cycles
+                    or (QUICK_CYCLES if args.quick else None)))
+    if args.generated_cycles is not None and args.generated_cycles < 1:
+        raise ConfigError(f"--generated-cycles must be at least 1, not {args.generated_cycles}")
     # Load (and check) every file before anything runs.
     loaded = _load(args)
     chosen = select_policies(args, {str(path): [policy.name for policy in scenario.policies]
                                     for path, scenario in loaded})
     jobs = [(path, scenario) for path, scenario in loaded if chosen[str(path)]]
     runs = sum(len(chosen[str(path)]) for path, _ in jobs)
+    converted, known = [], {}
     with RunProgress("dispatch", runs=runs, quiet=args.quiet) as bar:
         for number, (path, scenario) in enumerate(jobs):
             scenario = _converted(args, scenario)
@@ -265,10 +306,13 @@ def run(args) -> int:
                     record.input_file(source)
             cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
                                      else None)
+            if cycles is None and args.generated_cycles and scenario.workgroups is None and \
+                    scenario.trace is None:
+                cycles = min(args.generated_cycles, scenario.cycles)
             events = {} if args.events else None
             results = run_scenario(
                 scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
-                debug=args.debug, events=events, bar=bar,
+                debug=args.debug, events=events, execution=args.execution, bar=bar,
                 done=lambda policy, result, name=scenario.name, path=path: record.add(
                     name, policy, result, file=path))
             notes = workload_notes(scenario, results, cycles or scenario.cycles)
@@ -281,11 +325,39 @@ def run(args) -> int:
                 _written(target,
                          lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
             plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
-            claims += claim_rows(scenario, results)
+            converted.append(scenario)
+            if not args.no_claims and (cycles or scenario.cycles) == \
+                    claims_over_seeds.claim_cycles(scenario, settings):
+                # The claims over seeds reuse these runs (seed, load as written, same length).
+                for name, result in results.items():
+                    known[claims_over_seeds.run_key(scenario, result["execution"], args.seed,
+                                                    name)] = result
             record.scenario(scenario.name, {"notes": notes, "policies": results}, file=path)
-    if claims:
-        # The scenario leads the claim's text, so the table fits 100 columns.
-        print_table("The seed's claims, measured (policy vs baseline on the same workload)",
-                    ["claim", "metric", "policy", "baseline", "ratio", "better"],
-                    [[f"{scenario}: {claim}", *rest] for scenario, claim, *rest in claims])
+    if not args.no_claims and any(scenario.claims for scenario in converted):
+        record.note(claims=_claims(converted, settings, args, known))
     return 0
+
+
+def _claims(scenarios, settings, args, known: dict) -> dict:
+    """Measure every claim over seeds and print the capacities and the claims table."""
+    measured = claims_over_seeds.evaluate(scenarios, settings, quiet=args.quiet, known=known)
+    last = settings.first_seed + settings.seeds - 1
+    length = (f"{settings.cycles:,} cycles per generated run, traces whole" if settings.cycles
+              else "each scenario's cycle limit")
+    if measured["capacities"]:
+        print_table("Capacity of each claim's baseline: the rate (WG/1000 cycles) at which "
+                    f"it clears a backlog of the scenario's mix, seeds {settings.first_seed}.."
+                    f"{last}",
+                    ["scenario", "execution", "baseline", "capacity [95 % CI]",
+                     "batch WGs", "offered as written", "unfinished"],
+                    claims_over_seeds.capacity_rows(measured["capacities"]))
+    print_table(f"The seed's claims over seeds {settings.first_seed}..{last} ({length}; "
+                f"95 % intervals; verdict from the per-seed ratio)",
+                claims_over_seeds.CLAIM_HEADERS,
+                claims_over_seeds.claim_table_rows(measured["rows"]))
+    if settings.cycles:
+        print(f"  {measured['runs']} more runs, generated workloads cut at {settings.cycles:,} "
+              f"cycles;\n  the full figures: `gpusched dispatch --seeds {settings.seeds}` (each "
+              f"scenario's cycle limit)")
+    return {"settings": {"seeds": settings.seeds, "first_seed": settings.first_seed,
+                         "cycles": settings.cycles}, **measured}
