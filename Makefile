@@ -36,7 +36,7 @@ help:
 $(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev,synth]'
+	$(PYTHON) -m pip install --quiet -e '.[dev,synth,cluster]'
 	touch $@
 
 venv: $(STAMP)
