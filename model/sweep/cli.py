@@ -21,12 +21,11 @@ from pathlib import Path
 
 from model.cli import SUBCOMMANDS, positive_int
 from model.config import ConfigError
-from model.report import console
 from model.sweep import report as sweep_report
 from model.sweep.engine import engine_for
 from model.sweep.plan import build_plan
 from model.sweep.runner import run_plan
-from model.sweep.spec import load_sweep
+from model.sweep.spec import load_sweep, value_text
 from model.sweep.store import Store
 from model.sweep.worker import POINT_MODULES
 
@@ -102,20 +101,29 @@ def _report(store: Store, entry: dict, args, record, *, several: bool = False) -
     if not args.no_plots:
         folder = args.plots or DEFAULT_FOLDER
         for path in sweep_report.plots(summary, entry["definition"], folder):
-            console.print(f"  plot: {path}")
+            print(f"  plot: {path}")
     if args.csv is not None:
         target = args.csv
         if several:       # one file per sweep
             target = target.with_name(f"{target.stem}_{sweep_report.slug(entry['name'])}"
                                       f"{target.suffix}")
         for path in sweep_report.write_csv(summary, target):
-            console.print(f"  csv: {path}")
+            print(f"  csv: {path}")
     if record is not None:
+        axes = summary.axes
+        points = {}
+        for member in members:
+            label = ", ".join([*(f"{axis} = {value_text(value)}" for axis, value
+                                 in zip(axes, member["axes"], strict=True)),
+                               f"policy {member['policy']}", f"seed {member['seed']}"])
+            points[label] = {"axes": dict(zip(axes, member["axes"], strict=True)),
+                             "policy": member["policy"], "seed": member["seed"],
+                             "metrics": member["metrics"]}
         record.scenario(entry["name"], {
             "store": str(store.path), "sweep_file": entry["file"],
             "command": entry["command"], "points": summary.total,
             "computed": summary.computed, "summary": sweep_report.as_json(summary),
-            "policies": {}}, file=entry["file"])
+            "policies": points}, file=entry["file"])
     return 0
 
 
@@ -182,11 +190,15 @@ def run(args) -> int:
             engine.close()
         rate = (f", {outcome.rate:.3g} points/s" if outcome.computed else "")
         reruns = (f"; {outcome.reruns} re-run after a worker died" if outcome.reruns else "")
-        print(f"sweep {sweep.name}: {outcome.total} points: {outcome.computed} computed in "
-              f"{outcome.seconds:.1f} s on {engine.description}{rate}, {outcome.stored} "
-              f"already in {store_path}{reruns}"
-              + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
-              file=sys.stderr)
+        if outcome.stored == outcome.total:
+            print(f"sweep {sweep.name}: all {outcome.total} points are already in {store_path}",
+                  file=sys.stderr)
+        else:
+            print(f"sweep {sweep.name}: {outcome.total} points: {outcome.computed} computed in "
+                  f"{outcome.seconds:.1f} s on {engine.description}{rate}, {outcome.stored} "
+                  f"already in {store_path}{reruns}"
+                  + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
+                  file=sys.stderr)
         record.note(points=outcome.total, computed=outcome.computed, from_store=outcome.stored,
                     failed=len(outcome.failed), seconds=round(outcome.seconds, 3),
                     points_per_second=outcome.rate, reruns=outcome.reruns, run=outcome.run)

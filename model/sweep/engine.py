@@ -30,6 +30,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -88,6 +89,14 @@ class LocalPool:
         self.reruns = 0
 
     def _executor(self) -> ProcessPoolExecutor:
+        main = sys.modules.get("__main__")
+        script = getattr(main, "__file__", None)
+        if (script is not None and getattr(main, "__spec__", None) is None
+                and not os.path.isfile(script)):
+            # multiprocessing makes every worker run the driver's main script again; one read
+            # from standard input cannot be, and each worker would die at its start.
+            raise SweepError(f"the local pool cannot start workers from a script that is not "
+                             f"a file ({script}): save it to a file, or use --scheduler")
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
             else "spawn"
         context = multiprocessing.get_context(method)
@@ -191,9 +200,12 @@ class DaskEngine:
             if not count.isdigit() or int(count) < 1:
                 raise SweepError(f"--scheduler dask-local:N needs N >= 1 workers, not "
                                  f"{scheduler!r}")
+            # Its workers' logs stay quiet: a point's error or a dead worker reaches the
+            # sweep through the future (and the store), and stopping the cluster under load
+            # can make a worker log a lost heartbeat as an error.
             self._cluster = distributed.LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.ERROR)
+                dashboard_address=":0", silence_logs=logging.CRITICAL)
             arguments["address"] = self._cluster.scheduler_address
         elif scheduler.endswith(".json"):
             if not Path(scheduler).is_file():
@@ -240,6 +252,7 @@ class DaskEngine:
             self.client.cancel([future for future in futures if not future.done()])
 
     def close(self) -> None:
+        """Disconnect; a ``dask-local`` cluster is stopped."""
         client = getattr(self, "client", None)
         if client is not None:
             client.close()
