@@ -224,6 +224,14 @@ def test_local_pool_points_equal_single_runs_of_the_subcommand(base, tmp_path, c
                 if p.axes == (2,) and p.policy == "grouped /4" and p.seed == 2]
     assert stored[point.key]["throughput"] == result["throughput"]
     assert stored[point.key]["wait.mean"] == result["wait"]["mean"]
+    # --dry-run counts what the store has and writes nothing.
+    capsys.readouterr()
+    assert cli.main(["sweep", str(sweep), "--store", str(store), "--dry-run"]) == 0
+    assert "4 points (1 axes, 2 policies, 1 seeds), 4 already in" in capsys.readouterr().out
+    assert cli.main(["sweep", str(sweep), "--store", str(tmp_path / "new.sqlite"),
+                     "--dry-run"]) == 0
+    assert "0 already in" in capsys.readouterr().out
+    assert not (tmp_path / "new.sqlite").exists()
 
 
 def test_a_coupled_model_runs_its_policies_together_as_the_subcommand_does(tmp_path):

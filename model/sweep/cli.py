@@ -165,15 +165,18 @@ def run(args) -> int:
     record.input_file(sweep.base)
     planned = build_plan(sweep)
     store_path = args.store or DEFAULT_FOLDER / f"{path.stem}.sqlite"
-    with Store(store_path) as store:
-        have = len(store.done(planned.keys))
+    if args.dry_run:                 # nothing is written, not even an empty store
         total = len(planned.keys)
-        if args.dry_run:
-            print(f"sweep {sweep.name}: {total} points ({len(sweep.axes)} axes, "
-                  f"{len({p.policy for p in planned.points})} policies, {len(sweep.seeds)} "
-                  f"seeds), {have} already in {store_path}, {total - have} to compute; "
-                  f"nothing run (--dry-run)")
-            return 0
+        have = 0
+        if store_path.is_file():
+            with Store(store_path, create=False) as store:
+                have = len(store.done(planned.keys))
+        print(f"sweep {sweep.name}: {total} points ({len(sweep.axes)} axes, "
+              f"{len({p.policy for p in planned.points})} policies, {len(sweep.seeds)} "
+              f"seeds), {have} already in {store_path}, {total - have} to compute; "
+              f"nothing run (--dry-run)")
+        return 0
+    with Store(store_path) as store:
         engine = engine_for(args.scheduler, args.workers)
         names = sweep.axis_names
         record.note(sweep=sweep.name, store=str(store_path), engine=engine.description)
