@@ -16,7 +16,7 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	board lint icarus clean help
+	board lint icarus clean help sweep
 all: test
 
 help:
@@ -25,6 +25,8 @@ help:
 	@echo "              then the free-block accuracy report and a quick arbiter fairness table"
 	@echo "make bench    simulated cycles per second of the dispatcher model, per policy and"
 	@echo "              execution model (fixed durations, shared issue)"
+	@echo "make sweep    every configs/sweeps/*.toml on a local pool (the README's multi-seed"
+	@echo "              figures): tables, build/sweeps/*.{sqlite,png,csv}; resumable"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
@@ -37,7 +39,7 @@ help:
 $(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev,synth]'
+	$(PYTHON) -m pip install --quiet -e '.[dev,synth,cluster]'
 	touch $@
 
 venv: $(STAMP)
@@ -74,6 +76,23 @@ sim-dispatch: $(STAMP)
 
 bench: $(STAMP)
 	$(PYTHON) -m model.cli dispatch --bench
+
+# Every sweep file of configs/sweeps/ (not its drills/) on a local pool over all cores: the
+# README's multi-seed figures. Each keeps its results in $(SWEEP_OUT)/<name>.sqlite, so a run
+# that was stopped computes only what is missing, and a second run only reports.
+# SWEEP_FLAGS: e.g. --workers 4, --scheduler tcp://HOST:8786, --quick.
+SWEEPS      ?= $(sort $(wildcard configs/sweeps/*.toml))
+SWEEP_OUT   ?= build/sweeps
+SWEEP_FLAGS ?=
+
+sweep: $(STAMP)
+	@set -e; for file in $(SWEEPS); do \
+	  name=$$(basename $$file .toml); \
+	  echo "$(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite" \
+	    "--plots $(SWEEP_OUT) --csv $(SWEEP_OUT)/$$name.csv $(SWEEP_FLAGS)"; \
+	  $(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite \
+	    --plots $(SWEEP_OUT) --csv $(SWEEP_OUT)/$$name.csv $(SWEEP_FLAGS); \
+	done
 
 report: $(STAMP)
 	$(PYTHON) -m model.maxblock_report

@@ -22,6 +22,11 @@ What every subcommand shares, so that each model's ``run`` only runs its model:
 * **Ctrl-C** — stops the simulation in progress at once, writes the JSON of every scenario
   and policy that finished, marked ``"interrupted": true``, prints one line and exits 130.
 * **--policy** — :func:`select_policies` checks the names against every scenario's policies.
+
+Besides the system models, :data:`TOOLS` are commands over them that take their own inputs
+(``gpusched sweep SWEEP.toml``, :mod:`model.sweep`): they get ``--json`` and ``--quiet`` here
+and every other option from their module; bad input, the JSON and Ctrl-C work as above (a
+``KeyboardInterrupt`` raised with a message adds it to the one line printed).
 """
 
 import argparse
@@ -33,8 +38,8 @@ from pathlib import Path
 from model.config import ConfigError
 from model.report import RunRecord
 
-__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "default_configs", "main", "positive_int",
-           "select_policies"]
+__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS", "default_configs", "main",
+           "positive_int", "select_policies"]
 
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS = {
@@ -50,6 +55,13 @@ SUBCOMMANDS = {
                                  "bin-packing and random"),
 }
 
+#: Commands over the system models, with inputs of their own: name -> (module, one-line help).
+TOOLS = {
+    "sweep": ("model.sweep.cli", "design-space sweeps of any model over config fields, "
+                                 "policies and seeds, on a local pool or a Dask cluster, "
+                                 "resumable; 'sweep report STORE' for tables and plots"),
+}
+
 #: Other names of a subcommand (``gpusched sim`` was the dispatcher's first name).
 ALIASES = {"dispatch": ["sim"]}
 
@@ -59,7 +71,7 @@ CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
 
-_CANONICAL = {name: name for name in SUBCOMMANDS} | {
+_CANONICAL = {name: name for name in (*SUBCOMMANDS, *TOOLS)} | {
     alias: name for name, aliases in ALIASES.items() for alias in aliases}
 
 
@@ -143,6 +155,14 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             importlib.import_module(module).add_arguments(sub)
         sub.set_defaults(module=module, command=name)
+    for name, (module, help_text) in TOOLS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--json", type=Path, metavar="OUT",
+                         help="write the results as JSON (also on Ctrl-C: what finished)")
+        sub.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == command:
+            importlib.import_module(module).add_arguments(sub)
+        sub.set_defaults(module=module, command=name)
     return parser
 
 
@@ -151,13 +171,14 @@ def _options(args) -> dict:
             if key not in ("module", "command", "record", "seed")}
 
 
-def _interrupted(args, record: RunRecord) -> int:
+def _interrupted(args, record: RunRecord, detail: str = "") -> int:
     if args.json is not None:
         record.write(args.json, interrupted=True)
         where = f"wrote the {record.runs_finished} finished runs to {args.json}"
     else:
         where = f"{record.runs_finished} runs had finished (no --json given)"
-    print(f"gpusched {args.command}: interrupted; {where}", file=sys.stderr)
+    detail = f"{detail}; " if detail else ""
+    print(f"gpusched {args.command}: interrupted; {detail}{where}", file=sys.stderr)
     return INTERRUPTED
 
 
@@ -168,18 +189,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return INTERRUPTED
     module = importlib.import_module(args.module)
-    if args.config is None:
+    if args.command in SUBCOMMANDS and args.config is None:
         args.config = default_configs(args.command)
-    record = args.record = RunRecord(args.command, argv=argv, seed=args.seed,
+    record = args.record = RunRecord(args.command, argv=argv, seed=getattr(args, "seed", None),
                                      options=_options(args))
-    for path in args.config:
+    for path in getattr(args, "config", None) or ():
         record.input_file(path)
     try:
         status = module.run(args)
         if args.json is not None:
             record.write(args.json)
-    except KeyboardInterrupt:
-        return _interrupted(args, record)
+    except KeyboardInterrupt as stop:
+        return _interrupted(args, record, " ".join(map(str, stop.args)))
     except ConfigError as error:
         print(f"gpusched {args.command}: {error}", file=sys.stderr)
         return 2

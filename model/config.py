@@ -18,17 +18,25 @@ Errors are :class:`ConfigError` (a ``ValueError``) with messages such as
 key's message lists the keys its table accepts. :class:`Budget` caps how big a scenario may
 make a run (tasks, jobs, slices), charged field by field, so an input that would run for hours
 is refused at load time naming the field that crossed the cap.
+
+:func:`in_memory` lets a scenario that exists only as data (a sweep's point: the base file with
+some fields changed, :mod:`model.sweep`) go through a subcommand's own loader unchanged: inside
+the block, :func:`load_toml` of that path returns the data instead of reading the file, so
+relative paths, the file's stem and every error message stay those of the file.
 """
 
 from __future__ import annotations
 
+import contextvars
+import copy
 import difflib
 import math
 import tomllib
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["Budget", "ConfigError", "Fields", "load_toml"]
+__all__ = ["Budget", "ConfigError", "Fields", "in_memory", "load_toml"]
 
 
 class ConfigError(ValueError):
@@ -38,9 +46,30 @@ class ConfigError(ValueError):
 _MISSING = object()
 
 
+#: (resolved path, document) that :func:`load_toml` returns instead of reading the file.
+_IN_MEMORY: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
+    "in_memory", default=None)
+
+
+@contextmanager
+def in_memory(path, document: dict):
+    """Within this block, :func:`load_toml` of ``path`` returns a copy of ``document`` (the
+    parsed TOML a file at ``path`` would hold) instead of reading the file. Other paths are
+    read as usual. The setting is per thread and per task (a context variable)."""
+    token = _IN_MEMORY.set((Path(path).resolve(), document))
+    try:
+        yield
+    finally:
+        _IN_MEMORY.reset(token)
+
+
 def load_toml(path) -> dict:
-    """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file."""
+    """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file.
+    Inside :func:`in_memory` for ``path``, the document given there instead."""
     path = Path(path)
+    override = _IN_MEMORY.get()
+    if override is not None and path.resolve() == override[0]:
+        return copy.deepcopy(override[1])
     try:
         with path.open("rb") as file:
             return tomllib.load(file)

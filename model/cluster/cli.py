@@ -164,13 +164,17 @@ def _expected(prepared: PreparedScenario, pods) -> tuple[float, str]:
 
 
 def run_scenario(prepared: PreparedScenario, seed: int, *, debug: bool = False,
-                 runs=None) -> dict[str, dict]:
-    """Run every policy of the scenario on one seed: ``{policy: results}``. ``runs``
-    (optional) is called after each policy, for a progress bar."""
+                 runs=None, policies=None) -> dict[str, dict]:
+    """Run every policy of the scenario (or those of ``policies``, in the scenario's order)
+    on one seed: ``{policy: results}``; a timed run's energy is integrated over the latest
+    makespan among the policies run. ``runs`` (optional) is called after each policy, for a
+    progress bar."""
     scenario = prepared.scenario
     pods = _inflated(prepared, seed) if scenario.experiment == "inflation" else None
     done = []
     for policy in scenario.policies:
+        if policies is not None and policy not in policies:
+            continue
         done.append(_run_one(prepared, policy, seed, debug, pods))
         if runs is not None:
             runs()
