@@ -86,9 +86,10 @@ CLASS_NAMES = ("block", "cluster", "union")
 #: class order, then the lower slot), or the class order and the lower slot directly.
 TIE_BREAKS = ("history", "index")
 
-#: Clocks of the expected-weight divider: one quotient bit per clock, 9 bits (0..256) for
-#: the seed's 8-bit expected weight (``weight_bits + 1`` in general).
-DIVIDER_CLOCKS = WEIGHT_BITS + 1
+#: Clocks the expected-weight divider spends on one slot: one to take its weight and its
+#: class's total, then one quotient bit per clock, 9 bits (0..256) for the seed's 8-bit
+#: expected weight (``weight_bits + 2`` clocks in general).
+DIVIDER_CLOCKS = WEIGHT_BITS + 2
 
 MAX_TASKS = 64
 MAX_CLASSES = 16
@@ -314,8 +315,14 @@ class ArbiterParams:
 
     @property
     def divider_clocks(self) -> int:
-        """Clocks the divider takes (``write.ready`` low): ``weight_bits + 1``."""
-        return self.weight_bits + 1
+        """Clocks the divider spends on one slot: ``weight_bits + 2`` (one to take the
+        operands, then one per quotient bit)."""
+        return self.weight_bits + 2
+
+    @property
+    def pass_clocks(self) -> int:
+        """Clocks of one pass of the divider over every slot: ``tasks * divider_clocks``."""
+        return self.tasks * self.divider_clocks
 
     @property
     def total_bits(self) -> int:
@@ -488,11 +495,14 @@ def _commit_weights(params: ArbiterParams, slots: Sequence[SlotState]) -> None:
 class ArbiterInputs:
     """The input ports of ``hw.arbiter.DelayFactorArbiter`` during one clock.
 
-    ``request`` bit ``i`` is slot ``i``; ``write_*`` are the write stream's ``valid`` and
-    payload fields; ``grant_ready`` is the grant stream's ``ready``.
+    ``request`` bit ``i``: slot ``i`` has at least one job waiting; ``backlogged`` bit ``i``:
+    it has at least two (a job counts as waiting until its grant is taken, so a job whose
+    grant is taken in this clock still counts). ``write_*`` are the write stream's ``valid``
+    and payload fields; ``grant_ready`` is the grant stream's ``ready``.
     """
 
     request: int = 0
+    backlogged: int = 0
     write_valid: int = 0
     write_slot: int = 0
     write_op: int = WriteOp.CLEAR
@@ -503,7 +513,11 @@ class ArbiterInputs:
 
 @dataclass(frozen=True)
 class ArbiterOutputs:
-    """The output ports of ``hw.arbiter.DelayFactorArbiter`` during one clock."""
+    """The output ports of ``hw.arbiter.DelayFactorArbiter`` during one clock.
+
+    ``write_ready`` is always 1 (a write is taken in every clock); it stays an output because
+    the write port is a stream.
+    """
 
     write_ready: int = 1
     grant_valid: int = 0
@@ -520,13 +534,18 @@ class DelayFactorArbiterModel:
     in the docstring of ``hw.arbiter.DelayFactorArbiter``; in short:
 
     * a **grant round** is a clock in which the grant register takes a new decision (it is
-      empty or being emptied) and some slot is eligible (valid, weighted and requesting);
-      the decision appears on ``grant`` in the next clock, and the history weights of that
-      round are updated at the same edge;
-    * an accepted write sets up or clears one slot and starts the expected-weight divider,
-      which keeps ``write_ready`` low for ``weight_bits + 1`` clocks; the new ``W`` of
-      every slot take effect together after it; meanwhile arbitration goes on with the old
-      ones and a newly loaded slot waits (ineligible, ``H`` held at its configured weight).
+      empty or its grant is being taken) and some slot is eligible (valid, weighted and
+      requesting, and not the slot whose last waiting job's grant is being taken); the
+      decision appears on ``grant`` in the next clock, and the history weights of that round
+      are updated at the same edge;
+    * a write is taken in every clock; it sets up or clears its slot at once, and the
+      expected weights follow through a *pass* of the one divider over every slot
+      (:attr:`ArbiterParams.pass_clocks` clocks): each slot's ``W`` is computed from its
+      weight and its class's total as they are when its turn starts, and the new ``W`` of
+      every slot take effect together at the end of the pass; the clock after that makes no
+      decision (the RTL refreshes its registered targets from the new weights). A write
+      during a pass makes another pass follow at once. A slot written after its turn in a
+      pass began keeps waiting (ineligible) until the next pass.
 
     Parameters
     ----------
@@ -550,20 +569,30 @@ class DelayFactorArbiterModel:
         self.reset()
 
     def reset(self) -> None:
-        """Return every register to its reset value: all slots empty, no grant, idle."""
-        self.slots = [SlotState() for _ in range(self.params.tasks)]
-        self._divider_step = None          # None: idle; else the clock of the division
+        """Return every register to its reset value: all slots empty, no grant, no pass."""
+        tasks = self.params.tasks
+        self.slots = [SlotState() for _ in range(tasks)]
         self._grant = (0, 0, 0)
+        # The divider's pass: None when idle, else (slot, clock of its division).
+        self._turn: tuple[int, int] | None = None
+        self._again = False                 # a write came during the pass: another follows
+        self._refresh = False               # the clock after a pass: no decision
+        self._division = 0                  # the W being computed (from the turn's first clock)
+        self._clean = False                 # no write to the slot since its turn began
+        # The results of the pass so far: the W of each slot and whether it belongs to the
+        # task now in the slot.
+        self._shadow = [0] * tasks
+        self._fresh = [False] * tasks
 
     @property
     def busy(self) -> bool:
-        """The divider is computing new expected weights (``write_ready`` is low)."""
-        return self._divider_step is not None
+        """A pass of the divider is running: some written weight has not taken effect yet."""
+        return self._turn is not None
 
     def outputs(self) -> ArbiterOutputs:
         """The outputs during the current clock (before its edge)."""
         valid, slot, job_class = self._grant
-        return ArbiterOutputs(int(not self.busy), valid, slot, job_class)
+        return ArbiterOutputs(1, valid, slot, job_class)
 
     def step(self, inputs: ArbiterInputs = ArbiterInputs(), *, reset: bool = False
              ) -> ArbiterOutputs:
@@ -577,34 +606,71 @@ class DelayFactorArbiterModel:
         if reset:
             self.reset()
             return outputs
-        request = inputs.request & ((1 << params.tasks) - 1)
+        mask = (1 << params.tasks) - 1
+        request = inputs.request & mask
+        grant_valid, grant_slot, _ = self._grant
+        written = (inputs.write_slot if inputs.write_valid and inputs.write_slot < params.tasks
+                   else None)
 
-        # The decision and the history update of this clock, with the weights in force.
-        if not self._grant[0] or inputs.grant_ready:
-            winner = select_winner(params, self.slots, request)
+        # The decision and the history update of this clock, with the weights in force. The
+        # grant taken in this clock is one of its slot's waiting jobs: unless the slot says
+        # it has another, it is out of this decision. The clock after the end of a pass
+        # makes no decision (the RTL refreshes its targets from the new weights).
+        refresh, self._refresh = self._refresh, False
+        if not grant_valid or inputs.grant_ready:
+            if grant_valid and not inputs.backlogged >> grant_slot & 1:
+                request &= ~(1 << grant_slot)
+            winner = None if refresh else select_winner(params, self.slots, request)
             if winner is None:
                 self._grant = (0, 0, 0)
             else:
                 self._grant = (1, winner, self.slots[winner].job_class)
                 grant_round(params, self.slots, request, winner)
 
-        # The divider; its last clock puts every new W in force at once.
-        if self.busy:
-            if self._divider_step == params.divider_clocks - 1:
-                _commit_weights(params, self.slots)
-                self._divider_step = None
-            else:
-                self._divider_step += 1
+        # The divider's pass, reading the registers before this clock's write.
+        if self._turn is not None:
+            self._again = self._again or bool(inputs.write_valid)
+            self._divide(written)
         elif inputs.write_valid:
-            self._write(inputs)
-            self._divider_step = 0
+            self._turn, self._again = (0, 0), False
+
+        if inputs.write_valid:
+            self._write(inputs, written)
         return outputs
 
-    def _write(self, inputs: ArbiterInputs) -> None:
+    def _divide(self, written: int | None) -> None:
+        """One clock of the pass: the slot whose turn it is gets one quotient bit nearer its
+        ``W``; the end of the last slot's turn puts every new ``W`` in force."""
         params = self.params
-        if inputs.write_slot >= params.tasks:
+        slot, clock = self._turn
+        if clock == 0:
+            # The turn starts from the slot's weight and its class's total of this clock.
+            state = self.slots[slot]
+            total = _class_totals(params, self.slots)[state.job_class]
+            self._division = (expected_weight(state.weight, total,
+                                              weight_bits=params.weight_bits)
+                              if state.valid else 0)
+            self._clean = True
+        self._clean = self._clean and written != slot
+        if clock < params.divider_clocks - 1:
+            self._turn = (slot, clock + 1)
             return
-        slot = self.slots[inputs.write_slot]
+        self._shadow[slot] = self._division
+        self._fresh[slot] = self._clean and self._division != 0
+        if slot < params.tasks - 1:
+            self._turn = (slot + 1, 0)
+            return
+        for state, expected, fresh in zip(self.slots, self._shadow, self._fresh, strict=True):
+            state.expected, state.weighted = expected, fresh
+        self._refresh = True
+        self._turn = (0, 0) if self._again else None
+        self._again = False
+
+    def _write(self, inputs: ArbiterInputs, written: int | None) -> None:
+        if written is None:
+            return
+        params = self.params
+        slot = self.slots[written]
         if (inputs.write_op == WriteOp.LOAD and inputs.write_weight
                 and inputs.write_job_class < params.classes):
             slot.valid, slot.job_class, slot.weight = True, inputs.write_job_class, \
@@ -613,6 +679,7 @@ class DelayFactorArbiterModel:
         else:
             slot.valid, slot.job_class, slot.weight, slot.history = False, 0, 0, 0
         slot.weighted, slot.expected = False, 0
+        self._fresh[written] = False
 
 
 # -- fairness in one class ------------------------------------------------------------------------
