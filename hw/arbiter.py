@@ -650,7 +650,10 @@ class DelayFactorArbiter(wiring.Component):
         else:
             round_total = _shared(m, _sum_tree([Mux(eligible[i], expected[i], 0)
                                                 for i in range(tasks)]), "round_total")
-            wide = history_shape.width + len(round_total) + frac + 2
+            # Wide enough for H - W and for that plus the round's total, with a bit to tell
+            # an overflow of the history register.
+            wide = max(history_shape.width, len(round_total) + frac + 1,
+                       expected_shape.width + frac + 1) + 2
             for i in range(tasks):
                 charge = _shared(m, Mux(refresh, 0, expected[i] << frac), f"charge_{i}")
                 charged = _shared(m, (_extend(history[i], wide)
