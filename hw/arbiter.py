@@ -242,20 +242,17 @@ class DelayFactorArbiter(wiring.Component):
       clear (a task with no weight is absent). A write to ``slot >= tasks`` changes nothing.
       Loading a valid slot replaces its task (``H = cfg`` again).
     * The expected weights come from **one** restoring divider that walks the slots in the
-      background: a slot's *turn* takes its ``cfg`` and its class's total into the divider in
-      its first clock, then makes one quotient bit per clock, ``weight_bits + 2`` clocks in
-      all, and a *pass* over every slot takes ``tasks * (weight_bits + 2)`` clocks (80 for 8
-      slots and the seed's 8-bit ``W``). The class totals follow every write, so a turn
-      divides by its class's total as it is in the turn's first clock. The new ``W`` of
-      every slot take effect together at the end of the pass; until then arbitration goes on
-      with the old ``W`` and ``D``. The clock after the end of a pass makes no decision (the
-      registered targets ``T`` are refreshed from the new ``W`` in it; with ``grant.ready``
-      high, ``grant.valid`` is low in the clock after). A cleared slot is out at once; a
-      newly loaded slot waits (ineligible, ``H`` held at ``cfg``) for the end of the first
-      pass in which its turn began after its write. A write during a pass makes another pass
-      follow at once, so the ``W`` of a burst of writes are all right at the end of the pass
-      after the last write; a slot's ``W`` may meanwhile come from a total that a later
-      write of the same pass changed.
+      background. A write makes every valid slot *pending*; the divider gives each a
+      *turn*, the slot just written first, then the others from the lowest: a turn takes
+      the slot's ``cfg`` and its class's total (kept up to date by every write) in its first
+      clock, then makes two quotient bits per clock, ``1 + (weight_bits + 2) // 2`` clocks
+      in all (6 for the seed's 8-bit ``W``), and the slot's new ``W`` takes effect at its
+      end; until then arbitration goes on with its old ``W`` and ``D``. A write aborts the
+      turn under way (so every ``W`` in force was exact when it took effect) and starts the
+      walk again; under writes in every clock no ``W`` changes. In the clock after its ``W``
+      takes effect a slot *sits out*: it is not eligible and its ``H`` stands still, while
+      its registered target ``T`` is refreshed from the new ``W``. A cleared slot is out at
+      once; a newly loaded slot waits (ineligible, ``H`` held at ``cfg``) for its turn.
     * ``T`` is ``W`` minus the integer part of ``H`` (signed, the width of
       :attr:`~model.arbiter.ArbiterParams.target_range`); with decay ``H`` stays in
       0..256 and ``T`` in -255..256.
@@ -279,8 +276,8 @@ class DelayFactorArbiter(wiring.Component):
         The seed's decaying history (``True``) or the deficit variant (``False``).
     weight_bits : int
         Resolution of ``W``, ``2**weight_bits`` for a task alone in its class: the seed's 8,
-        or up to 16 with ``decay=False`` (the divider then takes ``weight_bits + 2`` clocks
-        per slot).
+        or up to 16 with ``decay=False`` (the divider then takes ``1 + (weight_bits + 2) //
+        2`` clocks per slot).
 
     Attributes
     ----------
@@ -299,11 +296,12 @@ class DelayFactorArbiter(wiring.Component):
     Latency: the requests of clock ``t`` decide the grant seen in clock ``t + 1``, and the
     ``H`` of that round are updated at the same edge, so with ``grant.ready`` high and jobs
     waiting there is one decision per clock. A write taken in clock ``t`` changes its slot
-    from clock ``t + 1``. When no pass is running it starts one, clocks ``t + 1`` to ``t +
-    P`` with ``P = tasks * (weight_bits + 2)``, whose new expected weights are in force from
-    clock ``t + P + 1`` (``t + 81`` for 8 slots and the seed's ``W``), a clock that makes no
-    decision; a write during a pass waits for the end of the following pass. After reset
-    every slot is empty, no pass runs and ``grant.valid`` is 0.
+    from clock ``t + 1``; with no other write after it, the written slot's turn takes clocks
+    ``t + 1`` to ``t + C`` (``C = 1 + (weight_bits + 2) // 2``), its ``W`` is in force from
+    ``t + C + 1``, when it sits out, and it can be granted from the decision of ``t + C +
+    2`` (seen in ``t + 9`` for the seed's ``W``); the other valid slots follow, one every
+    ``C`` clocks. After reset every slot is empty, nothing is pending and ``grant.valid``
+    is 0.
 
     Cost (8 slots, 3 classes, the seed's settings, ``make fpga-report``): see the arbiter
     rows of ``build/reports/fpga.md`` and the README, where the figures are kept with the
@@ -362,20 +360,22 @@ class DelayFactorArbiter(wiring.Component):
 
     def elaborate(self, platform):
         # Three parts. (1) The write port and one background divider: class totals kept by
-        # every write, one restoring-divider step (one subtractor the width of a class total)
-        # shared by all slots in turn, and the delay-table row of each new W found once, at
-        # the end of its slot's turn. (2) The decision: a pairwise tree of comparators halves
-        # the slots down to four, which are then compared all against all, over a key that
-        # packs, from the top, "eligible", T, W, the inverted fraction of H and the inverted
-        # class, so that a plain unsigned comparison applies the seed's tie rules (equal T and
-        # W mean equal integer parts of H, so only its fraction can still differ); an equal
-        # key keeps the lower slot. Choosing per class and then across classes gives the same
-        # slot as this single choice. (3) The H update: both candidates, "granted" and "not
-        # granted", and the T of each, are computed from the registers beside the decision,
-        # so after it only a 2:1 multiplexer per bit remains; T itself is a register (kept
-        # negated, see below), so nothing precedes the comparators either. Critical path: the
-        # H and T registers -> a comparator -> a key multiplexer -> a comparator -> the AND of
-        # the winner's comparisons -> the multiplexers -> H and T.
+        # every write, two restoring-divider steps (two subtractors the width of a class
+        # total) shared by all slots in turn, and the delay-table row of each new W found
+        # once, in the clock after its slot's turn. (2) The decision: a pairwise tree of
+        # comparators halves the slots down to four, which are then compared all against all,
+        # over a key that packs, from the top, "eligible", T, W, the inverted fraction of H
+        # and the inverted class, so that a plain unsigned comparison applies the seed's tie
+        # rules (equal T and W mean equal integer parts of H, so only its fraction can still
+        # differ); an equal key keeps the lower slot. Choosing per class and then across
+        # classes gives the same slot as this single choice. Each comparator is the carry of
+        # a + ~b, and each slot keeps its key in registers in the polarity its comparator
+        # takes, so nothing stands between the registers and the carry chains. (3) The H
+        # update: both candidates, "granted" and "not granted", and the T of each, are
+        # computed from the registers beside the decision, so after it only a 2:1 multiplexer
+        # per bit remains. Critical path: the eligibility of a slot -> a comparator -> a key
+        # multiplexer -> a comparator -> the AND of the winner's comparisons -> the
+        # multiplexers -> H and T (about 15.7 ns on an ECP5-25k, speed 6).
         m = Module()
         params = self._params
         tasks, classes, frac = params.tasks, params.classes, params.frac_bits
@@ -446,96 +446,88 @@ class DelayFactorArbiter(wiring.Component):
             with m.If(Cat(*write_to).any()):
                 m.d.sync += class_total[c].eq((class_total[c] + added)[:total_bits] - removed)
 
-        # -- the divider's pass: one slot after the other. A turn takes the slot's weight and
-        # its class's total into the divider's registers in its first clock, then makes one
-        # quotient bit per clock. Whose turn and which clock of it are one-hot rings.
-        divider_clocks = params.divider_clocks
+        # -- the divider: one slot's turn after the other. A write makes every valid slot
+        # pending, the written one first, then the others from the lowest, and aborts the
+        # turn under way. A turn takes its slot's weight and its class's total into the
+        # divider's registers in its first clock, then makes two quotient bits per clock (two
+        # restoring steps in a row), and its W takes effect at its end.
+        steps = params.divider_clocks - 1           # clocks of two quotient bits each
+        quotient_bits = 2 * steps                   # weight_bits + 1, or one more (dropped)
         running = Signal()
-        again = Signal()
-        turn = Signal(tasks, init=1)
-        step = Signal(divider_clocks, init=1)
-        divisor = Signal(total_bits + 1)        # as wide as a doubled remainder
+        pending = Signal(tasks)
+        first = Signal(tasks)                       # one-hot: the slot written last
+        turn = Signal(tasks)                        # one-hot: whose turn it is
+        step = Signal(steps, init=1)                # one-hot: which clock of the turn
+        divisor = Signal(total_bits + 1)            # as wide as a doubled remainder
         remainder = Signal(total_bits)
-        quotient = Signal(params.weight_bits + 1)
-        clean = Signal()
-        load_clock, first_step, last_clock = step[0], step[1], step[-1]
-        end_of_turn = Signal()
-        end_of_pass = Signal()
-        m.d.comb += [end_of_turn.eq(running & last_clock),
-                     end_of_pass.eq(running & last_clock & turn[-1])]
-        turn_class = _shared(m, _select(turn, job_class), "turn_class")
-        turn_total = _select([_equals(turn_class, c) for c in range(classes)], class_total)
-        # The first step divides cfg itself (256 * cfg / total < 512 needs 9 quotient bits,
-        # and the dividend's top seven bits give none since cfg <= total); then 2 * remainder.
-        # The remainder stays below the divisor, so bit 11 of the difference is its sign.
-        shifted = _shared(m, Mux(first_step, remainder, Cat(Const(0, 1), remainder)),
-                          "shifted")
-        difference = _shared(m, shifted - divisor, "difference")
-        fits = ~difference[total_bits]
-        next_quotient = _shared(m, Cat(fits, quotient[:-1]), "next_quotient")
-        turn_write = _select(turn, write_to)
-        clean_now = _shared(m, (load_clock | clean) & ~turn_write, "clean_now")
+        quotient = Signal(quotient_bits)
+        first_pending = first & pending
+        lowest_pending = Cat(pending[index] & ~pending[:index].any() if index else pending[0]
+                             for index in range(tasks))
+        pick = _shared(m, Mux(first_pending.any(), first_pending, lowest_pending), "pick")
+        starting = ~running & pending.any() & ~self.write.valid
+        pick_class = _shared(m, _select(pick, job_class), "pick_class")
+        pick_total = _select([_equals(pick_class, c) for c in range(classes)], class_total)
+        # The first step of a turn divides cfg itself (256 * cfg / total < 512 needs 9
+        # quotient bits, and the dividend's top seven bits give none since cfg <= total);
+        # every other step 2 * remainder. The remainder stays below the divisor, so bit 11
+        # of a difference is its sign.
+        shifted_a = _shared(m, Mux(step[0], remainder, Cat(Const(0, 1), remainder)),
+                            "shifted_a")
+        difference_a = _shared(m, shifted_a - divisor, "difference_a")
+        fits_a = ~difference_a[total_bits]
+        shifted_b = _shared(m, Cat(Const(0, 1), Mux(fits_a, difference_a[:total_bits],
+                                                    shifted_a[:total_bits])), "shifted_b")
+        difference_b = _shared(m, shifted_b - divisor, "difference_b")
+        fits_b = ~difference_b[total_bits]
+        next_quotient = _shared(m, Cat(fits_b, fits_a, quotient[:-2]), "next_quotient")
+        commit = _shared(m, running & step[-1] & ~self.write.valid, "commit")
+        quotient_w = next_quotient[quotient_bits - expected_shape.width:]
         result = Signal(expected_shape)
-        m.d.comb += result.eq(Mux(next_quotient.any(), next_quotient, 1))
-        fresh_now = _shared(m, _select(turn, valid) & clean_now, "fresh_now")
-        if params.decay:
-            at_most = [_at_most(result, bound) for bound, _ in params.table[:-1]] + [Const(1)]
-            result_row = _shared(m, Cat(at_most[index] & ~at_most[index - 1] if index
-                                        else at_most[0] for index in range(rows)), "result_row")
-        with m.If(running):
-            m.d.sync += [clean.eq(clean_now), step.eq(Cat(step[-1], step[:-1]))]
-            with m.If(load_clock):
-                m.d.sync += [divisor.eq(turn_total), remainder.eq(_select(turn, weight))]
-            with m.Else():
-                m.d.sync += [
-                    remainder.eq(Mux(fits, difference[:total_bits], shifted[:total_bits])),
-                    quotient.eq(next_quotient),
-                ]
-            with m.If(last_clock):
-                m.d.sync += turn.eq(Cat(turn[-1], turn[:-1]))
-            with m.If(end_of_pass):
-                m.d.sync += [running.eq(again | self.write.valid), again.eq(0)]
-            with m.Elif(self.write.valid):
-                m.d.sync += again.eq(1)
-        with m.Elif(self.write.valid):
-            m.d.sync += running.eq(1)
+        m.d.comb += result.eq(Mux(quotient_w.any(), quotient_w, 1))
+        with m.If(self.write.valid):
+            m.d.sync += [
+                running.eq(0),
+                pending.eq(Cat(Mux(write_to[i], load, valid[i]) for i in range(tasks))),
+                first.eq(Cat(*write_to)),
+            ]
+        with m.Elif(starting):
+            m.d.sync += [running.eq(1), turn.eq(pick), step.eq(1), divisor.eq(pick_total),
+                         remainder.eq(_select(pick, weight))]
+        with m.Elif(running):
+            m.d.sync += [
+                step.eq(Cat(step[-1], step[:-1])),
+                remainder.eq(Mux(fits_b, difference_b[:total_bits], shifted_b[:total_bits])),
+                quotient.eq(next_quotient),
+            ]
+            with m.If(step[-1]):
+                m.d.sync += [running.eq(0), pending.eq(pending & ~turn)]
 
-        # The results of the pass wait in shadow registers (the last slot's W and "fresh"
-        # need none: its turn ends with the pass) and go into force together. The clock after
-        # the end of a pass refreshes every T from the new W and makes no decision (so no H
-        # changes under it); its rows are empty, so that "H if not granted" is H itself, and
-        # the new rows go into force at its end.
-        shadow_expected = [Signal(expected_shape, name=f"shadow_expected_{i}")
-                           for i in range(tasks - 1)]
-        shadow_not_expected = {i: Signal(expected_shape, name=f"shadow_not_expected_{i}")
-                               for i in not_expected if i < tasks - 1}
-        shadow_fresh = [Signal(name=f"shadow_fresh_{i}") for i in range(tasks - 1)]
-        shadow_row = [Signal(rows, name=f"shadow_row_{i}")
-                      for i in range(tasks)] if params.decay else []
+        # The W of a turn takes effect at its end. In the next clock the slot sits out ("not
+        # weighted": not eligible, its H unchanged) while its registered T is refreshed from
+        # the new W; its row is empty then, so that "H if not granted" is H itself, and the
+        # new row, found from the W kept in ``last_result``, goes into force at its end.
+        refreshing = Signal(tasks)
+        last_result = Signal(expected_shape)
+        m.d.sync += refreshing.eq(Mux(commit, turn, 0))
+        with m.If(commit):
+            m.d.sync += last_result.eq(result)
+        if params.decay:
+            at_most = [_at_most(last_result, bound) for bound, _ in params.table[:-1]]
+            at_most.append(Const(1))
+            new_row = _shared(m, Cat(at_most[index] & ~at_most[index - 1] if index
+                                     else at_most[0] for index in range(rows)), "new_row")
         for i in range(tasks):
-            with m.If(end_of_turn & turn[i]):
-                if i < tasks - 1:
-                    m.d.sync += [shadow_expected[i].eq(result), shadow_fresh[i].eq(fresh_now)]
-                if i in shadow_not_expected:
-                    m.d.sync += shadow_not_expected[i].eq(~result)
-                if params.decay:
-                    m.d.sync += shadow_row[i].eq(result_row)
-            if i < tasks - 1:
-                with m.If(write_to[i]):
-                    m.d.sync += shadow_fresh[i].eq(0)
-        refresh = Signal()
-        m.d.sync += refresh.eq(end_of_pass)
-        with m.If(end_of_pass):
-            for i in range(tasks):
-                last = i == tasks - 1
-                m.d.sync += [expected[i].eq(result if last else shadow_expected[i]),
-                             weighted[i].eq(fresh_now if last else shadow_fresh[i])]
+            with m.If(commit & turn[i]):
+                m.d.sync += [expected[i].eq(result), weighted[i].eq(0)]
                 if i in not_expected:
-                    m.d.sync += not_expected[i].eq(~result if last else shadow_not_expected[i])
+                    m.d.sync += not_expected[i].eq(~result)
                 if params.decay:
                     m.d.sync += row[i].eq(0)
-        with m.If(refresh):
-            m.d.sync += [row[i].eq(shadow_row[i]) for i in range(len(row))]
+            with m.If(refreshing[i]):
+                m.d.sync += weighted[i].eq(valid[i])
+                if params.decay:
+                    m.d.sync += row[i].eq(new_row)
 
         # -- the decision
         # The slot whose grant is taken in this clock is out of the decision unless it has
@@ -608,7 +600,7 @@ class DelayFactorArbiter(wiring.Component):
                 path[i].append(won)
         best_slot = _select(wins, [slot for _, slot, _ in keys])
         best_class = _select(wins, [form(key, "minus")[:class_bits] for key, _, _ in keys])
-        any_eligible = _shared(m, eligible.any() & ~refresh, "any_eligible")
+        any_eligible = _shared(m, eligible.any(), "any_eligible")
 
         advance = ~self.grant.valid | self.grant.ready
         grant_round = _shared(m, advance & any_eligible, "grant_round")
@@ -655,7 +647,7 @@ class DelayFactorArbiter(wiring.Component):
             wide = max(history_shape.width, len(round_total) + frac + 1,
                        expected_shape.width + frac + 1) + 2
             for i in range(tasks):
-                charge = _shared(m, Mux(refresh, 0, expected[i] << frac), f"charge_{i}")
+                charge = _shared(m, Mux(refreshing[i], 0, expected[i] << frac), f"charge_{i}")
                 charged = _shared(m, (_extend(history[i], wide)
                                       - _extend(charge, wide).as_signed())[:wide].as_signed(),
                                   f"history_charged_{i}")
@@ -684,13 +676,13 @@ class DelayFactorArbiter(wiring.Component):
                 if i in fraction_complement:
                     m.d.sync += fraction_complement[i].eq(
                         ~Mux(granted[i], won, kept).as_unsigned()[:frac])
-            with m.If(refresh):
+            with m.If(refreshing[i]):
                 if i in target_key:
                     m.d.sync += target_key[i].eq(~(minus_kept ^ top_bit))
                 if i in minus_target_key:
                     m.d.sync += minus_target_key[i].eq(minus_kept ^ top_bit)
 
-        # -- the writes (last: a write wins over the history update and the pass's results)
+        # -- the writes (last: a write wins over the history update and the divider's results)
         for i in range(tasks):
             with m.If(write_to[i]):
                 m.d.sync += [

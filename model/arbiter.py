@@ -87,9 +87,9 @@ CLASS_NAMES = ("block", "cluster", "union")
 TIE_BREAKS = ("history", "index")
 
 #: Clocks the expected-weight divider spends on one slot: one to take its weight and its
-#: class's total, then one quotient bit per clock, 9 bits (0..256) for the seed's 8-bit
-#: expected weight (``weight_bits + 2`` clocks in general).
-DIVIDER_CLOCKS = WEIGHT_BITS + 2
+#: class's total, then two quotient bits per clock, 9 bits (0..256) for the seed's 8-bit
+#: expected weight (``1 + (weight_bits + 2) // 2`` clocks in general).
+DIVIDER_CLOCKS = 1 + (WEIGHT_BITS + 2) // 2
 
 MAX_TASKS = 64
 MAX_CLASSES = 16
@@ -315,13 +315,13 @@ class ArbiterParams:
 
     @property
     def divider_clocks(self) -> int:
-        """Clocks the divider spends on one slot: ``weight_bits + 2`` (one to take the
-        operands, then one per quotient bit)."""
-        return self.weight_bits + 2
+        """Clocks the divider spends on one slot: ``1 + (weight_bits + 2) // 2`` (one to
+        take the operands, then two of the ``weight_bits + 1`` quotient bits per clock)."""
+        return 1 + (self.weight_bits + 2) // 2
 
     @property
     def pass_clocks(self) -> int:
-        """Clocks of one pass of the divider over every slot: ``tasks * divider_clocks``."""
+        """Clocks the divider takes to recompute every slot: ``tasks * divider_clocks``."""
         return self.tasks * self.divider_clocks
 
     @property
@@ -534,18 +534,18 @@ class DelayFactorArbiterModel:
     in the docstring of ``hw.arbiter.DelayFactorArbiter``; in short:
 
     * a **grant round** is a clock in which the grant register takes a new decision (it is
-      empty or its grant is being taken) and some slot is eligible (valid, weighted and
-      requesting, and not the slot whose last waiting job's grant is being taken); the
-      decision appears on ``grant`` in the next clock, and the history weights of that round
-      are updated at the same edge;
-    * a write is taken in every clock; it sets up or clears its slot at once, and the
-      expected weights follow through a *pass* of the one divider over every slot
-      (:attr:`ArbiterParams.pass_clocks` clocks): each slot's ``W`` is computed from its
-      weight and its class's total as they are when its turn starts, and the new ``W`` of
-      every slot take effect together at the end of the pass; the clock after that makes no
-      decision (the RTL refreshes its registered targets from the new weights). A write
-      during a pass makes another pass follow at once. A slot written after its turn in a
-      pass began keeps waiting (ineligible) until the next pass.
+      empty or its grant is being taken) and some slot is eligible (weighted and requesting,
+      and not the slot whose last waiting job's grant is being taken); the decision appears
+      on ``grant`` in the next clock, and the history weights of that round are updated at
+      the same edge;
+    * a write is taken in every clock and sets up or clears its slot at once; then the one
+      divider recomputes the expected weight of every valid slot, one *turn* of
+      :attr:`ArbiterParams.divider_clocks` clocks per slot, the slot just written first and
+      then the others from the lowest; a turn divides the slot's weight by its class's total
+      as they are in its first clock, and its ``W`` takes effect at its end. A write aborts
+      the turn under way and starts the walk again. In the clock after its ``W`` takes
+      effect a slot sits out (it is not eligible and its ``H`` stands still): the RTL
+      refreshes its registered target then.
 
     Parameters
     ----------
@@ -569,25 +569,19 @@ class DelayFactorArbiterModel:
         self.reset()
 
     def reset(self) -> None:
-        """Return every register to its reset value: all slots empty, no grant, no pass."""
-        tasks = self.params.tasks
-        self.slots = [SlotState() for _ in range(tasks)]
+        """Return every register to its reset value: all slots empty, no grant, divider idle."""
+        self.slots = [SlotState() for _ in range(self.params.tasks)]
         self._grant = (0, 0, 0)
-        # The divider's pass: None when idle, else (slot, clock of its division).
-        self._turn: tuple[int, int] | None = None
-        self._again = False                 # a write came during the pass: another follows
-        self._refresh = False               # the clock after a pass: no decision
-        self._division = 0                  # the W being computed (from the turn's first clock)
-        self._clean = False                 # no write to the slot since its turn began
-        # The results of the pass so far: the W of each slot and whether it belongs to the
-        # task now in the slot.
-        self._shadow = [0] * tasks
-        self._fresh = [False] * tasks
+        self._pending = 0                   # the slots whose W is still to be recomputed
+        self._first: int | None = None      # the slot written last: its turn comes first
+        self._turn: tuple[int, int] | None = None   # (slot, clock of its turn), or idle
+        self._division = 0                  # the W of the turn (from its first clock)
+        self._refreshing: int | None = None  # the slot whose W took effect at the last edge
 
     @property
     def busy(self) -> bool:
-        """A pass of the divider is running: some written weight has not taken effect yet."""
-        return self._turn is not None
+        """The divider has expected weights to recompute (or is recomputing one)."""
+        return self._turn is not None or bool(self._pending)
 
     def outputs(self) -> ArbiterOutputs:
         """The outputs during the current clock (before its edge)."""
@@ -611,60 +605,53 @@ class DelayFactorArbiterModel:
         grant_valid, grant_slot, _ = self._grant
         written = (inputs.write_slot if inputs.write_valid and inputs.write_slot < params.tasks
                    else None)
+        refreshing, self._refreshing = self._refreshing, None
 
         # The decision and the history update of this clock, with the weights in force. The
         # grant taken in this clock is one of its slot's waiting jobs: unless the slot says
-        # it has another, it is out of this decision. The clock after the end of a pass
-        # makes no decision (the RTL refreshes its targets from the new weights).
-        refresh, self._refresh = self._refresh, False
+        # it has another, it is out of this decision. (A slot sitting out is not weighted.)
         if not grant_valid or inputs.grant_ready:
             if grant_valid and not inputs.backlogged >> grant_slot & 1:
                 request &= ~(1 << grant_slot)
-            winner = None if refresh else select_winner(params, self.slots, request)
+            winner = select_winner(params, self.slots, request)
             if winner is None:
                 self._grant = (0, 0, 0)
             else:
                 self._grant = (1, winner, self.slots[winner].job_class)
                 grant_round(params, self.slots, request, winner)
 
-        # The divider's pass, reading the registers before this clock's write.
-        if self._turn is not None:
-            self._again = self._again or bool(inputs.write_valid)
-            self._divide(written)
-        elif inputs.write_valid:
-            self._turn, self._again = (0, 0), False
+        # The divider, reading the registers before this clock's write; a write aborts it.
+        if inputs.write_valid:
+            self._turn = None
+        elif self._turn is not None:
+            slot, clock = self._turn
+            if clock == params.divider_clocks - 1:
+                state = self.slots[slot]
+                state.expected, state.weighted = self._division, False
+                self._refreshing = slot
+                self._pending &= ~(1 << slot)
+                self._turn = None
+            else:
+                self._turn = (slot, clock + 1)
+        elif self._pending:
+            first = self._first
+            slot = (first if first is not None and self._pending >> first & 1
+                    else (self._pending & -self._pending).bit_length() - 1)
+            state = self.slots[slot]
+            total = _class_totals(params, self.slots)[state.job_class]
+            self._division = expected_weight(state.weight, total,
+                                             weight_bits=params.weight_bits)
+            self._turn = (slot, 1)
+        if refreshing is not None:
+            self.slots[refreshing].weighted = self.slots[refreshing].valid
 
         if inputs.write_valid:
             self._write(inputs, written)
+            # Every valid slot's W is to be recomputed, the written one first.
+            self._pending = sum(1 << index for index, state in enumerate(self.slots)
+                                if state.valid)
+            self._first = written
         return outputs
-
-    def _divide(self, written: int | None) -> None:
-        """One clock of the pass: the slot whose turn it is gets one quotient bit nearer its
-        ``W``; the end of the last slot's turn puts every new ``W`` in force."""
-        params = self.params
-        slot, clock = self._turn
-        if clock == 0:
-            # The turn starts from the slot's weight and its class's total of this clock.
-            state = self.slots[slot]
-            total = _class_totals(params, self.slots)[state.job_class]
-            self._division = (expected_weight(state.weight, total,
-                                              weight_bits=params.weight_bits)
-                              if state.valid else 0)
-            self._clean = True
-        self._clean = self._clean and written != slot
-        if clock < params.divider_clocks - 1:
-            self._turn = (slot, clock + 1)
-            return
-        self._shadow[slot] = self._division
-        self._fresh[slot] = self._clean and self._division != 0
-        if slot < params.tasks - 1:
-            self._turn = (slot + 1, 0)
-            return
-        for state, expected, fresh in zip(self.slots, self._shadow, self._fresh, strict=True):
-            state.expected, state.weighted = expected, fresh
-        self._refresh = True
-        self._turn = (0, 0) if self._again else None
-        self._again = False
 
     def _write(self, inputs: ArbiterInputs, written: int | None) -> None:
         if written is None:
@@ -679,7 +666,6 @@ class DelayFactorArbiterModel:
         else:
             slot.valid, slot.job_class, slot.weight, slot.history = False, 0, 0, 0
         slot.weighted, slot.expected = False, 0
-        self._fresh[written] = False
 
 
 # -- fairness in one class ------------------------------------------------------------------------

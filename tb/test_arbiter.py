@@ -318,9 +318,10 @@ def _clear(slot: int) -> Write:
 
 
 def _settler(params: ArbiterParams):
-    """Clocks for ``writes`` writes (sent back to back) to be taken and their weights to take
-    effect: the pass that the first starts, then the pass that the others call for."""
-    return lambda writes: writes + 2 * params.pass_clocks + 2
+    """Clocks for ``writes`` writes (sent back to back) to be taken and the weights of every
+    slot to take effect: after the last write the divider gives every slot a turn, and the
+    last one sits out a clock."""
+    return lambda writes: writes + params.pass_clocks + 2
 
 
 def directed_cases(params: ArbiterParams) -> list[tuple[str, list[Phase]]]:

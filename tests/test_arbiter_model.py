@@ -249,7 +249,7 @@ def test_wider_expected_weight():
     assert expected_weight(1, 1000, weight_bits=12) == 4
     assert expected_weight(7, 7, weight_bits=12) == 4096
     params = ArbiterParams(decay=False, weight_bits=12)
-    assert (params.weight_scale, params.divider_clocks) == (4096, 14)
+    assert (params.weight_scale, params.divider_clocks) == (4096, 8)
     assert params.name == "arbiter_t8_c3_f8_hist_nodecay_w12"
 
 
@@ -288,8 +288,8 @@ def _write(slot, weight, job_class=0, op=WriteOp.LOAD, **extra):
 
 
 def _settle(model, request=0):
-    """Clock ``model`` with ``request`` until its pass is over, then through the clock after
-    it (which makes no decision); return the clocks."""
+    """Clock ``model`` with ``request`` until the divider is done, then through the clock in
+    which the last slot sits out; return the clocks."""
     clocks = 0
     while model.busy:
         model.step(ArbiterInputs(request=request, backlogged=request))
@@ -299,18 +299,20 @@ def _settle(model, request=0):
 
 
 def test_reset_values_and_write_timeline():
+    # A write in clock 0; slot 0's turn takes clocks 1-6 (the operands, then five clocks of
+    # two quotient bits); its W is in force from clock 7, in which it sits out; decided in
+    # clock 8, granted (seen) in clock 9.
     model = DelayFactorArbiterModel(tasks=2, classes=1)
+    assert DIVIDER_CLOCKS == 6
     assert model.step(_write(0, 100, request=1)) == ArbiterOutputs(1, 0, 0, 0)
     assert model.slots[0] == SlotState(True, 0, 100, False, 0, 100 << 8)
-    assert model.params.pass_clocks == 2 * DIVIDER_CLOCKS
-    for _ in range(2 * DIVIDER_CLOCKS):
-        assert not model.slots[0].weighted
-        assert model.busy
+    for _ in range(DIVIDER_CLOCKS):
+        assert not model.slots[0].weighted and model.busy
         assert model.step(ArbiterInputs(request=1)).write_ready == 1
     assert not model.busy
-    assert model.slots[0].weighted and model.slots[0].expected == 256
-    # The clock after the pass makes no decision; the next one does.
+    assert model.slots[0].expected == 256 and not model.slots[0].weighted
     assert model.step(ArbiterInputs(request=1)) == ArbiterOutputs(1, 0, 0, 0)
+    assert model.slots[0].weighted
     assert model.step(ArbiterInputs(request=1)) == ArbiterOutputs(1, 0, 0, 0)
     assert model.step(ArbiterInputs(request=1, backlogged=1)) == ArbiterOutputs(1, 1, 0, 0)
     model.step(ArbiterInputs(request=1), reset=True)
@@ -330,7 +332,8 @@ def test_odd_writes():
     assert not model.slots[1].valid
     _settle(model)
     model.step(_write(3, 80))                       # beyond the last slot: nothing
-    assert model.busy and not any(slot.valid for slot in model.slots)
+    assert not any(slot.valid for slot in model.slots)
+    assert not model.busy                           # and no valid slot to recompute
 
 
 def test_requests_of_empty_or_waiting_slots_are_ignored():
@@ -341,49 +344,44 @@ def test_requests_of_empty_or_waiting_slots_are_ignored():
         outputs = model.step(ArbiterInputs(request=3, backlogged=3))
     assert outputs == ArbiterOutputs(1, 1, 0, 0)
     model.step(_write(1, 9, request=3, backlogged=3))   # slot 1 waits for its W
-    assert all(model.step(ArbiterInputs(request=3, backlogged=3)).grant_slot == 0
-               for _ in range(model.params.pass_clocks))
-    assert model.step(ArbiterInputs(request=3, backlogged=3)).grant_slot == 0
+    waited = 0
+    while not model.slots[1].weighted:
+        assert model.step(ArbiterInputs(request=3, backlogged=3)).grant_slot == 0
+        waited += 1
+    assert waited == DIVIDER_CLOCKS + 1                 # its turn, then the clock it sits out
     assert 1 in {model.step(ArbiterInputs(request=3, backlogged=3)).grant_slot
                  for _ in range(4)}
 
 
-def test_writes_during_a_pass_call_for_another():
-    # Four slots, a pass of 40 clocks. Writes in clocks 0, 3 and 50 (during the second
-    # pass): three passes back to back, then idle; no write is ever refused.
+def test_a_write_restarts_the_walk_with_the_written_slot():
+    # Four slots. Slot 0 is loaded in clock 0 and its turn starts in clock 1; slot 3 is loaded
+    # in clock 3, which aborts that turn: slot 3's turn comes first (clocks 4-9, with the
+    # total of both), then slot 0's (10-15); idle from clock 16. No write is ever refused.
     model = DelayFactorArbiterModel(tasks=4, classes=1)
-    assert model.params.pass_clocks == 40
-    busy = []
-    for clock in range(160):
-        write = _write(clock % 4, 50 + clock) if clock in (0, 3, 50) else ArbiterInputs()
+    expected = []
+    for clock in range(20):
+        write = {0: _write(0, 50), 3: _write(3, 150)}.get(clock, ArbiterInputs())
         assert model.step(write).write_ready == 1
-        busy.append(model.busy)
-    assert busy.index(False) == 3 * 40
-    assert not any(busy[3 * 40:])
-    weights = [slot.weight for slot in model.slots]
-    assert weights == [50, 0, 100, 53]
-    assert [slot.expected for slot in model.slots if slot.valid] == [
-        expected_weight(w, sum(weights)) for w in weights if w]
+        expected.append([slot.expected for slot in model.slots])
+    assert expected[8] == [0, 0, 0, 0] and expected[9] == [0, 0, 0, 192]
+    assert expected[14] == [0, 0, 0, 192] and expected[15] == [64, 0, 0, 192]
+    assert not model.busy
 
 
-def test_a_slot_written_after_its_turn_waits_a_pass():
-    # Slot 0's turn in the pass is clocks 1-9; a load of slot 0 in clock 5 (during it) and
-    # of slot 1 in clock 12 (after its turn began in clock 10) leave both unweighted at the
-    # end of that pass; the next pass weighs them.
-    model = DelayFactorArbiterModel(tasks=2, classes=1)
-    model.step(_write(1, 7))                        # clock 0: starts the pass
-    for clock in range(1, 2 * DIVIDER_CLOCKS + 1):
-        if clock == 5:
-            model.step(_write(0, 20))
-        elif clock == 12:
-            model.step(_write(1, 60))
-        else:
-            model.step()
-    assert [slot.weighted for slot in model.slots] == [False, False]
-    assert model.busy
+def test_every_valid_slot_is_recomputed_after_a_write():
+    # A new task in a class changes the W of the others there: every valid slot has a turn
+    # after the write, the written one first; a cleared slot has none.
+    model = DelayFactorArbiterModel(tasks=3, classes=2)
+    model.step(_write(0, 100))
+    model.step(_write(2, 60, job_class=1))
     _settle(model)
-    assert [(slot.weighted, slot.expected) for slot in model.slots] == [(True, 64),
-                                                                          (True, 192)]
+    assert [slot.expected for slot in model.slots] == [256, 0, 256]
+    model.step(_write(1, 100))
+    clocks = _settle(model)
+    assert [slot.expected for slot in model.slots] == [128, 128, 256]
+    assert clocks == 3 * DIVIDER_CLOCKS + 1
+    model.step(_write(2, 0, job_class=1))                # a clear
+    assert _settle(model) == 2 * DIVIDER_CLOCKS + 1
 
 
 def test_the_slot_whose_grant_is_taken_sits_out_unless_backlogged():
