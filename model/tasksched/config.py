@@ -143,11 +143,12 @@ class SchedulerConfig:
 class SchedulerArbiterParams(ArbiterParams):
     """:class:`model.arbiter.ArbiterParams` with the weight-update delay as a knob.
 
-    ``weight_update_clocks`` is how many clocks after a slot write the new expected weights
-    take effect (``write_ready`` low meanwhile). 0 keeps the RTL's restoring divider,
-    ``weight_bits + 1`` clocks (9 for the seed's 8 bits); 1 is a one-clock divider, the
-    figure the RTL-integration work aims at. The knob lives here, on the system model's
-    side, so that the arbiter's own model stays the RTL's exact image.
+    ``weight_update_clocks`` is how many clocks the arbiter's divider spends on one slot
+    after a write (its turn; the new expected weight takes effect at its end). 0 keeps the
+    RTL's background divider, :attr:`ArbiterParams.divider_clocks` per slot (6 for the
+    seed's 8 bits: two quotient bits per clock); 1 is an ideal one-clock divider. The knob
+    lives here, on the system model's side, so that the arbiter's own model stays the RTL's
+    exact image.
     """
 
     weight_update_clocks: int = 0

@@ -505,7 +505,11 @@ class TaskSchedulerSim:
                          write_job_class=task.spec.task_class if task else 0,
                          write_weight=task.spec.weight if task else 0)
         busy = self.arbiter.busy
-        self.arbiter.step(ArbiterInputs(request=request, grant_ready=1, **write))
+        # The requests are made after this beat's grant was sent, so a requesting slot has a
+        # job beyond the one whose grant was taken: it is "backlogged" in the arbiter's terms
+        # (its request counts jobs not yet granted, that one included).
+        self.arbiter.step(ArbiterInputs(request=request, backlogged=request, grant_ready=1,
+                                        **write))
         if offered is not None:
             self._log("load" if offered[0] == WriteOp.LOAD else "clear", offered[2],
                       detail=f"slot {offered[1]}")
