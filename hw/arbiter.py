@@ -243,13 +243,18 @@ class DelayFactorArbiter(wiring.Component):
       Loading a valid slot replaces its task (``H = cfg`` again).
     * The expected weights come from **one** restoring divider that walks the slots in the
       background. A write makes every valid slot *pending*; the divider gives each a
-      *turn*, the slot just written first, then the others from the lowest: a turn takes
+      *turn*, newly loaded slots (no ``W`` in force yet) first, then the others, each
+      group from the lowest: a turn takes
       the slot's ``cfg`` and its class's total (kept up to date by every write) in its first
       clock, then makes two quotient bits per clock, ``1 + (weight_bits + 2) // 2`` clocks
       in all (6 for the seed's 8-bit ``W``), and the slot's new ``W`` takes effect at its
-      end; until then arbitration goes on with its old ``W`` and ``D``. A write aborts the
-      turn under way (so every ``W`` in force was exact when it took effect) and starts the
-      walk again; under writes in every clock no ``W`` changes. In the clock after its ``W``
+      end; until then arbitration goes on with its old ``W`` and ``D``. A write to the slot
+      in its turn aborts the turn; a write to any other slot lets it finish (its ``W`` may
+      then be one write stale, and the slot stays pending for another turn), so writes to
+      other slots no longer starve a new slot: it waits for the turn under way and for the
+      newly loaded slots of lower index, if any.
+      A turn starts only in a clock without a write: under writes in every clock no ``W``
+      changes. In the clock after its ``W``
       takes effect a slot *sits out*: it is not eligible and its ``H`` stands still, while
       its registered target ``T`` is refreshed from the new ``W``. A cleared slot is out at
       once; a newly loaded slot waits (ineligible, ``H`` held at ``cfg``) for its turn.
@@ -296,15 +301,16 @@ class DelayFactorArbiter(wiring.Component):
     Latency: the requests of clock ``t`` decide the grant seen in clock ``t + 1``, and the
     ``H`` of that round are updated at the same edge, so with ``grant.ready`` high and jobs
     waiting there is one decision per clock. A write taken in clock ``t`` changes its slot
-    from clock ``t + 1``; with no other write after it, the written slot's turn takes clocks
-    ``t + 1`` to ``t + C`` (``C = 1 + (weight_bits + 2) // 2``), its ``W`` is in force from
-    ``t + C + 1``, when it sits out, and it can be granted from the decision of ``t + C +
-    2`` (seen in ``t + 9`` for the seed's ``W``); the other valid slots follow, one every
-    ``C`` clocks. After reset every slot is empty, nothing is pending and ``grant.valid``
-    is 0.
+    from clock ``t + 1``; with the divider idle and no other write after it, a newly loaded
+    slot's turn takes clocks ``t + 1`` to ``t + C`` (``C = 1 + (weight_bits + 2) // 2``),
+    its ``W`` is in force from ``t + C + 1``, when it sits out, and it can be granted from
+    the decision of ``t + C + 2`` (seen in ``t + 9`` for the seed's ``W``); the other valid
+    slots follow, one every ``C`` clocks. A turn under way delays that by at most ``C``
+    clocks, and each newly loaded slot of lower index waiting with it by ``C`` more. After
+    reset every slot is empty, nothing is pending and ``grant.valid`` is 0.
 
     Cost (8 slots, 3 classes, the seed's settings, the arbiter's rows of ``make
-    fpga-report``): 1748 iCE40 LUT4, 661 carries and 616 flip-flops of its own, 63.8 MHz on
+    fpga-report``): 1787 iCE40 LUT4, 661 carries and 609 flip-flops of its own, 61.8 MHz on
     an ECP5-25k (speed 6); the README keeps the figures with the command that made them.
     """
 
@@ -447,25 +453,30 @@ class DelayFactorArbiter(wiring.Component):
                 m.d.sync += class_total[c].eq((class_total[c] + added)[:total_bits] - removed)
 
         # -- the divider: one slot's turn after the other. A write makes every valid slot
-        # pending, the written one first, then the others from the lowest, and aborts the
-        # turn under way. A turn takes its slot's weight and its class's total into the
-        # divider's registers in its first clock, then makes two quotient bits per clock (two
-        # restoring steps in a row), and its W takes effect at its end.
+        # pending; newly loaded slots (no W in force) take their turns first, then the others,
+        # from the lowest. A write to the slot in its turn aborts the turn; any other write
+        # lets it finish but leaves its slot pending ("dirty": the class total it read may
+        # have changed since), so writes to other slots cannot starve a new slot. A turn
+        # takes its slot's weight and its class's total into the divider's registers in its
+        # first clock, then makes two quotient bits per clock (two restoring steps in a row),
+        # and its W takes effect at its end.
         steps = params.divider_clocks - 1           # clocks of two quotient bits each
         quotient_bits = 2 * steps                   # weight_bits + 1, or one more (dropped)
         running = Signal()
         pending = Signal(tasks)
-        first = Signal(tasks)                       # one-hot: the slot written last
+        dirty = Signal()                            # a write came during the turn under way
         turn = Signal(tasks)                        # one-hot: whose turn it is
         step = Signal(steps, init=1)                # one-hot: which clock of the turn
         divisor = Signal(total_bits + 1)            # as wide as a doubled remainder
         remainder = Signal(total_bits)
         quotient = Signal(quotient_bits)
-        first_pending = first & pending
-        lowest_pending = Cat(pending[index] & ~pending[:index].any() if index else pending[0]
-                             for index in range(tasks))
-        pick = _shared(m, Mux(first_pending.any(), first_pending, lowest_pending), "pick")
+        refreshing = Signal(tasks)                  # the slot sitting out after its turn
+        fresh = _shared(m, pending & ~Cat(*weighted) & ~refreshing, "fresh")
+        candidates = _shared(m, Mux(fresh.any(), fresh, pending), "candidates")
+        pick = _shared(m, Cat(candidates[index] & ~candidates[:index].any() if index
+                              else candidates[0] for index in range(tasks)), "pick")
         starting = ~running & pending.any() & ~self.write.valid
+        hit = _shared(m, (Cat(*write_to) & turn).any(), "hit")
         pick_class = _shared(m, _select(pick, job_class), "pick_class")
         pick_total = _select([_equals(pick_class, c) for c in range(classes)], class_total)
         # The first step of a turn divides cfg itself (256 * cfg / total < 512 needs 9
@@ -481,19 +492,17 @@ class DelayFactorArbiter(wiring.Component):
         difference_b = _shared(m, shifted_b - divisor, "difference_b")
         fits_b = ~difference_b[total_bits]
         next_quotient = _shared(m, Cat(fits_b, fits_a, quotient[:-2]), "next_quotient")
-        commit = _shared(m, running & step[-1] & ~self.write.valid, "commit")
+        commit = _shared(m, running & step[-1] & ~hit, "commit")
         quotient_w = next_quotient[quotient_bits - expected_shape.width:]
         result = Signal(expected_shape)
         m.d.comb += result.eq(Mux(quotient_w.any(), quotient_w, 1))
         with m.If(self.write.valid):
-            m.d.sync += [
-                running.eq(0),
-                pending.eq(Cat(Mux(write_to[i], load, valid[i]) for i in range(tasks))),
-                first.eq(Cat(*write_to)),
-            ]
-        with m.Elif(starting):
+            m.d.sync += pending.eq(Cat(Mux(write_to[i], load, valid[i]) for i in range(tasks)))
+        with m.If(starting):
             m.d.sync += [running.eq(1), turn.eq(pick), step.eq(1), divisor.eq(pick_total),
-                         remainder.eq(_select(pick, weight))]
+                         remainder.eq(_select(pick, weight)), dirty.eq(0)]
+        with m.Elif(hit):
+            m.d.sync += running.eq(0)
         with m.Elif(running):
             m.d.sync += [
                 step.eq(Cat(step[-1], step[:-1])),
@@ -501,13 +510,16 @@ class DelayFactorArbiter(wiring.Component):
                 quotient.eq(next_quotient),
             ]
             with m.If(step[-1]):
-                m.d.sync += [running.eq(0), pending.eq(pending & ~turn)]
+                m.d.sync += running.eq(0)
+                with m.If(~self.write.valid & ~dirty):
+                    m.d.sync += pending.eq(pending & ~turn)
+            with m.Elif(self.write.valid):
+                m.d.sync += dirty.eq(1)
 
         # The W of a turn takes effect at its end. In the next clock the slot sits out ("not
         # weighted": not eligible, its H unchanged) while its registered T is refreshed from
         # the new W; its row is empty then, so that "H if not granted" is H itself, and the
         # new row, found from the W kept in ``last_result``, goes into force at its end.
-        refreshing = Signal(tasks)
         last_result = Signal(expected_shape)
         m.d.sync += refreshing.eq(Mux(commit, turn, 0))
         with m.If(commit):

@@ -540,10 +540,11 @@ class DelayFactorArbiterModel:
       the same edge;
     * a write is taken in every clock and sets up or clears its slot at once; then the one
       divider recomputes the expected weight of every valid slot, one *turn* of
-      :attr:`ArbiterParams.divider_clocks` clocks per slot, the slot just written first and
-      then the others from the lowest; a turn divides the slot's weight by its class's total
-      as they are in its first clock, and its ``W`` takes effect at its end. A write aborts
-      the turn under way and starts the walk again. In the clock after its ``W`` takes
+      :attr:`ArbiterParams.divider_clocks` clocks per slot, newly loaded slots first, then
+      the others, each group from the lowest; a turn divides the slot's weight by its
+      class's total as they are in its first clock, and its ``W`` takes effect at its end.
+      A write to the slot in its turn aborts the turn; any other write lets it finish and
+      leaves the slot pending for another turn. In the clock after its ``W`` takes
       effect a slot sits out (it is not eligible and its ``H`` stands still): the RTL
       refreshes its registered target then.
 
@@ -573,7 +574,7 @@ class DelayFactorArbiterModel:
         self.slots = [SlotState() for _ in range(self.params.tasks)]
         self._grant = (0, 0, 0)
         self._pending = 0                   # the slots whose W is still to be recomputed
-        self._first: int | None = None      # the slot written last: its turn comes first
+        self._dirty = False                 # a write came during the turn under way
         self._turn: tuple[int, int] | None = None   # (slot, clock of its turn), or idle
         self._division = 0                  # the W of the turn (from its first clock)
         self._refreshing: int | None = None  # the slot whose W took effect at the last edge
@@ -620,23 +621,30 @@ class DelayFactorArbiterModel:
                 self._grant = (1, winner, self.slots[winner].job_class)
                 grant_round(params, self.slots, request, winner)
 
-        # The divider, reading the registers before this clock's write; a write aborts it.
-        if inputs.write_valid:
-            self._turn = None
-        elif self._turn is not None:
+        # The divider, reading the registers before this clock's write. A write to the slot
+        # in its turn aborts the turn; any other write lets it finish but leaves its slot
+        # pending ("dirty": the class total it read may have changed).
+        if self._turn is not None:
             slot, clock = self._turn
-            if clock == params.divider_clocks - 1:
+            if written == slot:
+                self._turn = None
+            elif clock == params.divider_clocks - 1:
                 self._commit(slot)
             else:
                 self._turn = (slot, clock + 1)
-        elif self._pending:
-            first = self._first
-            slot = (first if first is not None and self._pending >> first & 1
-                    else (self._pending & -self._pending).bit_length() - 1)
+                self._dirty |= bool(inputs.write_valid)
+        elif self._pending and not inputs.write_valid:
+            # Newly loaded slots (no W in force yet, not merely sitting out while their
+            # target is refreshed) first, then the lowest pending.
+            fresh = self._pending & ~sum(1 << index for index, state in enumerate(self.slots)
+                                         if state.weighted or index == refreshing)
+            chosen = fresh or self._pending
+            slot = (chosen & -chosen).bit_length() - 1
             state = self.slots[slot]
             total = _class_totals(params, self.slots)[state.job_class]
             self._division = expected_weight(state.weight, total,
                                              weight_bits=params.weight_bits)
+            self._dirty = False
             if params.divider_clocks <= 1:
                 self._commit(slot)                  # an ideal one-clock turn (a model knob)
             else:
@@ -649,7 +657,6 @@ class DelayFactorArbiterModel:
             # Every valid slot's W is to be recomputed, the written one first.
             self._pending = sum(1 << index for index, state in enumerate(self.slots)
                                 if state.valid)
-            self._first = written
         return outputs
 
     def _commit(self, slot: int) -> None:
@@ -657,7 +664,8 @@ class DelayFactorArbiterModel:
         state = self.slots[slot]
         state.expected, state.weighted = self._division, False
         self._refreshing = slot
-        self._pending &= ~(1 << slot)
+        if not self._dirty:
+            self._pending &= ~(1 << slot)
         self._turn = None
 
     def _write(self, inputs: ArbiterInputs, written: int | None) -> None:

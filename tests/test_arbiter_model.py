@@ -353,19 +353,55 @@ def test_requests_of_empty_or_waiting_slots_are_ignored():
                  for _ in range(4)}
 
 
-def test_a_write_restarts_the_walk_with_the_written_slot():
-    # Four slots. Slot 0 is loaded in clock 0 and its turn starts in clock 1; slot 3 is loaded
-    # in clock 3, which aborts that turn: slot 3's turn comes first (clocks 4-9, with the
-    # total of both), then slot 0's (10-15); idle from clock 16. No write is ever refused.
+def test_a_write_to_another_slot_lets_the_turn_finish_and_keeps_it_pending():
+    # Four slots. Slot 0 is loaded in clock 0 and its turn takes clocks 1-6; slot 3 is loaded
+    # in clock 3, which does not abort it: slot 0's W (256, from the total before the write)
+    # takes effect at the edge of 6 and slot 0 stays pending. The new slot 3 goes first
+    # (7-12, W = 256 * 150 / 200 = 192), then slot 0 again (13-18, 64); idle from 19. No
+    # write is ever refused.
     model = DelayFactorArbiterModel(tasks=4, classes=1)
     expected = []
-    for clock in range(20):
+    for clock in range(22):
         write = {0: _write(0, 50), 3: _write(3, 150)}.get(clock, ArbiterInputs())
         assert model.step(write).write_ready == 1
         expected.append([slot.expected for slot in model.slots])
-    assert expected[8] == [0, 0, 0, 0] and expected[9] == [0, 0, 0, 192]
-    assert expected[14] == [0, 0, 0, 192] and expected[15] == [64, 0, 0, 192]
+    assert expected[5] == [0, 0, 0, 0] and expected[6] == [256, 0, 0, 0]
+    assert expected[11] == [256, 0, 0, 0] and expected[12] == [256, 0, 0, 192]
+    assert expected[17] == [256, 0, 0, 192] and expected[18] == [64, 0, 0, 192]
     assert not model.busy
+
+
+def test_a_write_to_the_slot_in_its_turn_aborts_it():
+    # Slot 1 is loaded in clock 0 (turn from clock 1) and loaded again with another weight in
+    # clock 3: the turn is aborted, a new one starts in clock 4 with the new weight and ends
+    # at the edge of 9 (W = 256: alone in its class).
+    model = DelayFactorArbiterModel(tasks=2, classes=1)
+    seen = []
+    for clock in range(12):
+        write = {0: _write(1, 50), 3: _write(1, 90)}.get(clock, ArbiterInputs())
+        model.step(write)
+        seen.append((model.slots[1].expected, model.slots[1].weight))
+    assert seen[8] == (0, 90) and seen[9] == (256, 90)
+
+
+def test_a_burst_of_writes_does_not_starve_a_new_slot():
+    # Slots 1-7 are cleared and loaded again, one write every other clock, for 200 clocks;
+    # slot 0, loaded first, gets its W in force within its own turn plus the new slots'
+    # turns ahead of it, never later (under the old abort-on-every-write rule it never did).
+    params = ArbiterParams(tasks=8, classes=1)
+    model = DelayFactorArbiterModel(params)
+    model.step(_write(0, 10))
+    for clock in range(1, 200):
+        if clock % 2 == 0:
+            slot = 1 + (clock // 2) % 7
+            op = WriteOp.LOAD if (clock // 14) % 2 == 0 else WriteOp.CLEAR
+            model.step(_write(slot, 20, op=op))
+        else:
+            model.step(ArbiterInputs())
+        if model.slots[0].expected:
+            break
+    assert model.slots[0].expected, "slot 0 never got its expected weight"
+    assert clock <= 2 * params.divider_clocks + 1
 
 
 def test_every_valid_slot_is_recomputed_after_a_write():
