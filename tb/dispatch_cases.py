@@ -25,7 +25,7 @@ from model.dispatch.config import (
 )
 from tb.dispatch_bench import ModelRun, model_run
 
-__all__ = ["SHAPES", "Shape", "random_run"]
+__all__ = ["DIRECTED", "SHAPES", "Shape", "random_run"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +143,44 @@ def random_run(shape: Shape, seed: int, cycles: int = 600) -> ModelRun:
     workload = generate_workload(channels, cycles, seed)
     return model_run(f"{shape.name} seed {seed} {policy.name}", gpu, policy, workload,
                      channels, cycles)
+
+
+# -- directed runs, each aimed at one mechanism (on the exact4x2 shape) ---------------------------
+
+def _directed(name: str, policy_changes: dict, channels: list[ChannelConfig], cycles: int
+              ) -> ModelRun:
+    shape = SHAPES["exact4x2"]
+    policy = with_policy(PRESETS["emb1"], name=name, **shape.knobs(), **policy_changes)
+    workload = generate_workload(channels, cycles, 7)
+    return model_run(f"directed {name}", shape.gpu, policy, workload, channels, cycles)
+
+
+def _windows(cycles: int) -> ModelRun:
+    # Two channels whose heads always fit, priorities 0 and 3: the windows alone decide, and
+    # a window boundary one cycle off changes the channel of that cycle.
+    small = {"arrival": "back_to_back", "count": 400, "waves": (1, 1), "vgpr": (1, 1),
+             "sgpr": (0, 0), "duration": (2, 6)}
+    return _directed("windows", {"windows": (5, 4, 3, 2)},
+                     [ChannelConfig(priority=0, **small), ChannelConfig(priority=3, **small)],
+                     cycles)
+
+
+def _ties(cycles: int) -> ModelRun:
+    # Three channels of one priority whose heads always fit: a42's flags and the LFSR pick.
+    small = {"arrival": "back_to_back", "count": 400, "waves": (1, 2), "vgpr": (1, 2),
+             "sgpr": (0, 1), "duration": (2, 9), "priority": 1}
+    return _directed("ties", {"lfsr_seed": 0x1234},
+                     [ChannelConfig(**small), ChannelConfig(**small), ChannelConfig(**small)],
+                     cycles)
+
+
+def _full_peus(cycles: int) -> ModelRun:
+    # WGs that take a whole PEU's VGPR file (4 waves x 8 blocks on 2 PEUs of 16): each fits
+    # only once everything the last one held is back.
+    big = {"arrival": "back_to_back", "count": 200, "waves": (4, 4), "vgpr": (8, 8),
+           "sgpr": (2, 4), "lds": (0, 8), "duration": (3, 30)}
+    return _directed("full PEUs", {"ap_choice": "lowest"}, [ChannelConfig(**big)], cycles)
+
+
+#: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``.
+DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus}

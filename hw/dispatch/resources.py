@@ -74,16 +74,21 @@ class ResourceTable(wiring.Component):
         gpu, P, Q, N = p.gpu, p.aps, p.peus, p.records
         tag_shape = range(max(N, 2))
 
-        # The free list of record tags: a ring that starts full (0 .. N - 1).
-        free = Memory(shape=tag_shape, depth=N, init=list(range(N)))
+        # Record tags: after reset, tags 0 .. N - 1 are handed out in order from a counter;
+        # released tags go round a ring, which is used once the counter is exhausted. (A ring
+        # that started full would depend on memory contents, which a reset does not restore.)
+        free = Memory(shape=tag_shape, depth=N, init=[])
         m.submodules.free_list = free
         free_read = free.read_port(domain="comb")
         free_write = free.write_port()
+        fresh = Signal(range(N + 1), name="fresh_tags")
         head = Signal(range(max(N, 2)), name="free_head")
         tail = Signal(range(max(N, 2)), name="free_tail")
-        available = Signal(range(N + 1), name="free_count", init=N)
-        m.d.comb += [free_read.addr.eq(head), self.tag.eq(free_read.data),
-                     self.tag_valid.eq(available != 0)]
+        returned = Signal(range(N + 1), name="free_count")
+        unused = fresh < N
+        m.d.comb += [free_read.addr.eq(head),
+                     self.tag.eq(Mux(unused, fresh, free_read.data)),
+                     self.tag_valid.eq(unused | (returned != 0))]
 
         records = Memory(shape=p.record_layout, depth=N, init=[])
         m.submodules.records = records
@@ -107,11 +112,14 @@ class ResourceTable(wiring.Component):
         # Tags: pop on an allocation, push on a release (never the same tag).
         m.d.comb += [free_write.addr.eq(tail), free_write.data.eq(release.payload.tag),
                      free_write.en.eq(releasing)]
-        with m.If(allocate):
+        from_ring = allocate & ~unused
+        with m.If(allocate & unused):
+            m.d.sync += fresh.eq(fresh + 1)
+        with m.If(from_ring):
             m.d.sync += head.eq(Mux(head == N - 1, 0, head + 1))
         with m.If(releasing):
             m.d.sync += tail.eq(Mux(tail == N - 1, 0, tail + 1))
-        m.d.sync += available.eq(available - allocate + releasing)
+        m.d.sync += returned.eq(returned - from_ring + releasing)
         m.d.sync += busy.eq(Cat(*(
             (busy[i] | (allocate & (self.tag == i))) & ~(releasing & (release.payload.tag == i))
             for i in range(N))))
