@@ -4,7 +4,8 @@ The build's shape arrives as JSON in ``DISPATCH_SHAPE`` (:class:`hw.flow.dispatc
 DispatchShape`), the runs in the JSON file ``DISPATCH_JOBS``: a list of jobs, each one of
 
 ``{"kind": "scenario", "path": FILE, "policy": NAME, "cycles": N, "seed": S}``
-    a shipped (or any) scenario's workload and policy, run by the model;
+    a shipped (or any) scenario's workload and policy, run by the model (``"reduce": true``:
+    reduced as :data:`hw.flow.dispatch_cosim.REDUCTION` says);
 ``{"kind": "random", "shape": NAME, "seed": S, "cycles": N}``
     :func:`tb.dispatch_cases.random_run` on one of :data:`tb.dispatch_cases.SHAPES`;
 ``{"kind": "directed", "name": NAME, "cycles": N}``
@@ -27,6 +28,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from hw.flow.dispatch_build import DispatchShape
+from hw.flow.dispatch_cosim import reduced
 from model.dispatch import load_scenario
 from tb.dispatch_bench import CosimDriver, RandomDriver, input_ports, model_run, output_ports
 from tb.dispatch_cases import DIRECTED, SHAPES, random_run
@@ -50,9 +52,12 @@ def _job_driver(params, job: dict):
     else:
         scenario = load_scenario(job["path"])
         policy = next(p for p in scenario.policies if p.name == job["policy"])
-        cycles = job["cycles"]
-        run = model_run(f"{Path(job['path']).name} / {policy.name}", scenario.gpu, policy,
-                        scenario.workload(job.get("seed", 1)), scenario.channels, cycles)
+        gpu, workload = scenario.gpu, scenario.workload(job.get("seed", 1))
+        label = f"{Path(job['path']).name} / {policy.name}"
+        if job.get("reduce"):
+            gpu, (policy,), workload = reduced(gpu, [policy], workload)
+            label += " (reduced)"
+        run = model_run(label, gpu, policy, workload, scenario.channels, job["cycles"])
     return CosimDriver(params, run)
 
 

