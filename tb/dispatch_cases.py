@@ -36,11 +36,12 @@ class Shape:
     gpu: GpuConfig
     policy: PolicyConfig
     channels: int
-    weight_bits: int = 3
-
     def options(self) -> dict:
-        """The keyword arguments of :class:`hw.dispatch.Dispatcher` beyond the three configs."""
-        return {"weight_bits": self.weight_bits}
+        """The keyword arguments of :class:`hw.dispatch.Dispatcher` beyond the three configs:
+        embodiment 9's weight registers wide enough for the random weights (0..7) and the
+        GPU's own."""
+        widest = max(7, *self.gpu.resource_weight_values())
+        return {"weight_bits": widest.bit_length()}
 
     def knobs(self) -> dict:
         """The structural policy fields a run on this shape must keep."""

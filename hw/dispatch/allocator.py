@@ -54,7 +54,7 @@ class Allocator(wiring.Component):
 
     def _first_fit(self, m: Module, name: str, words, need, start) -> Signal:
         n = len(words[0])
-        finder = self._wrap(ExactMaxFreeBlock(n))
+        finder = self._wrap(ExactMaxFreeBlock(n), "allocator")
         m.submodules[name] = finder
         word = Signal(n, name=f"{name}_status")
         m.d.comb += word.eq(Cat(*words).word_select(self.ap, n) if len(words) > 1

@@ -39,8 +39,9 @@ class Dispatcher(wiring.Component):
     queue_depth, id_bits, weight_bits :
         See :class:`hw.dispatch.params.DispatcherParams`, which checks every parameter.
     wrap : callable
-        Applied to every free-block component (:mod:`hw.maxblock`, :mod:`hw.shared_maxblock`)
-        before it is instantiated; the flow uses it to emit each distinct circuit once.
+        ``wrap(component, role)`` is applied to every free-block component (:mod:`hw.maxblock`,
+        :mod:`hw.shared_maxblock`) before it is instantiated, ``role`` being ``"view"`` or
+        ``"allocator"``; the flow uses it to emit each distinct circuit once.
 
     Attributes
     ----------

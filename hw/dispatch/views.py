@@ -34,7 +34,9 @@ def view_layout(params: DispatcherParams) -> data.StructLayout:
                               for name in sizes})
 
 
-def identity(component):
+def identity(component, role: str = ""):
+    """The default ``wrap``: the component itself (``role`` is ``"view"`` or
+    ``"allocator"``, for a flow that builds the two uses differently)."""
     return component
 
 
@@ -52,8 +54,10 @@ class FreeBlockViews(wiring.Component):
     ----------
     params : DispatcherParams
     wrap : callable
-        Applied to every free-block component before it is instantiated (the flow replaces
-        each by an instance of one shared Verilog module; default: the component itself).
+        ``wrap(component, "view")`` is applied to every free-block component before it is
+        instantiated (the flow replaces each by an instance of one shared Verilog module;
+        default: the component itself). The view reads only ``length``; an exact tree's
+        ``request`` is tied to 0.
 
     Attributes
     ----------
@@ -103,7 +107,7 @@ class FreeBlockViews(wiring.Component):
         if p.shared:
             schedule = p.schedule
             for ap in range(p.aps):
-                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=True))
+                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=True), "view")
                 m.submodules[f"shared{ap}"] = unit
                 for name in p.sizes:
                     per = p.peus if name != "lds" else 1
@@ -118,7 +122,7 @@ class FreeBlockViews(wiring.Component):
         for name, n in p.sizes.items():
             extra = latency - p.circuit_latency(n)
             for index in range(p.instances[name]):
-                circuit = self._wrap(self._circuit(n))
+                circuit = self._wrap(self._circuit(n), "view")
                 m.submodules[f"{name}{index}"] = circuit
                 word = self._delayed(m, self.status[name][index], extra, f"{name}{index}")
                 m.d.comb += [circuit.status.eq(word),

@@ -90,6 +90,7 @@ class BlockLibrary:
     def __init__(self, cache: Path | None = None):
         self.modules: dict[str, object] = {}
         self.counts: dict[str, int] = {}
+        self.roles: dict[tuple[str, str], int] = {}      # (module, role) -> instances
         self._text: dict[str, str] = {}
         self._cache = cache
 
@@ -105,13 +106,14 @@ class BlockLibrary:
             self._text[name] = text
         return self._text[name]
 
-    def wrap(self, component):
+    def wrap(self, component, role: str = ""):
         # The component itself is only elaborated once, for its module; the others are
         # replaced by instances (so Amaranth must not warn that they were never used).
         component._MustUse__silence = True
         name = block_name(component)
         self.modules.setdefault(name, component)
         self.counts[name] = self.counts.get(name, 0) + 1
+        self.roles[(name, role)] = self.roles.get((name, role), 0) + 1
         clocked = re.search(r"\binput\s+clk\b", self._verilog(name)) is not None
         return _BlockInstance(name, component, clocked)
 
@@ -161,7 +163,11 @@ class DispatchShape:
 
     @cached_property
     def params(self):
-        return self.dispatcher().params
+        """The :class:`hw.dispatch.DispatcherParams` of the build (nothing is elaborated)."""
+        from hw.dispatch import DispatcherParams
+        return DispatcherParams.build(self.gpu, self.policy, self.channels,
+                                      queue_depth=self.queue_depth, id_bits=self.id_bits,
+                                      weight_bits=self.weight_bits)
 
     def to_json(self) -> str:
         fields = asdict(self)

@@ -1,0 +1,149 @@
+"""The RTL dispatcher co-simulated with the model, clock for clock, on Verilator and Icarus.
+
+Three sets, each build shared by all the runs of its shape (the policy knobs are written
+through the configuration port at run time):
+
+* every shipped dispatch scenario and every policy it lists, reduced and shortened
+  (:data:`hw.flow.dispatch_cosim.REDUCTION`, :data:`SHIPPED_CYCLES`); the kernel-trace
+  scenario is left out (its 32-WGP preset and 4 million cycles are no small run);
+* 25 seeded random configurations on five hardware shapes covering every circuit, latencies
+  0-4 and every run-time knob, the directed runs, and a back-pressure run per shape checked
+  by the protocol checker alone;
+* three deliberately broken dispatchers, which the bench must reject.
+
+``SIM=verilator`` or ``SIM=icarus`` keeps one simulator. A failing run names its job; a random
+one is replayed by its shape and seed (``tb.dispatch_cases.random_run``).
+"""
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Mux
+
+from hw.dispatch import Dispatcher
+from hw.dispatch.logic import block_mask
+from hw.dispatch.resources import ResourceTable
+from hw.dispatch.selector import Selector
+from hw.flow.dispatch_build import DispatchShape
+from hw.flow.dispatch_cosim import run_cosim, scenario_shape
+from model.dispatch import load_scenario
+from tb.dispatch_cases import DIRECTED, SHAPES
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
+#: Cycles of each reduced shipped scenario (the reduced scenarios' time runs 8 times faster:
+#: 600 cycles are 4,800 cycles of the full-size scenario's durations and windows).
+SHIPPED_CYCLES = 600
+RANDOM_SEEDS = 5
+RANDOM_CYCLES = 600
+
+
+def _shipped() -> tuple[dict, dict]:
+    jobs, shapes = defaultdict(list), {}
+    for path in sorted(CONFIGS.glob("*.toml")):
+        scenario = load_scenario(path)
+        if scenario.kernel_trace is not None:
+            continue
+        for policy in scenario.policies:
+            shape = scenario_shape(scenario, policy, reduce=True)
+            shapes[shape.name] = shape
+            jobs[shape.name].append({"kind": "scenario", "path": str(path),
+                                     "policy": policy.name, "cycles": SHIPPED_CYCLES,
+                                     "reduce": True})
+    return shapes, jobs
+
+
+SHIPPED_SHAPES, SHIPPED_JOBS = _shipped()
+
+
+def _checked(summaries: list[dict], jobs: list[dict]) -> None:
+    # A run that did not happen cannot pass: every job must report, and compare something.
+    assert len(summaries) == len(jobs)
+    for summary in summaries:
+        assert not summary["mismatches"] and not summary["violations"], summary
+        assert summary["clocks"] > 0 and summary["dispatches"] > 0, summary
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("name", SHIPPED_SHAPES)
+def test_shipped_scenarios_match_the_model(name, simulator):
+    jobs = SHIPPED_JOBS[name]
+    _checked(run_cosim(SHIPPED_SHAPES[name], jobs, simulator), jobs)
+
+
+def _random_jobs(name: str) -> list[dict]:
+    jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
+            for seed in range(RANDOM_SEEDS)]
+    if name == "exact4x2":
+        jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED]
+    return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1500}]
+
+
+def _build(name: str) -> DispatchShape:
+    shape = SHAPES[name]
+    return DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("name", SHAPES)
+def test_random_configurations_match_the_model(name, simulator):
+    jobs = _random_jobs(name)
+    _checked(run_cosim(_build(name), jobs, simulator), jobs)
+
+
+# -- the bench bites: deliberately broken dispatchers must fail it --------------------------------
+
+class _FlagAlwaysSet(Selector):
+    """a42 done wrong: the chosen channel's flag is set even when every tied flag was set
+    (the others' are never cleared)."""
+
+    def _flag_updates(self, m, flags, channel, tied, clear, priority):
+        for c, flag in enumerate(flags):
+            with m.If(channel == c):
+                m.d.sync += flag.bit_select(priority, 1).eq(1)
+
+
+class _WindowOneLonger(Selector):
+    """Embodiment 2's windows one cycle too long (``position <= end``)."""
+
+    @staticmethod
+    def _in_window(position, start, end):
+        return (position >= start) & (position <= end)
+
+
+class _ReleaseOneShort(ResourceTable):
+    """A release gives back one block fewer than its record holds."""
+
+    @staticmethod
+    def _returned(start, length, n):
+        return block_mask(start, Mux(length == 0, 0, length - 1), n)
+
+
+def _variant(part: str, cls):
+    class Broken(Dispatcher):
+        pass
+
+    setattr(Broken, f"_{part}", lambda self, params: cls(params))
+    return Broken
+
+
+MUTANTS = {
+    "tie_break_flags": (_variant("selector", _FlagAlwaysSet), "ties"),
+    "window_boundary": (_variant("selector", _WindowOneLonger), "windows"),
+    "release_one_short": (_variant("table", _ReleaseOneShort), "full_peus"),
+}
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_bench_rejects_a_broken_dispatcher(mutant, any_simulator):
+    broken, directed = MUTANTS[mutant]
+    shape = _build("exact4x2")
+    jobs = [{"kind": "directed", "name": directed, "cycles": 300}]
+
+    def build(wrap):
+        return broken(shape.gpu, shape.policy, shape.channels, weight_bits=shape.weight_bits,
+                      wrap=wrap)
+
+    with pytest.raises(SystemExit):
+        run_cosim(shape, jobs, any_simulator, component=build, tag=f"_mutant_{mutant}")
