@@ -16,14 +16,17 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	board lint icarus clean help
+	board lint icarus clean help sweep
 all: test
 
 help:
 	@echo "make sim      the main job: every system model against its baselines on the shipped"
 	@echo "              scenarios (configs/), tables on the terminal, plots and JSON in build/sim/,"
 	@echo "              then the free-block accuracy report and a quick arbiter fairness table"
-	@echo "make bench    simulated cycles per second of the dispatcher model, per policy"
+	@echo "make bench    simulated cycles per second of the dispatcher model, per policy and"
+	@echo "              execution model (fixed durations, shared issue)"
+	@echo "make sweep    every configs/sweeps/*.toml on a local pool (the README's multi-seed"
+	@echo "              figures): tables, build/sweeps/*.{sqlite,png,csv}; resumable"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
@@ -36,7 +39,7 @@ help:
 $(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev,synth]'
+	$(PYTHON) -m pip install --quiet -e '.[dev,synth,cluster]'
 	touch $@
 
 venv: $(STAMP)
@@ -52,18 +55,44 @@ icarus:
 	    echo "Icarus Verilog is missing and we are not root: its benches will be skipped"; \
 	  fi; }
 
+# The main job synthesizes nothing: no YoWASP (WebAssembly) tool runs here, so it works on a
+# fresh machine in seconds (tests/test_make_sim.py runs it with every YoWASP call made to
+# fail). The arbiter LUTs it shows come from results/arbiter_cost.json (make bench-arbiter).
+# SIM_OUT: where tables' JSON and plots go; SIM_FLAGS: extra options of every gpusched
+# command (the test passes --quick).
+SIM_OUT   ?= build/sim
+SIM_FLAGS ?=
+
 sim: sim-dispatch report
-	$(PYTHON) -m model.cli procsched --quiet --json build/sim/procsched.json
-	$(PYTHON) -m model.cli tasksched --quiet --json build/sim/tasksched.json
-	$(PYTHON) -m model.cli hostsched --quiet --json build/sim/hostsched.json
-	$(PYTHON) -m model.cli cluster --quiet --json build/sim/cluster.json
-	$(PYTHON) -m model.fairness --quick
+	$(PYTHON) -m model.cli procsched --quiet --json $(SIM_OUT)/procsched.json --plots $(SIM_OUT) $(SIM_FLAGS)
+	$(PYTHON) -m model.cli tasksched --quiet --json $(SIM_OUT)/tasksched.json --plots $(SIM_OUT) $(SIM_FLAGS)
+	$(PYTHON) -m model.cli hostsched --quiet --json $(SIM_OUT)/hostsched.json --plots $(SIM_OUT) $(SIM_FLAGS)
+	$(PYTHON) -m model.cli cluster --quiet --json $(SIM_OUT)/cluster.json --plots $(SIM_OUT) $(SIM_FLAGS)
+	$(PYTHON) -m model.fairness --quick --out $(SIM_OUT)
 
 sim-dispatch: $(STAMP)
-	$(PYTHON) -m model.cli dispatch --json build/sim/dispatch.json
+	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) \
+	  --generated-cycles 5000 $(SIM_FLAGS)
 
 bench: $(STAMP)
 	$(PYTHON) -m model.cli dispatch --bench
+
+# Every sweep file of configs/sweeps/ (not its drills/) on a local pool over all cores: the
+# README's multi-seed figures. Each keeps its results in $(SWEEP_OUT)/<name>.sqlite, so a run
+# that was stopped computes only what is missing, and a second run only reports.
+# SWEEP_FLAGS: e.g. --workers 4, --scheduler tcp://HOST:8786, --quick.
+SWEEPS      ?= $(sort $(wildcard configs/sweeps/*.toml))
+SWEEP_OUT   ?= build/sweeps
+SWEEP_FLAGS ?=
+
+sweep: $(STAMP)
+	@set -e; for file in $(SWEEPS); do \
+	  name=$$(basename $$file .toml); \
+	  echo "$(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite" \
+	    "--plots $(SWEEP_OUT) --csv $(SWEEP_OUT)/$$name.csv $(SWEEP_FLAGS)"; \
+	  $(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite \
+	    --plots $(SWEEP_OUT) --csv $(SWEEP_OUT)/$$name.csv $(SWEEP_FLAGS); \
+	done
 
 report: $(STAMP)
 	$(PYTHON) -m model.maxblock_report

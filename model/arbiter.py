@@ -86,9 +86,10 @@ CLASS_NAMES = ("block", "cluster", "union")
 #: class order, then the lower slot), or the class order and the lower slot directly.
 TIE_BREAKS = ("history", "index")
 
-#: Clocks of the expected-weight divider: one quotient bit per clock, 9 bits (0..256) for
-#: the seed's 8-bit expected weight (``weight_bits + 1`` in general).
-DIVIDER_CLOCKS = WEIGHT_BITS + 1
+#: Clocks the expected-weight divider spends on one slot: one to take its weight and its
+#: class's total, then two quotient bits per clock, 9 bits (0..256) for the seed's 8-bit
+#: expected weight (``1 + (weight_bits + 2) // 2`` clocks in general).
+DIVIDER_CLOCKS = 1 + (WEIGHT_BITS + 2) // 2
 
 MAX_TASKS = 64
 MAX_CLASSES = 16
@@ -314,8 +315,14 @@ class ArbiterParams:
 
     @property
     def divider_clocks(self) -> int:
-        """Clocks the divider takes (``write.ready`` low): ``weight_bits + 1``."""
-        return self.weight_bits + 1
+        """Clocks the divider spends on one slot: ``1 + (weight_bits + 2) // 2`` (one to
+        take the operands, then two of the ``weight_bits + 1`` quotient bits per clock)."""
+        return 1 + (self.weight_bits + 2) // 2
+
+    @property
+    def pass_clocks(self) -> int:
+        """Clocks the divider takes to recompute every slot: ``tasks * divider_clocks``."""
+        return self.tasks * self.divider_clocks
 
     @property
     def total_bits(self) -> int:
@@ -488,11 +495,14 @@ def _commit_weights(params: ArbiterParams, slots: Sequence[SlotState]) -> None:
 class ArbiterInputs:
     """The input ports of ``hw.arbiter.DelayFactorArbiter`` during one clock.
 
-    ``request`` bit ``i`` is slot ``i``; ``write_*`` are the write stream's ``valid`` and
-    payload fields; ``grant_ready`` is the grant stream's ``ready``.
+    ``request`` bit ``i``: slot ``i`` has at least one job waiting; ``backlogged`` bit ``i``:
+    it has at least two (a job counts as waiting until its grant is taken, so a job whose
+    grant is taken in this clock still counts). ``write_*`` are the write stream's ``valid``
+    and payload fields; ``grant_ready`` is the grant stream's ``ready``.
     """
 
     request: int = 0
+    backlogged: int = 0
     write_valid: int = 0
     write_slot: int = 0
     write_op: int = WriteOp.CLEAR
@@ -503,7 +513,11 @@ class ArbiterInputs:
 
 @dataclass(frozen=True)
 class ArbiterOutputs:
-    """The output ports of ``hw.arbiter.DelayFactorArbiter`` during one clock."""
+    """The output ports of ``hw.arbiter.DelayFactorArbiter`` during one clock.
+
+    ``write_ready`` is always 1 (a write is taken in every clock); it stays an output because
+    the write port is a stream.
+    """
 
     write_ready: int = 1
     grant_valid: int = 0
@@ -520,13 +534,18 @@ class DelayFactorArbiterModel:
     in the docstring of ``hw.arbiter.DelayFactorArbiter``; in short:
 
     * a **grant round** is a clock in which the grant register takes a new decision (it is
-      empty or being emptied) and some slot is eligible (valid, weighted and requesting);
-      the decision appears on ``grant`` in the next clock, and the history weights of that
-      round are updated at the same edge;
-    * an accepted write sets up or clears one slot and starts the expected-weight divider,
-      which keeps ``write_ready`` low for ``weight_bits + 1`` clocks; the new ``W`` of
-      every slot take effect together after it; meanwhile arbitration goes on with the old
-      ones and a newly loaded slot waits (ineligible, ``H`` held at its configured weight).
+      empty or its grant is being taken) and some slot is eligible (weighted and requesting,
+      and not the slot whose last waiting job's grant is being taken); the decision appears
+      on ``grant`` in the next clock, and the history weights of that round are updated at
+      the same edge;
+    * a write is taken in every clock and sets up or clears its slot at once; then the one
+      divider recomputes the expected weight of every valid slot, one *turn* of
+      :attr:`ArbiterParams.divider_clocks` clocks per slot, the slot just written first and
+      then the others from the lowest; a turn divides the slot's weight by its class's total
+      as they are in its first clock, and its ``W`` takes effect at its end. A write aborts
+      the turn under way and starts the walk again. In the clock after its ``W`` takes
+      effect a slot sits out (it is not eligible and its ``H`` stands still): the RTL
+      refreshes its registered target then.
 
     Parameters
     ----------
@@ -550,20 +569,24 @@ class DelayFactorArbiterModel:
         self.reset()
 
     def reset(self) -> None:
-        """Return every register to its reset value: all slots empty, no grant, idle."""
+        """Return every register to its reset value: all slots empty, no grant, divider idle."""
         self.slots = [SlotState() for _ in range(self.params.tasks)]
-        self._divider_step = None          # None: idle; else the clock of the division
         self._grant = (0, 0, 0)
+        self._pending = 0                   # the slots whose W is still to be recomputed
+        self._first: int | None = None      # the slot written last: its turn comes first
+        self._turn: tuple[int, int] | None = None   # (slot, clock of its turn), or idle
+        self._division = 0                  # the W of the turn (from its first clock)
+        self._refreshing: int | None = None  # the slot whose W took effect at the last edge
 
     @property
     def busy(self) -> bool:
-        """The divider is computing new expected weights (``write_ready`` is low)."""
-        return self._divider_step is not None
+        """The divider has expected weights to recompute (or is recomputing one)."""
+        return self._turn is not None or bool(self._pending)
 
     def outputs(self) -> ArbiterOutputs:
         """The outputs during the current clock (before its edge)."""
         valid, slot, job_class = self._grant
-        return ArbiterOutputs(int(not self.busy), valid, slot, job_class)
+        return ArbiterOutputs(1, valid, slot, job_class)
 
     def step(self, inputs: ArbiterInputs = ArbiterInputs(), *, reset: bool = False
              ) -> ArbiterOutputs:
@@ -577,10 +600,19 @@ class DelayFactorArbiterModel:
         if reset:
             self.reset()
             return outputs
-        request = inputs.request & ((1 << params.tasks) - 1)
+        mask = (1 << params.tasks) - 1
+        request = inputs.request & mask
+        grant_valid, grant_slot, _ = self._grant
+        written = (inputs.write_slot if inputs.write_valid and inputs.write_slot < params.tasks
+                   else None)
+        refreshing, self._refreshing = self._refreshing, None
 
-        # The decision and the history update of this clock, with the weights in force.
-        if not self._grant[0] or inputs.grant_ready:
+        # The decision and the history update of this clock, with the weights in force. The
+        # grant taken in this clock is one of its slot's waiting jobs: unless the slot says
+        # it has another, it is out of this decision. (A slot sitting out is not weighted.)
+        if not grant_valid or inputs.grant_ready:
+            if grant_valid and not inputs.backlogged >> grant_slot & 1:
+                request &= ~(1 << grant_slot)
             winner = select_winner(params, self.slots, request)
             if winner is None:
                 self._grant = (0, 0, 0)
@@ -588,23 +620,51 @@ class DelayFactorArbiterModel:
                 self._grant = (1, winner, self.slots[winner].job_class)
                 grant_round(params, self.slots, request, winner)
 
-        # The divider; its last clock puts every new W in force at once.
-        if self.busy:
-            if self._divider_step == params.divider_clocks - 1:
-                _commit_weights(params, self.slots)
-                self._divider_step = None
+        # The divider, reading the registers before this clock's write; a write aborts it.
+        if inputs.write_valid:
+            self._turn = None
+        elif self._turn is not None:
+            slot, clock = self._turn
+            if clock == params.divider_clocks - 1:
+                self._commit(slot)
             else:
-                self._divider_step += 1
-        elif inputs.write_valid:
-            self._write(inputs)
-            self._divider_step = 0
+                self._turn = (slot, clock + 1)
+        elif self._pending:
+            first = self._first
+            slot = (first if first is not None and self._pending >> first & 1
+                    else (self._pending & -self._pending).bit_length() - 1)
+            state = self.slots[slot]
+            total = _class_totals(params, self.slots)[state.job_class]
+            self._division = expected_weight(state.weight, total,
+                                             weight_bits=params.weight_bits)
+            if params.divider_clocks <= 1:
+                self._commit(slot)                  # an ideal one-clock turn (a model knob)
+            else:
+                self._turn = (slot, 1)
+        if refreshing is not None:
+            self.slots[refreshing].weighted = self.slots[refreshing].valid
+
+        if inputs.write_valid:
+            self._write(inputs, written)
+            # Every valid slot's W is to be recomputed, the written one first.
+            self._pending = sum(1 << index for index, state in enumerate(self.slots)
+                                if state.valid)
+            self._first = written
         return outputs
 
-    def _write(self, inputs: ArbiterInputs) -> None:
-        params = self.params
-        if inputs.write_slot >= params.tasks:
+    def _commit(self, slot: int) -> None:
+        """The end of ``slot``'s turn: its new ``W`` in force, its target refreshed next."""
+        state = self.slots[slot]
+        state.expected, state.weighted = self._division, False
+        self._refreshing = slot
+        self._pending &= ~(1 << slot)
+        self._turn = None
+
+    def _write(self, inputs: ArbiterInputs, written: int | None) -> None:
+        if written is None:
             return
-        slot = self.slots[inputs.write_slot]
+        params = self.params
+        slot = self.slots[written]
         if (inputs.write_op == WriteOp.LOAD and inputs.write_weight
                 and inputs.write_job_class < params.classes):
             slot.valid, slot.job_class, slot.weight = True, inputs.write_job_class, \

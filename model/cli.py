@@ -1,25 +1,45 @@
 """``gpusched``: one console command for every system model.
 
 Each subcommand lives in its model's module, which provides ``add_arguments(parser)`` and
-``run(args) -> int``; this file only names them, so ``gpusched --help`` stays fast (a module
-is imported when its subcommand runs). Options every subcommand has:
+``run(args) -> int``; this file names them, and imports only the module of the subcommand
+being run, so ``gpusched --help`` stays fast while ``gpusched <command> --help`` lists every
+option, the module's own included. Options every subcommand has:
 
 ``--config FILE`` (repeatable; default: every ``configs/<subcommand>/*.toml``),
-``--seed S``, ``--json OUT``, ``--plots DIR`` (default ``build/sim``), ``--quick`` (shorter
-runs, as the tests use) and ``--quiet`` (no progress bar).
+``--policy NAME`` (repeatable; default: every policy a scenario lists), ``--seed S``,
+``--json OUT``, ``--plots DIR`` (default ``build/sim``), ``--quick`` (shorter runs, as the
+tests use) and ``--quiet`` (no progress bar).
 
-A configuration error prints its message (which names the file and field) and exits with
-status 2.
+What every subcommand shares, so that each model's ``run`` only runs its model:
+
+* **Bad input** — a bad option, a configuration error (:class:`~model.config.ConfigError`,
+  whose message names the file and field), an unreadable or unwritable path — prints one line
+  on stderr and exits with status 2, never a traceback.
+* **The JSON** — ``args.record`` is a :class:`~model.report.RunRecord` the module fills in
+  (``record.add`` after every simulation, ``record.scenario`` with a scenario's summary);
+  this file writes it to ``--json`` with the envelope (version, git commit, command line,
+  seed, inputs with their SHA-256, times).
+* **Ctrl-C** — stops the simulation in progress at once, writes the JSON of every scenario
+  and policy that finished, marked ``"interrupted": true``, prints one line and exits 130.
+* **--policy** — :func:`select_policies` checks the names against every scenario's policies.
+
+Besides the system models, :data:`TOOLS` are commands over them that take their own inputs
+(``gpusched sweep SWEEP.toml``, :mod:`model.sweep`): they get ``--json`` and ``--quiet`` here
+and every other option from their module; bad input, the JSON and Ctrl-C work as above (a
+``KeyboardInterrupt`` raised with a message adds it to the one line printed).
 """
 
 import argparse
 import importlib
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from model.config import ConfigError
+from model.report import RunRecord
 
-__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "default_configs", "main"]
+__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS", "default_configs", "main",
+           "positive_int", "select_policies"]
 
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS = {
@@ -35,11 +55,24 @@ SUBCOMMANDS = {
                                  "bin-packing and random"),
 }
 
+#: Commands over the system models, with inputs of their own: name -> (module, one-line help).
+TOOLS = {
+    "sweep": ("model.sweep.cli", "design-space sweeps of any model over config fields, "
+                                 "policies and seeds, on a local pool or a Dask cluster, "
+                                 "resumable; 'sweep report STORE' for tables and plots"),
+}
+
 #: Other names of a subcommand (``gpusched sim`` was the dispatcher's first name).
 ALIASES = {"dispatch": ["sim"]}
 
 #: Where the shipped scenario files are, relative to the repository root.
 CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+_CANONICAL = {name: name for name in (*SUBCOMMANDS, *TOOLS)} | {
+    alias: name for name, aliases in ALIASES.items() for alias in aliases}
 
 
 def default_configs(subcommand: str) -> list[Path]:
@@ -47,8 +80,61 @@ def default_configs(subcommand: str) -> list[Path]:
     return sorted((CONFIG_ROOT / subcommand).glob("*.toml"))
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an integer >= 1 (``--cycles 0`` is an error, not an empty run)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, not {value}")
+    return value
+
+
+def select_policies(args, available: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """The policies to run per scenario: every one it lists, or those ``--policy`` chose.
+
+    ``available`` maps each scenario (a name or file, as messages should show it) to its
+    policies in order. A chosen name that no scenario has is a :class:`ConfigError` listing
+    the known ones; a scenario that has none of the chosen policies gets an empty list and is
+    recorded in ``args.record`` as skipped, with why (the caller leaves it out).
+    """
+    chosen = getattr(args, "policy", None)
+    if not chosen:
+        return {scenario: list(names) for scenario, names in available.items()}
+    known = list(dict.fromkeys(name for names in available.values() for name in names))
+    for name in chosen:
+        if name not in known:
+            raise ConfigError(f"--policy {name!r} is not a policy of the scenarios given "
+                              f"(known: {', '.join(known)})")
+    selection = {}
+    for scenario, names in available.items():
+        selection[scenario] = [name for name in names if name in chosen]
+        if not selection[scenario] and getattr(args, "record", None) is not None:
+            args.record.skip(str(scenario), f"none of --policy {', '.join(chosen)} is among "
+                                            f"its policies ({', '.join(names)})")
+    return selection
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block), status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    # The subcommand is the first word that is not an option (gpusched has no other option
+    # than --help before it).
+    for token in argv:
+        if not token.startswith("-"):
+            return _CANONICAL.get(token)
+    return None
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; the options of ``command``'s module are added when it is given."""
+    parser = _Parser(
         prog="gpusched", description="One console command for every system model of the project.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
@@ -56,31 +142,75 @@ def _parser() -> argparse.ArgumentParser:
                                   aliases=ALIASES.get(name, []))
         sub.add_argument("--config", action="append", type=Path, metavar="FILE",
                          help=f"scenario file (repeatable; default: configs/{name}/*.toml)")
+        sub.add_argument("--policy", action="append", metavar="NAME",
+                         help="run only this policy (repeatable; default: every policy each "
+                              "scenario lists)")
         sub.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-        sub.add_argument("--json", type=Path, metavar="OUT", help="write the results as JSON")
+        sub.add_argument("--json", type=Path, metavar="OUT",
+                         help="write the results as JSON (also on Ctrl-C: what finished)")
         sub.add_argument("--plots", type=Path, default=Path("build/sim"), metavar="DIR",
                          help="where PNG plots go (default build/sim)")
         sub.add_argument("--quick", action="store_true", help="shorter runs")
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == command:
+            importlib.import_module(module).add_arguments(sub)
+        sub.set_defaults(module=module, command=name)
+    for name, (module, help_text) in TOOLS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--json", type=Path, metavar="OUT",
+                         help="write the results as JSON (also on Ctrl-C: what finished)")
+        sub.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == command:
+            importlib.import_module(module).add_arguments(sub)
         sub.set_defaults(module=module, command=name)
     return parser
 
 
+def _options(args) -> dict:
+    return {key: value for key, value in vars(args).items()
+            if key not in ("module", "command", "record", "seed")}
+
+
+def _interrupted(args, record: RunRecord, detail: str = "") -> int:
+    if args.json is not None:
+        record.write(args.json, interrupted=True)
+        where = f"wrote the {record.runs_finished} finished runs to {args.json}"
+    else:
+        where = f"{record.runs_finished} runs had finished (no --json given)"
+    detail = f"{detail}; " if detail else ""
+    print(f"gpusched {args.command}: interrupted; {detail}{where}", file=sys.stderr)
+    return INTERRUPTED
+
+
 def main(argv=None) -> int:
-    parser = _parser()
-    # Subcommand-specific options are parsed by the module itself.
-    args, rest = parser.parse_known_args(argv)
-    module = importlib.import_module(args.module)
-    extra = argparse.ArgumentParser(prog=f"gpusched {args.command}", add_help=False)
-    module.add_arguments(extra)
-    extra.parse_args(rest, namespace=args)
-    if args.config is None:
-        args.config = default_configs(args.command)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return module.run(args)
+        args = _parser(_command_of(argv)).parse_args(argv)
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    module = importlib.import_module(args.module)
+    if args.command in SUBCOMMANDS and args.config is None:
+        args.config = default_configs(args.command)
+    record = args.record = RunRecord(args.command, argv=argv, seed=getattr(args, "seed", None),
+                                     options=_options(args))
+    for path in getattr(args, "config", None) or ():
+        record.input_file(path)
+    try:
+        status = module.run(args)
+        if args.json is not None:
+            record.write(args.json)
+    except KeyboardInterrupt as stop:
+        return _interrupted(args, record, " ".join(map(str, stop.args)))
     except ConfigError as error:
         print(f"gpusched {args.command}: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        # A path given on the command line (or named in a scenario) that cannot be read or
+        # written: a directory where a file is expected, no permission, a full disk.
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"gpusched {args.command}: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
+    return status
 
 
 if __name__ == "__main__":

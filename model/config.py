@@ -14,17 +14,29 @@ than a silently ignored default::
     fields.done()
 
 Errors are :class:`ConfigError` (a ``ValueError``) with messages such as
-``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``.
+``"configs/hol.toml: channels[1].priority must be an integer in 0..3, not 7"``; an unknown
+key's message lists the keys its table accepts. :class:`Budget` caps how big a scenario may
+make a run (tasks, jobs, slices), charged field by field, so an input that would run for hours
+is refused at load time naming the field that crossed the cap.
+
+:func:`in_memory` lets a scenario that exists only as data (a sweep's point: the base file with
+some fields changed, :mod:`model.sweep`) go through a subcommand's own loader unchanged: inside
+the block, :func:`load_toml` of that path returns the data instead of reading the file, so
+relative paths, the file's stem and every error message stay those of the file.
 """
 
 from __future__ import annotations
 
+import contextvars
+import copy
+import difflib
 import math
 import tomllib
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ConfigError", "Fields", "load_toml"]
+__all__ = ["Budget", "ConfigError", "Fields", "in_memory", "load_toml"]
 
 
 class ConfigError(ValueError):
@@ -34,9 +46,30 @@ class ConfigError(ValueError):
 _MISSING = object()
 
 
+#: (resolved path, document) that :func:`load_toml` returns instead of reading the file.
+_IN_MEMORY: contextvars.ContextVar[tuple[Path, dict] | None] = contextvars.ContextVar(
+    "in_memory", default=None)
+
+
+@contextmanager
+def in_memory(path, document: dict):
+    """Within this block, :func:`load_toml` of ``path`` returns a copy of ``document`` (the
+    parsed TOML a file at ``path`` would hold) instead of reading the file. Other paths are
+    read as usual. The setting is per thread and per task (a context variable)."""
+    token = _IN_MEMORY.set((Path(path).resolve(), document))
+    try:
+        yield
+    finally:
+        _IN_MEMORY.reset(token)
+
+
 def load_toml(path) -> dict:
-    """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file."""
+    """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file.
+    Inside :func:`in_memory` for ``path``, the document given there instead."""
     path = Path(path)
+    override = _IN_MEMORY.get()
+    if override is not None and path.resolve() == override[0]:
+        return copy.deepcopy(override[1])
     try:
         with path.open("rb") as file:
             return tomllib.load(file)
@@ -78,6 +111,7 @@ class Fields:
         self._path = path
         self._source = source
         self._read: set[str] = set()
+        self._asked: set[str] = set()
 
     @property
     def path(self) -> str:
@@ -93,6 +127,9 @@ class Fields:
         return ConfigError(f"{where}{self.name(key)} {message}")
 
     def __contains__(self, key: str) -> bool:
+        # A key the reader asks about is one the table knows, even when absent (it is then
+        # listed among the accepted keys of an error).
+        self._asked.add(key)
         return key in self._data
 
     def keys(self) -> list[str]:
@@ -203,9 +240,44 @@ class Fields:
         return result
 
     def done(self) -> None:
-        """Reject any key of this table that no getter read."""
+        """Reject any key of this table that no getter read; the message lists the keys the
+        table knows (those read or asked about), with the nearest one when the key looks
+        misspelt."""
         unknown = sorted(set(self._data) - self._read)
         if unknown:
+            known = sorted(self._read | self._asked)
+            table = self._path or "the top level"
+            near = difflib.get_close_matches(unknown[0], known, n=1)
             raise self.error(unknown[0], "is not a known field"
+                             + (f" (did you mean {near[0]!r}?)" if near else "")
+                             + f"; {table} accepts: "
+                             + (", ".join(known) if known else "no fields")
                              + (f" (also unknown: {', '.join(unknown[1:])})" if unknown[1:]
                                 else ""))
+
+
+class Budget:
+    """A cap on how big a scenario may make a simulation, charged field by field, so that an
+    input that would run for hours (``count = 10**9``) is refused at load time by a message
+    naming the field that crossed the cap.
+
+    ::
+
+        tasks = Budget(100_000, "tasks", "a run would take hours")
+        for group in root.tables("tasks"):
+            tasks.charge(group, "count", group.int("count", minimum=1))
+    """
+
+    def __init__(self, limit: int, what: str, why: str = ""):
+        self.limit = limit
+        self.what = what
+        self.why = why
+        self.total = 0
+
+    def charge(self, fields: Fields, key: str, amount) -> None:
+        """Add ``amount``; a :class:`ConfigError` about ``key`` when the total exceeds the cap."""
+        self.total += amount
+        if self.total > self.limit:
+            why = f": {self.why}" if self.why else ""
+            raise fields.error(key, f"brings the scenario to {self.total:,.0f} {self.what}; "
+                                    f"at most {self.limit:,} are accepted{why}")

@@ -11,14 +11,14 @@ the per-seed ratio: "holds" when the whole interval is on the better side of 1, 
 hold" when it is all on the worse side, "cannot tell" when it contains 1.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
 __all__ = ["VERDICTS", "Comparison", "Interval", "coefficient_of_variation", "compare",
-           "interval", "jain_index", "summary"]
+           "flat_metrics", "interval", "jain_index", "summary"]
 
 #: The three answers a claim over seeds can get.
 VERDICTS = ("holds", "does not hold", "cannot tell")
@@ -37,6 +37,30 @@ def summary(values: Sequence[float]) -> dict:
         "p99": float(np.percentile(array, 99)),
         "max": float(array.max()),
     }
+
+
+def flat_metrics(results: Mapping, *, skip_private: bool = True) -> dict[str, float]:
+    """Every number in a run's nested results, by dotted path (``wait.per_priority.3.max``):
+    integers and floats as they are, booleans as 0 and 1; strings, lists and ``None`` are left
+    out (a list is a series or per-item data, not one metric). Keys starting with ``_`` (data
+    kept for plots) are left out unless ``skip_private`` is false. The order is the results'."""
+    flat: dict[str, float] = {}
+
+    def walk(node: Mapping, prefix: str) -> None:
+        for key, value in node.items():
+            key = str(key)
+            if skip_private and key.startswith("_"):
+                continue
+            name = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                walk(value, f"{name}.")
+            elif isinstance(value, bool):
+                flat[name] = int(value)
+            elif isinstance(value, int | float | np.integer | np.floating):
+                flat[name] = value.item() if isinstance(value, np.generic) else value
+
+    walk(results, "")
+    return flat
 
 
 def jain_index(values: Sequence[float]) -> float:

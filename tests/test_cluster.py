@@ -525,10 +525,10 @@ def test_cli_quick_run(tmp_path):
     assert status == 0
     data = json.loads(out.read_text())
     stems = sorted(path.stem for path in (ROOT / "configs" / "cluster").glob("*.toml"))
-    assert sorted(Path(entry["file"]).stem for entry in data["scenarios"]) == stems
+    assert sorted(Path(entry["file"]).stem for entry in data["scenarios"].values()) == stems
     for stem in stems:
         assert (tmp_path / f"cluster_{stem}.png").stat().st_size > 0
-    for entry in data["scenarios"]:
+    for entry in data["scenarios"].values():
         assert len(entry["seeds"]) == 1         # --quick runs one seed
         if entry["experiment"] == "timed":
             assert {"fgd", "pwr", "spread", "bin-pack"} <= set(entry["energy_saving_percent"])

@@ -1,14 +1,16 @@
 """The cocotb regression of the delay-factor arbiter: a few parameter sets on both simulators.
 
 ``SIM=verilator`` or ``SIM=icarus`` restricts it to one simulator. A simulator that is not
-installed is skipped with the reason; CI has both. The last tests feed arbiters built with
-the wrong parameters to the bench, which must reject each of them.
+installed is skipped with the reason; CI has both. The last tests feed broken arbiters to the
+bench -- built with the wrong parameters, or without the rule that makes one grant per job --
+which must reject each of them.
 """
 
 import pytest
 
 from hw.arbiter import ArbiterConfig, DelayFactorArbiter
 from hw.flow.runner import run_bench
+from tb.test_arbiter import LevelRequestArbiter
 
 #: The regression: the seed's arbiter at the default size; two classes and integer H with
 #: slot-index ties; an odd slot count (the slot field has unused values) with 16 fraction
@@ -40,6 +42,10 @@ MUTANTS = {
     "tie_break": lambda: DelayFactorArbiter(tie_break="index"),
     # Four fraction bits instead of eight.
     "frac_bits": lambda: DelayFactorArbiter(frac_bits=4),
+    # The old contract: the slot whose grant is taken is never left out of the decision, so
+    # a requester with one job gets two grants (the protocol checker and the reactive
+    # requesters catch it, as does the model).
+    "double_grant": lambda: LevelRequestArbiter(ArbiterConfig()),
 }
 
 

@@ -13,7 +13,7 @@ import json
 import random
 import signal
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import lcm
 from pathlib import Path
@@ -151,6 +151,25 @@ def random_case(seed: int):
     return gpu, channels, workload, cycles, policies, rng.choice([1, 7, 64])
 
 
+def shared_case(seed: int):
+    """``random_case(seed)`` with the features of issue 15 §3 drawn from a second generator
+    (so the first stays as it was): the execution model (shared more often than fixed), the
+    issue width and drain, work per wave on some channels, in-order barriers on some WGs and
+    the least-loaded wave placement on some policies."""
+    gpu, channels, _, cycles, policies, interval = random_case(seed)
+    rng = random.Random(f"{seed}/shared")
+    execution = rng.choice(["shared", "shared", "fixed"])
+    gpu = replace(gpu, issue_width=rng.randint(1, 3), drain=rng.choice([0, 0, 1, 4]))
+    channels = [replace(c, work=rng.choice([None, (1, rng.randint(1, 80))]))
+                for c in channels]
+    workload = generate_workload(channels, cycles + rng.randint(0, 40), seed)
+    for w in workload:
+        w.barrier = rng.random() < 0.2
+    policies = [with_policy(p, wave_placement="least_loaded", rotate=False)
+                if rng.random() < 0.4 else p for p in policies]
+    return gpu, channels, workload, cycles, policies, interval, execution
+
+
 def numbers(node, path=""):
     """Every number in a results tree, by dotted path (lists excluded)."""
     if isinstance(node, dict):
@@ -183,6 +202,30 @@ def test_skipping_changes_no_output_on_random_configs(chunk):
             negative = [(p, v) for p, v in numbers(fast) if v < 0]
             assert not negative, f"random_case({seed}), {policy.name}: {negative}"
             assert all(v >= 0 for v in fast["series"]["ap_power_cv"])
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_skipping_changes_no_output_on_random_shared_configs(chunk):
+    # 100 random configurations x every preset on the shared-issue model (and some on the
+    # fixed one), with barriers and the least-loaded placement: the whole result is the same
+    # with skipping on and off, and the invariants (the shared model's included) hold.
+    for seed in range(chunk, RANDOM_CASES, 4):
+        gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
+        for policy in policies:
+            results = []
+            for skip in (True, False):
+                result = DispatchSimulator(gpu, policy, workload, channels=channels,
+                                           cycles=cycles, skip=skip, sample_interval=interval,
+                                           power_window=32, execution=execution,
+                                           warmup=cycles // 4, debug=not skip,
+                                           strict=True).run()
+                results.append(result)
+            fast, slow = results
+            assert fast.pop("processed_cycles") <= slow.pop("processed_cycles")
+            assert fast == slow, (f"shared_case({seed}), {policy.name}: differs in "
+                                  f"{[k for k in fast if fast[k] != slow[k]]}")
+            negative = [(p, v) for p, v in numbers(fast) if v < 0]
+            assert not negative, f"shared_case({seed}), {policy.name}: {negative}"
 
 
 def test_skipping_is_exact_on_the_blocked_scenario():
@@ -521,7 +564,7 @@ def test_trace_rows_after_the_cycle_limit_are_counted_and_said(tmp_path, capsys)
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    data = json.loads(out.read_text())["s"]
+    data = json.loads(out.read_text())["scenarios"]["s"]
     result = data["policies"]["emb1"]
     assert result["workgroups_submitted"] == 3 and result["workgroups_after_end"] == 2
     note = "2 WGs arrive at or after cycle 100 (the cycle limit) and are not submitted"
@@ -535,7 +578,7 @@ def test_an_empty_workload_says_so(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    notes = json.loads(out.read_text())["s"]["notes"]
+    notes = json.loads(out.read_text())["scenarios"]["s"]["notes"]
     assert notes == ["no WG was submitted (the trace t.csv has no rows before the cycle limit): "
                      "every figure is zero because nothing ran"]
     assert "note: no WG was submitted" in capsys.readouterr().out
@@ -547,7 +590,7 @@ def test_a_channel_with_count_zero_is_said(tmp_path):
     out = tmp_path / "r.json"
     assert gpusched(["dispatch", "--config", str(path), "--quiet", "--plots", str(tmp_path),
                      "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["s"]["notes"] == [
+    assert json.loads(out.read_text())["scenarios"]["s"]["notes"] == [
         "channel 1 submitted no WG (count = 0)"]
 
 
@@ -598,12 +641,52 @@ def test_event_log_of_a_hand_worked_case(tmp_path):
     assert "1 waves x 17 VGPR blocks = 17 on one PEU" in rows[4]["reason"]
 
 
-def _replay(gpu, events, workload, result):
+def _shared_releases(gpu, events, end):
+    """An independent reference of the shared-issue model, stepping every PEU in every cycle
+    with exact fractions from the log's dispatch rows: in each cycle each of a PEU's ``n``
+    issuing waves issues ``min(1, issue_width / n)`` instructions (a WG dispatched in cycle
+    ``t`` issues from ``t + 1``); a wave group is done in the cycle its waves reach their
+    work, a WG in the cycle its last group is, and it is released ``drain + 1`` cycles later.
+    Returns ``{WG id: release cycle}`` for the releases before ``end``."""
+    dispatches = {}
+    for cycle, kind, w, ap, waves, _, _ in events:
+        if kind == "dispatch":
+            dispatches.setdefault(cycle, []).append((w, ap, waves))
+    groups, left, releases = {}, {}, {}
+    for cycle in range(end):
+        for members in groups.values():
+            issuing = sum(count for _, count, _ in members)
+            for member in members:
+                member[2] -= min(Fraction(1), Fraction(gpu.issue_width, issuing))
+        for peu, members in groups.items():
+            for wg_id, _, remaining in members:
+                if remaining <= 0:
+                    left[wg_id] -= 1
+                    if not left[wg_id]:
+                        releases[wg_id] = cycle + gpu.drain + 1
+            groups[peu] = [m for m in members if m[2] > 0]
+        for w, ap, waves in dispatches.get(cycle, ()):
+            work = w.duration if w.work is None else w.work
+            left[w.id] = sum(1 for count in waves if count)
+            for q, count in enumerate(waves):
+                if count:
+                    groups.setdefault(ap * gpu.peus + q, []).append([w.id, count,
+                                                                     Fraction(work)])
+    return {wg_id: release for wg_id, release in releases.items() if release < end}
+
+
+def _replay(gpu, events, workload, result, execution="fixed"):
     """An independent checker of an event log: rebuilds every status register from the
     dispatch and release rows, and checks that each dispatch is at the lowest address that
-    fits (a43), that nothing overlaps, that releases give back what was taken, and that the
+    fits (a43), that nothing overlaps, that releases give back what was taken, that a
+    barrier WG waits for its channel's earlier WGs, that each release comes when the
+    execution model says (the fixed duration, or :func:`_shared_releases`), and that the
     log accounts for every WG."""
     Q = gpu.peus
+    # A run cut by the limit logs the releases before it; one that finished, up to its end.
+    end = result["cycles"] + (0 if result["workgroups_unfinished"] else 1)
+    expected = _shared_releases(gpu, events, end) if execution == "shared" else None
+    released = {}
     bits = {"vgpr": [(1 << gpu.vgpr) - 1] * (gpu.aps * Q),
             "sgpr": [(1 << gpu.sgpr) - 1] * (gpu.aps * Q), "lds": [(1 << gpu.lds) - 1] * gpu.aps}
     slots = [[gpu.wave_slots] * Q for _ in range(gpu.aps)]
@@ -622,6 +705,9 @@ def _replay(gpu, events, workload, result):
             fates.setdefault(target, kind)
         elif kind == "dispatch":
             assert w.id not in live and sum(waves) == w.waves
+            if w.barrier:
+                assert not any(other.channel == w.channel for other in live.values()), (
+                    f"barrier WG {w.id} dispatched while its channel runs")
             vgpr, sgpr, lds = starts
             for q in range(Q):
                 assert waves[q] <= slots[ap][q]
@@ -638,12 +724,16 @@ def _replay(gpu, events, workload, result):
             if w.lds:
                 assert lds == first_fit(bits["lds"][ap], gpu.lds, w.lds)
                 bits["lds"][ap] &= ~(((1 << w.lds) - 1) << lds)
-            live[w.id] = (cycle, ap, waves, starts)
+            live[w.id] = _Live(w.channel, (cycle, ap, waves, starts))
             fates.setdefault(w.id if w.parent is None else w.parent, "dispatch")
         elif kind == "release":
-            dispatched, at, held, placed = live.pop(w.id)
+            dispatched, at, held, placed = live.pop(w.id).dispatch
             assert (at, held, placed) == (ap, waves, starts)
-            assert cycle == dispatched + w.duration + 1
+            if expected is None:
+                assert cycle == dispatched + w.duration + 1
+            else:
+                assert cycle == expected.get(w.id), (w.id, cycle, expected.get(w.id))
+            released[w.id] = cycle
             vgpr, sgpr, lds = starts
             for q in range(Q):
                 slots[ap][q] += waves[q]
@@ -653,12 +743,20 @@ def _replay(gpu, events, workload, result):
             if lds is not None:
                 bits["lds"][ap] |= ((1 << w.lds) - 1) << lds
     assert arrived == {w.id for w in workload}
+    if expected is not None:
+        assert released == expected        # and no release the reference has is missing
     assert counts["reject"] == result["workgroups_rejected"]
     assert counts["stale-abort"] == result["stale_aborts"]
     assert counts["split"] == result["sub_workgroups"]
     assert set(fates) <= arrived
     # Every WG that arrived was rejected, dispatched (whole or in parts), or still waits.
     assert len(arrived - set(fates)) <= result["workgroups_waiting_at_end"]
+
+
+@dataclass
+class _Live:
+    channel: int
+    dispatch: tuple
 
 
 @pytest.mark.parametrize("seed", range(0, 40, 4))
@@ -676,13 +774,32 @@ def test_event_log_replays_exactly_and_skipping_does_not_change_it(seed):
         _replay(gpu, events, sim.workload, results[1])
 
 
+@pytest.mark.parametrize("seed", range(1, 80, 4))
+def test_shared_event_log_replays_against_a_cycle_by_cycle_reference(seed):
+    # Every release of the shared-issue model against an independent reference that steps
+    # every PEU in every cycle with exact fractions (the model computes the next finish
+    # analytically); barriers and the least-loaded placement included.
+    gpu, channels, workload, cycles, policies, _, execution = shared_case(seed)
+    for policy in policies:
+        logs, results = [], []
+        for skip in (True, False):
+            events = []
+            sim, result = run(gpu, policy, workload, channels=channels, cycles=cycles,
+                              skip=skip, events=events, execution=execution)
+            logs.append([(c, k, w.id, a, v, s, r) for c, k, w, a, v, s, r in events])
+            results.append(result)
+        assert logs[0] == logs[1], (f"shared_case({seed})", policy.name)
+        _replay(gpu, events, sim.workload, results[1], execution)
+
+
 def test_cli_writes_one_event_file_per_run(tmp_path):
     base = tmp_path / "ev.csv"
     config = CONFIGS / "wave_imbalance.toml"
     assert gpusched(["dispatch", "--config", str(config), "--quiet", "--cycles", "300",
-                     "--plots", str(tmp_path), "--events", str(base)]) == 0
+                     "--plots", str(tmp_path), "--events", str(base), "--no-claims"]) == 0
     files = sorted(p.name for p in tmp_path.glob("ev*.csv"))
-    assert files == ["ev.wave_imbalance.fixed_split.csv", "ev.wave_imbalance.rotating_pointer.csv"]
+    assert files == ["ev.wave_imbalance.fixed_split.csv", "ev.wave_imbalance.least_loaded.csv",
+                     "ev.wave_imbalance.rotating_pointer.csv"]
     assert gpusched(["dispatch", "--config", str(config), "--quiet", "--cycles", "300",
                      "--plots", str(tmp_path), "--events", str(base),
                      "--policy", "fixed split"]) == 0

@@ -16,15 +16,22 @@ from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
 from hw.flow.fpga_report import (
+    ARBITER_HEADERS,
+    ARBITERS,
     FAMILIES,
     TABLE_HEADERS,
     accuracy_columns,
+    arbiter_lines,
     available_variants,
     build_dut,
     cache_key,
+    design_label,
+    format_arbiter_table,
     format_ratios,
     format_table,
+    generate_arbiter_verilog,
     generate_verilog,
+    main,
     run_flow,
 )
 from hw.flow.fpga_wrapper import RegisterWrapper
@@ -148,6 +155,49 @@ def test_ratios():
     assert lines[1].endswith(": 0.50x (50.0 / 100.0 MHz)")
     assert lines[2].endswith("not available (exact pipelined not run)")
     assert lines[3].endswith("not available (exact does not fit)")
+
+
+# -- the arbiter's rows ----------------------------------------------------------------------------
+
+def test_arbiter_rows_have_their_own_verilog_and_labels():
+    seed = generate_arbiter_verilog("seed")
+    assert seed == generate_arbiter_verilog("seed")          # no source locations
+    header = seed[seed.index("module top("):].split(";")[0]
+    assert sorted(header.removeprefix("module top(").rstrip(")").replace(" ", "").split(",")) \
+        == ["clk", "load", "serial_in", "serial_out"]
+    family = FAMILIES["ecp5"]
+    assert cache_key(seed, family, timeout=60) != cache_key(generate_arbiter_verilog("proposed"),
+                                                            family, timeout=60)
+    assert design_label("arbiter_seed") == "arbiter 8x3, seed's settings"
+    assert ARBITERS["seed"][1].name == "arbiter_t8_c3_f8_hist"
+
+
+def test_arbiter_table_and_targets():
+    results = {("arbiter_seed", 8, "ice40"): _result("arbiter_seed", 8, "ice40", luts=1744),
+               ("arbiter_seed", 8, "ecp5"): _result("arbiter_seed", 8, "ecp5", fmax=59.94,
+                                                    device="25k")}
+    lines = arbiter_lines(results)
+    assert lines == ["arbiter 8x3, seed's settings: 1744 iCE40 LUT4 (target <= 1800: met)",
+                     "arbiter 8x3, seed's settings: 59.9 MHz on ECP5 (target >= 60 MHz: NOT met)"]
+    results[("arbiter_seed", 8, "ecp5")]["status"] = "timed out"
+    assert arbiter_lines(results)[1].endswith("ECP5 fmax not available (timed out)")
+    assert arbiter_lines({})[0].endswith("iCE40 luts not available (not run)")
+    row = ["arbiter 8x3, seed's settings", "8", "3", "1744", "651", "802", "63", "up5k", "20.2",
+           "1180", "366", "802", "33", "25k", "66.2"]
+    text = format_arbiter_table([row]).splitlines()
+    assert text[0].split()[:3] == ["arbiter", "slots", "classes"]
+    assert text[2].startswith("arbiter 8x3, seed's settings") and text[2].endswith("66.2")
+    markdown = format_arbiter_table([row], markdown=True).splitlines()
+    assert markdown[1] == "| --- |" + " ---: |" * (len(ARBITER_HEADERS) - 1)
+
+
+def test_report_options_select_designs(tmp_path, capsys):
+    # No design at all runs no tool and still writes the (empty) report.
+    assert main(["--variants", "none", "--arbiters", "none", "--out", str(tmp_path)]) == 0
+    assert "0 jobs" in capsys.readouterr().out
+    assert (tmp_path / "fpga.md").exists() and (tmp_path / "fpga.csv").exists()
+    with pytest.raises(SystemExit):
+        main(["--variants", "none", "--arbiters", "bogus", "--out", str(tmp_path)])
 
 
 def test_accuracy_columns_are_zero_for_exact_circuits():

@@ -456,8 +456,13 @@ THREADS = "[[threads]]\ncount = 2\n"
     (THREADS + "duration_us = [0, 2]\n",
      "threads[0].duration_us[0] must be an integer >= 1, not 0"),
     (THREADS + "priority = 16\n", "threads[0].priority must be an integer in 0..15, not 16"),
-    (THREADS + "colour = 1\n", "threads[0].colour is not a known field"),
-    ("[system]\ninstanses = 4\n" + THREADS, "system.instanses is not a known field"),
+    (THREADS + "colour = 1\n", "threads[0].colour is not a known field; threads[0] accepts: "
+                               "count, duration_us, interval_us, priority, start_us, streams, "
+                               "subtasks, tasks"),
+    ("[system]\ninstanses = 4\n" + THREADS,
+     "system.instanses is not a known field (did you mean 'instances'?); system accepts: "
+     "dma_setup_us, input_bytes, instance_cache, instances, link_gb_s, state_bytes, "
+     "state_transfer_us"),
     ("threads = []\n", "threads must list at least one thread group"),
     ("[dispatch]\nbatch = 4\n" + THREADS,
      "dispatch.batch must be greater than system.instances (4): the seed's target threads "
@@ -512,3 +517,13 @@ def test_cli_bad_config_exits_2(tmp_path, capsys):
     assert cli.main(["hostsched", "--quiet", "--config", str(path),
                      "--plots", str(tmp_path)]) == 2
     assert "system.instances must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_policy_names_are_the_policies_made():
+    # --policy is checked against policy_names before any workload exists.
+    from model.hostsched.policies import make_policies, policy_names
+
+    for path in cli.default_configs("hostsched"):
+        scenario = load_scenario(path)
+        assert policy_names(scenario) == [policy.name for policy in
+                                          make_policies(scenario, 8, seed=1)]

@@ -659,9 +659,9 @@ def test_cli_quick_run(tmp_path, capsys):
     assert lines[0] == "scenario,policy,time_us,event,task,priority,duration_us,detail"
     assert {line.split(",")[3] for line in lines[1:]} >= {"arrive", "cache_load", "switch",
                                                            "slice", "complete"}
-    names = [scenario["name"] for scenario in report["scenarios"]]
+    names = [scenario["name"] for scenario in report["scenarios"].values()]
     assert names == [path.stem for path in cli.default_configs("procsched")]
-    for scenario in report["scenarios"]:
+    for scenario in report["scenarios"].values():
         assert list(scenario["policies"]) == list(POLICIES)
         assert (tmp_path / f"procsched_{scenario['name']}.png").stat().st_size > 0
     assert "procsched: heavy_switch" in capsys.readouterr().out

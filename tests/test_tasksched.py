@@ -132,10 +132,11 @@ def test_admission_rejects_what_can_never_match():
 # Baselines: the slot counts from 11, the grant of 11 is seen at 12: job 0 is sent at 12
 # (processor locked 12-15), runs 16-25, ends at 26; the task requests again at 26, job 1 is
 # sent at 27 and ends at 27 + 4 + 10 = 41.
-# Delay factor: the divider takes 9 clocks after the write (t = 10), the first decision with
-# the new W is at t + 10 = 20, seen at 21: ends at 35, job 1 sent at 36, done at 50.
+# Delay factor: the slot's divider turn takes the 6 clocks after the write (t = 10), its W is
+# in force at 17, where the slot sits out a clock; the first decision is at 18, seen at 19:
+# ends at 33, job 1 sent at 34, done at 48.
 @pytest.mark.parametrize(("policy", "first_send", "done"), [
-    ("delay-factor", 21, 50), ("fifo-rr", 12, 41), ("smooth-wrr", 12, 41)])
+    ("delay-factor", 19, 48), ("fifo-rr", 12, 41), ("smooth-wrr", 12, 41)])
 def test_one_task_timeline(policy, first_send, done):
     sim, result = run_sim(scenario(stream("a")), policy)
     state = task(sim, "a#0")
@@ -146,7 +147,7 @@ def test_one_task_timeline(policy, first_send, done):
     assert result["makespan"] == done
     assert result["utilisation"] == pytest.approx(20 / done)
     assert result["throughput_per_1000_beats"] == pytest.approx(1000 / done)
-    assert result["grant_stalls"] == (9 if policy == "delay-factor" else 0)
+    assert result["grant_stalls"] == (7 if policy == "delay-factor" else 0)
     assert sim.cache_free == 16
 
 
@@ -315,14 +316,15 @@ def test_per_job_failure_removes_only_the_unsent_jobs():
 
 
 def test_one_clock_weight_update_knob():
-    # The RTL's divider takes 9 clocks (first send 21, done 50, see the timeline above); a
-    # one-clock weight update puts W in force at the edge of 11: decision at 12, seen at 13;
-    # job 0 ends at 13 + 14 = 27, job 1 is granted at 27, sent at 28 and ends at 42.
+    # The RTL's divider takes 6 clocks per slot (first send 19, done 48, see the timeline
+    # above); a one-clock turn starts and ends at 11 (the slot load is at 10), the slot sits
+    # out 12 while its target is refreshed, the decision is at 13, seen at 14; job 0 ends at
+    # 14 + 14 = 28, job 1 is granted at 28, sent at 29 and ends at 43.
     scene = scenario(stream("a"), arbiter={"weight_update_clocks": 1})
     assert scene.arbiter.divider_clocks == 1
     sim, result = run_sim(scene, "delay-factor")
-    assert (task(sim, "a#0").first_sent, task(sim, "a#0").done_at) == (13, 42)
-    assert scenario(stream("a")).arbiter.divider_clocks == 9
+    assert (task(sim, "a#0").first_sent, task(sim, "a#0").done_at) == (14, 43)
+    assert scenario(stream("a")).arbiter.divider_clocks == 6
 
 
 class ForgetfulReservation(TaskSchedulerSim):

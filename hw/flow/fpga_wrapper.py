@@ -6,7 +6,7 @@ count tiny by loading the inputs serially and folding the outputs to one bit, so
 of a thousand input bits still fits the smallest package and nothing is optimised away.
 """
 
-from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, Signal
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,8 +15,8 @@ __all__ = ["RegisterWrapper", "input_ports", "output_ports"]
 
 def _ports(component: wiring.Component, flow) -> list[tuple[str, Signal]]:
     # The component's own ports of one direction, in signature order (flattened, so that a
-    # structured port would contribute its leaves).
-    return [(".".join(map(str, path)), value)
+    # structured port would contribute its leaves; a struct view counts as its raw bits).
+    return [(".".join(map(str, path)), Value.cast(value))
             for path, member, value in component.signature.flatten(component)
             if member.flow == flow]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import select_policies
 from model.cluster.config import AlibabaWorkload, Scenario, load_scenario
 from model.cluster.fragmentation import TypicalPods, typical_pods
 from model.cluster.inflation import InflationRun, inflate
@@ -26,7 +27,7 @@ from model.cluster.sim import ClusterSimulation
 from model.cluster.trace import read_nodes, read_pods
 from model.cluster.workload import Job, generate_jobs
 from model.config import ConfigError
-from model.report import console, figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, console, figure, print_table, save_figure
 from model.stats import compare, interval
 
 __all__ = ["BASELINES", "INFLATION_METRICS", "TIMED_METRICS", "PreparedScenario",
@@ -133,27 +134,47 @@ def _inflated(prepared: PreparedScenario, seed: int) -> list[Job]:
         raise ConfigError(f"{scenario.source}: {error}") from None
 
 
-def _run_one(prepared: PreparedScenario, policy: str, seed: int, debug: bool, pods=None):
+def _run_one(prepared: PreparedScenario, policy: str, seed: int, debug: bool, pods=None,
+             progress=None):
+    """One policy on one seed; ``progress`` (optional) is called with the simulated time
+    (timed experiment) or the pods submitted so far (inflation)."""
     scenario = prepared.scenario
     common = dict(rng=_policy_rng(scenario, seed, policy), debug=debug,
                   shared_card=scenario.power.shared_card, typical=prepared.typical,
                   pwr_fgd_weights=scenario.pwr_fgd_weights)
     if scenario.experiment == "inflation":
-        return InflationRun(prepared.nodes, scenario.card_types, pods, policy, **common).run()
+        return InflationRun(prepared.nodes, scenario.card_types, pods, policy,
+                            **common).run(progress)
     return ClusterSimulation(prepared.nodes, scenario.card_types, prepared.jobs, policy,
                              backfill=scenario.backfill, standby=_standby(scenario, policy),
                              standby_after_s=scenario.power.standby_after_s,
-                             wake_s=scenario.power.wake_s, **common).run()
+                             wake_s=scenario.power.wake_s, **common).run(progress)
+
+
+def _expected(prepared: PreparedScenario, pods) -> tuple[float, str]:
+    """A run's length, roughly, and its unit (for the progress bar): the pods to submit
+    (inflation), or the last arrival plus a mean job (timed)."""
+    if pods is not None:
+        return max(len(pods), 1), "pods"
+    jobs = prepared.jobs
+    if not jobs:
+        return 1.0, "s"
+    return (max(job.arrival_s for job in jobs)
+            + sum(job.duration_s for job in jobs) / len(jobs)), "s"
 
 
 def run_scenario(prepared: PreparedScenario, seed: int, *, debug: bool = False,
-                 runs=None) -> dict[str, dict]:
-    """Run every policy of the scenario on one seed: ``{policy: results}``. ``runs``
-    (optional) is called after each policy, for a progress bar."""
+                 runs=None, policies=None) -> dict[str, dict]:
+    """Run every policy of the scenario (or those of ``policies``, in the scenario's order)
+    on one seed: ``{policy: results}``; a timed run's energy is integrated over the latest
+    makespan among the policies run. ``runs`` (optional) is called after each policy, for a
+    progress bar."""
     scenario = prepared.scenario
     pods = _inflated(prepared, seed) if scenario.experiment == "inflation" else None
     done = []
     for policy in scenario.policies:
+        if policies is not None and policy not in policies:
+            continue
         done.append(_run_one(prepared, policy, seed, debug, pods))
         if runs is not None:
             runs()
@@ -256,6 +277,8 @@ def _print_scenario(prepared: PreparedScenario, per_policy: dict[str, list[dict]
 def _claim_rows(scenario: Scenario, per_policy: dict[str, list[dict]]) -> list[dict]:
     judged = []
     for claim in scenario.claims:
+        if claim.policy not in per_policy or claim.baseline not in per_policy:
+            continue                             # left out by --policy
         mine = [metric(result, claim.metric) for result in per_policy[claim.policy]]
         theirs = [metric(result, claim.metric) for result in per_policy[claim.baseline]]
         comparison = compare(mine, theirs, higher_is_better=claim.higher_is_better)
@@ -288,7 +311,17 @@ def _colours(names):
     return {name: palette[(2 * index) % 20 + (index >= 10)] for index, name in enumerate(names)}
 
 
+#: How the energy bars draw each part: greys and hatches, so that no part takes the colour of
+#: a policy's line in the left panel.
+_ENERGY_PARTS = (("busy", {"color": "0.35"}),
+                 ("idle", {"color": "white", "edgecolor": "0.35", "hatch": "////"}),
+                 ("standby", {"color": "0.8", "edgecolor": "0.5", "hatch": ".."}))
+
+
 def _plot_timed(prepared: PreparedScenario, results: dict[str, dict], path: Path) -> None:
+    """Left: fully idle nodes over time, a line per policy. Right: each policy's energy as a
+    bar of its parts (busy, idle, standby), every part's kWh written beside the bar so a part
+    too thin to see (an idle part of 0 when cards go to standby at once) is still read."""
     fig, (series_axis, energy_axis) = figure(1, 2, figsize=(12, 4.5),
                                              gridspec_kw={"width_ratios": [3, 2]})
     colours = _colours(results)
@@ -301,14 +334,26 @@ def _plot_timed(prepared: PreparedScenario, results: dict[str, dict], path: Path
     series_axis.set_title(f"{prepared.scenario.name}: fully idle nodes")
     series_axis.legend(loc="best", fontsize="x-small", ncol=2)
     names = list(results)
+    positions = np.arange(len(names))
     bottom = np.zeros(len(names))
-    for part, colour in (("busy", "#c0392b"), ("idle", "#f39c12"), ("standby", "#2e86c1")):
+    for part, style in _ENERGY_PARTS:
+        # "busy" includes the hosts of nodes with a busy card.
         values = np.array([results[name][f"{part}_kwh"] for name in names])
-        energy_axis.barh(names, values, left=bottom, label=part, color=colour,
-                         edgecolor="black", linewidth=0.3)
+        energy_axis.barh(positions, values, 0.6, left=bottom, label=part, linewidth=0.8,
+                         **style)
         bottom += values
+    for position, name in zip(positions, names, strict=True):
+        parts = ", ".join(f"{part} {results[name][f'{part}_kwh']:.3g}"
+                          for part, _ in _ENERGY_PARTS)
+        energy_axis.annotate(f"{bottom[position]:.4g} kWh ({parts})",
+                             (bottom[position], position), xytext=(3, 0),
+                             textcoords="offset points", ha="left", va="center", fontsize=6)
+    energy_axis.set_xlim(0, max(bottom.max(), 1e-9) * 1.9)
+    energy_axis.set_yticks(positions, names)
+    for label, name in zip(energy_axis.get_yticklabels(), names, strict=True):
+        label.set_color(colours[name])           # the policy's colour in the left panel
     energy_axis.set_xlabel("energy (kWh): busy + idle + standby")
-    energy_axis.set_title("cluster energy")
+    energy_axis.set_title("cluster energy by part")
     energy_axis.invert_yaxis()
     energy_axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3,
                        fontsize="small", frameon=False)
@@ -368,10 +413,8 @@ def _bench(args) -> int:
         print_table("cluster --bench: the whole-trace-sized run",
                     ["policy", "timed\nCPU s", "timed\nwall s", "inflation\nCPU s",
                      "inflation\nwall s"], rows, caption=caption)
-        if args.json is not None:
-            write_json(args.json, {"subcommand": "cluster", "bench": True, "seed": args.seed,
-                                   "cpu_seconds": cpu_total, "wall_seconds": wall_total,
-                                   "rows": rows})
+        args.record.note(bench=True, cpu_seconds=cpu_total, wall_seconds=wall_total,
+                         rows=rows)
         return 0
     for scenario in scenarios:
         prepared = prepare(scenario, args.seed, quick=args.quick)
@@ -399,31 +442,54 @@ def run(args) -> int:
     if getattr(args, "bench", False):
         return _bench(args)
     scenarios = [load_scenario(path) for path in args.config]
+    chosen = select_policies(args, {str(scenario.source): scenario.policies
+                                    for scenario in scenarios})
+    scenarios = [scenario for scenario in scenarios if chosen[str(scenario.source)]]
     for scenario in scenarios:
         check_claims(scenario)
+    record = args.record
     debug = getattr(args, "debug", False)
     plan = [(scenario, args.seed + offset) for scenario in scenarios
             for offset in range(_seeds(scenario, args.quick))]
     prepared = {(id(scenario), seed): prepare(scenario, seed, quick=args.quick)
                 for scenario, seed in plan}
+    for entry in prepared.values():
+        if entry.scenario.trace is not None:
+            for path in (entry.scenario.trace.pods, entry.scenario.trace.nodes):
+                if path is not None:
+                    record.input_file(path)
     items = [(scenario, seed, policy) for scenario, seed in plan
-             for policy in scenario.policies]
+             for policy in chosen[str(scenario.source)]]
     per_seed: dict[tuple[int, int], dict[str, dict]] = {}
     inflated: dict[tuple[int, int], list[Job]] = {}
     done: dict[tuple[int, int], list] = {}
-    for scenario, seed, policy in progress(items, "cluster", quiet=args.quiet):
-        key = (id(scenario), seed)
-        entry = prepared[key]
-        if scenario.experiment == "inflation" and key not in inflated:
-            inflated[key] = pods = _inflated(entry, seed)
-            tuned = sum("-tuned-" in pod.name for pod in pods)
-            note = (f"inflation, seed {seed}: {len(entry.jobs)} pods resampled to "
-                    f"{len(pods)} ({tuned} copies appended, "
-                    f"{len(entry.jobs) - (len(pods) - tuned)} removed)")
-            # Every seed's note goes with the first seed's, which the report prints.
-            prepared[(id(scenario), args.seed)].input_notes[note] = len(pods)
-        done.setdefault(key, []).append(_run_one(entry, policy, seed, debug,
-                                                 inflated.get(key)))
+    with RunProgress("cluster", runs=len(items), quiet=args.quiet) as bar:
+        for scenario, seed, policy in items:
+            key = (id(scenario), seed)
+            entry = prepared[key]
+            if scenario.experiment == "inflation" and key not in inflated:
+                inflated[key] = pods = _inflated(entry, seed)
+                tuned = sum("-tuned-" in pod.name for pod in pods)
+                note = (f"inflation, seed {seed}: {len(entry.jobs)} pods resampled to "
+                        f"{len(pods)} ({tuned} copies appended, "
+                        f"{len(entry.jobs) - (len(pods) - tuned)} removed)")
+                # Every seed's note goes with the first seed's, which the report prints.
+                prepared[(id(scenario), args.seed)].input_notes[note] = len(pods)
+            expected, unit = _expected(entry, inflated.get(key))
+            with bar.run(f"{scenario.name} {policy} seed {seed}", expected=expected,
+                         unit=unit) as tick:
+                one = _run_one(entry, policy, seed, debug, inflated.get(key), progress=tick)
+            finished = done.setdefault(key, [])
+            finished.append(one)
+            # A timed run's energy is integrated over the common horizon of the seed's
+            # policies, known once all have run: an interrupted run's JSON uses the horizon
+            # of those that did. The scenario's summary replaces these entries.
+            label = policy if seed == args.seed else f"{policy} (seed {seed})"
+            record.add(scenario.name, label, file=scenario.source,
+                       result=(one.results if scenario.experiment == "inflation" else
+                               lambda one=one, finished=finished: one.results(
+                                   max(other.makespan_s for other in finished))))
+    record.note(quick=bool(args.quick))
     for key, runs in done.items():
         if prepared[key].scenario.experiment == "inflation":
             per_seed[key] = {one.policy.name: one.results() for one in runs}
@@ -434,7 +500,7 @@ def run(args) -> int:
     for scenario in scenarios:
         seeds = [args.seed + offset for offset in range(_seeds(scenario, args.quick))]
         per_policy = {policy: [per_seed[(id(scenario), seed)][policy] for seed in seeds]
-                      for policy in scenario.policies}
+                      for policy in chosen[str(scenario.source)]}
         entry = prepared[(id(scenario), seeds[0])]
         _print_scenario(entry, per_policy, seeds)
         first = {policy: results[0] for policy, results in per_policy.items()}
@@ -446,7 +512,7 @@ def run(args) -> int:
         summary = {policy: {name: interval([metric(result, name) for result in results])
                             .as_dict() for name in known}
                    for policy, results in per_policy.items()}
-        report.append({"name": scenario.name, "file": str(scenario.source),
+        summary = {"name": scenario.name, "file": str(scenario.source),
                        "description": scenario.description,
                        "experiment": scenario.experiment, "seeds": seeds,
                        "input_notes": entry.input_notes,
@@ -454,7 +520,9 @@ def run(args) -> int:
                        "energy_saving_percent": savings(first), "summary": summary,
                        "claims": judged, "policies": first,
                        "per_seed": {policy: results[1:] for policy, results
-                                    in per_policy.items()}})
+                                    in per_policy.items()}}
+        record.scenario(scenario.name, summary, file=scenario.source)
+        report.append(summary)
     if claims:
         print_table("Claims over seeds: policy / baseline, mean [95% interval]",
                     ["scenario: claim", "policy", "baseline", "ratio", "verdict"],
@@ -471,8 +539,6 @@ def run(args) -> int:
             lines.append(f"  {entry['name']}: {text}")
     if lines:
         console.print(f"{SEED_POLICY} energy saving (seed {args.seed}):\n" + "\n".join(lines))
-    if args.json is not None:
-        write_json(args.json, {"subcommand": "cluster", "seed": args.seed,
-                               "quick": args.quick, "scenarios": report, "claims": claims})
+    record.note(claims=claims)
     return 0
 

@@ -83,11 +83,14 @@ from model.cluster.power import (
     CardType,
     HostType,
 )
-from model.config import ConfigError, Fields, load_toml
+from model.config import Budget, ConfigError, Fields, load_toml
 
 __all__ = [
     "DEFAULT_POLICIES",
     "EXPERIMENTS",
+    "MAX_JOBS",
+    "MAX_NODES",
+    "MAX_NODE_CHECKS",
     "POLICY_NAMES",
     "AlibabaCluster",
     "AlibabaWorkload",
@@ -105,6 +108,13 @@ __all__ = [
 #: Every policy by its name (the implementations are in :mod:`model.cluster.policies`).
 POLICY_NAMES = ("seed-004", "power-first", "fgd", "pwr", "pwr-fgd", "fgd-seed", "best-fit",
                 "dot-product", "gpu-packing", "gpu-clustering", "spread", "bin-pack", "random")
+
+#: The largest synthetic run a scenario may ask for (refused at load time, naming the field):
+#: placement looks at every node for every job, about a microsecond each, so a run of
+#: MAX_NODE_CHECKS job-node pairs takes a minute or two per policy.
+MAX_NODES = 100_000
+MAX_JOBS = 1_000_000
+MAX_NODE_CHECKS = 100_000_000
 
 #: The policies a scenario compares unless it names its own.
 DEFAULT_POLICIES = ("seed-004", "fgd-seed", "fgd", "pwr", "pwr-fgd", "best-fit", "dot-product",
@@ -297,8 +307,10 @@ def _card_types(fields: Fields, hosts: dict[str, HostType]) -> dict[str, CardTyp
 def _nodes(fields: Fields, card_types: dict[str, CardType]) -> tuple[NodeSpec, ...]:
     nodes: list[NodeSpec] = []
     names: set[str] = set()
+    budget = Budget(MAX_NODES, "nodes", "a run this size would take hours")
     for group_index, group in enumerate(fields.tables("nodes", [])):
         count = group.int("count", 1, minimum=1)
+        budget.charge(group, "count", count)
         prefix = group.str("name", f"node{group_index}")
         cards_table = group.table("cards")
         cards: list[str] = []
@@ -336,8 +348,8 @@ def _synthetic(table: Fields) -> SyntheticWorkload:
     if sum(weights) <= 0:
         raise table.error("card_weights", "must not all be zero")
     return SyntheticWorkload(
-        jobs=table.int("jobs", defaults.jobs, minimum=1),
-        quick_jobs=table.int("quick_jobs", defaults.quick_jobs, minimum=1),
+        jobs=table.int("jobs", defaults.jobs, minimum=1, maximum=MAX_JOBS),
+        quick_jobs=table.int("quick_jobs", defaults.quick_jobs, minimum=1, maximum=MAX_JOBS),
         arrival=table.str("arrival", defaults.arrival, choices=("poisson", "bursty")),
         mean_interarrival_s=table.float("mean_interarrival_s", defaults.mean_interarrival_s,
                                         minimum=0.0),
@@ -451,6 +463,16 @@ def load_scenario(path) -> Scenario:
     if not any(sources):
         raise fields.error("nodes", "is required (at least one [[nodes]] table) unless "
                            "trace.nodes names a node list or [cluster] builds one")
+    if workload is not None and workload.jobs * len(nodes) > MAX_NODE_CHECKS:
+        raise ConfigError(f"{path}: workload.jobs: {workload.jobs:,} jobs on {len(nodes):,} "
+                          f"nodes make {workload.jobs * len(nodes):,} node checks; at most "
+                          f"{MAX_NODE_CHECKS:,} are accepted: a run this size would take "
+                          f"hours")
+    if trace is not None:
+        for key, file in (("pods", trace.pods), ("nodes", trace.nodes)):
+            if file is not None and not file.is_file():
+                raise ConfigError(f"{path}: trace.{key} names {str(file)!r}, which is not "
+                                  f"a file")
     inflation = fields.table("inflation", {})
     ratio = inflation.float("ratio", 1.3, minimum=0.01, maximum=10.0)
     inflation.done()

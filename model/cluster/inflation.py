@@ -114,10 +114,14 @@ class InflationRun:
             "failed": len(self.failed),
         }
 
-    def run(self) -> "InflationRun":
+    def run(self, progress=None) -> "InflationRun":
+        """Submit every pod in order; returns ``self``. ``progress``, when given, is called
+        with the number of pods submitted so far."""
         capacity = self.state.total_milli
         next_point = 0
-        for job in self.pods:
+        for submitted, job in enumerate(self.pods):
+            if progress is not None:
+                progress(submitted)
             self._arrived += job.gpu_request_milli
             choice = self.policy.choose(self.context, job)
             if choice is None:

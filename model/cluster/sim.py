@@ -128,8 +128,9 @@ class ClusterSimulation:
         self._tried: set[int] = set()
 
     # Event loop ---------------------------------------------------------------------------
-    def run(self) -> "ClusterSimulation":
-        """Simulate until every admitted pod has completed; returns ``self``."""
+    def run(self, progress=None) -> "ClusterSimulation":
+        """Simulate until every admitted pod has completed; returns ``self``. ``progress``,
+        when given, is called with the simulated time (s) at every event."""
         for job in self.jobs:
             heapq.heappush(self._events, (job.arrival_s, _ARRIVE, job.index, job.index))
         events = self._events
@@ -137,6 +138,8 @@ class ClusterSimulation:
             time, kind, _, index = heapq.heappop(events)
             self._advance_metrics(time)
             self.now = time
+            if progress is not None:
+                progress(time)
             if kind == _COMPLETE:
                 self._complete(index)
             else:

@@ -15,8 +15,15 @@ Modules, and where each of the seed's embodiments lives:
   through :mod:`model.maxblock`, ``circuit_function``; first-fit allocation, ``_allocate``),
   8 (:func:`split_table` and the rotating pointer, ``_waves``), 9 and 10 (``_choose_ap``),
   and the baselines (prior art, MIAOW-like, GPGPU-Sim-like: ``_channel_order`` and the same
-  steps with their presets);
-* :mod:`~model.dispatch.cli`: the command line, tables, claims and plots.
+  steps with their presets); the execution models (``fixed`` durations, or the shared-issue
+  model in which a WG's run time depends on its PEUs: ``_start``, ``_pop_finished``) and the
+  least-loaded wave placement of real dispatchers (``_least_loaded``);
+* :mod:`~model.dispatch.claims`: the claims over workload seeds, loads (as written, batch,
+  fractions of the measured capacity) and execution models, judged with
+  :func:`model.stats.compare`;
+* :mod:`~model.dispatch.kernels`, :mod:`~model.dispatch.gpus`, :mod:`~model.dispatch.profilers`:
+  kernel traces on real GPUs (``docs/kernels.md``);
+* :mod:`~model.dispatch.cli`: the command line, tables and plots.
 """
 
 from model.dispatch.config import (

@@ -1,30 +1,36 @@
 """``gpusched dispatch`` (alias ``gpusched sim``): run the dispatcher scenarios, compare the
 policies, plot, write JSON.
 
-Every scenario file runs every policy it lists on the same workload (same seed). Per scenario:
-a table comparing the policies, notes on anything not used or not submitted, a PNG
-(``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, a
-table of the scenarios' claims (the seed's assertions, each as a measured ratio).
+Every scenario file runs every policy it lists on the same workload (same seed), under the
+scenario's execution model (``--execution`` overrides it). Per scenario: a table comparing
+the policies, notes on anything not used or not submitted, a PNG
+(``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, the
+scenarios' claims over ``--seeds`` workload seeds at each of their loads and execution models,
+with 95 % intervals and a verdict (:mod:`model.dispatch.claims`; ``--generated-cycles``
+shortens every run on a generated workload, tables and claims alike, so that the claims reuse
+the tables' runs; traces run whole; ``--no-claims`` skips the claims).
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
-``--bench`` instead times every policy on the default scenario and prints simulated cycles
-per second.
+``--bench`` instead times every policy on the default scenario under both execution models
+and prints simulated cycles per second.
 ``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
 (:mod:`model.dispatch.kernels`).
 """
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
 
-from model.cli import CONFIG_ROOT
+from model.cli import CONFIG_ROOT, positive_int, select_policies
 from model.config import ConfigError
-from model.dispatch.config import load_scenario, write_trace
+from model.dispatch import claims as claims_over_seeds
+from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
 from model.dispatch.engine import DispatchSimulator, write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
-from model.report import print_table, progress, write_json
+from model.report import RunProgress, print_table
 
 __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
            "workload_notes"]
@@ -34,17 +40,27 @@ TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--policy", action="append", metavar="NAME",
-                        help="run only this policy (repeatable; default: every policy the "
-                             "scenario lists)")
-    parser.add_argument("--cycles", type=int, metavar="N",
-                        help="cycle limit (default: the scenario's)")
+    """The dispatcher's own options (``--policy`` is common to every subcommand)."""
+    parser.add_argument("--cycles", type=positive_int, metavar="N",
+                        help="cycle limit of every run, traces and claims included, >= 1 "
+                             "(default: the scenario's)")
     parser.add_argument("--write-trace", type=Path, metavar="CSV",
                         help="write the (first) scenario's workload as a CSV trace")
     parser.add_argument("--debug", action="store_true",
                         help="check every invariant every cycle (as the tests do)")
     parser.add_argument("--bench", action="store_true",
                         help="print simulated cycles per second per policy")
+    parser.add_argument("--execution", choices=EXECUTIONS,
+                        help="run the scenarios under this execution model (default: each "
+                             "scenario's; claims keep their own)")
+    parser.add_argument("--seeds", type=int, default=5, metavar="N",
+                        help="workload seeds of the claims, from --seed (default 5, at least 2)")
+    parser.add_argument("--generated-cycles", type=int, metavar="N",
+                        help="cycle limit of every run on a generated workload, the scenario "
+                             "tables and the claims (default: each scenario's; --quick: "
+                             f"{QUICK_CYCLES}); trace scenarios run whole")
+    parser.add_argument("--no-claims", action="store_true",
+                        help="do not measure the claims over seeds")
     parser.add_argument("--events", type=Path, metavar="CSV",
                         help="write every run's per-WG event log (arrive, reject, dispatch, "
                              "stale-abort, split, release) as CSV; with several runs, one "
@@ -105,28 +121,44 @@ def _converted(args, scenario):
 
 def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
                  debug: bool = False, quiet: bool = True, strict: bool = False,
-                 events: dict | None = None, skip: bool = True) -> dict:
+                 events: dict | None = None, skip: bool = True,
+                 execution: str | None = None, bar: RunProgress | None = None,
+                 done=None) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
     wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
     limit are not submitted; each result counts them (``workgroups_after_end``). With
-    ``events`` (a dict), ``events[policy name]`` receives each run's event rows."""
+    ``events`` (a dict), ``events[policy name]`` receives each run's event rows.
+    ``execution`` overrides the scenario's execution model; its warm-up is scaled to
+    ``cycles``. ``bar`` shows the simulated cycles; ``done(policy, result)`` is called after
+    each policy."""
     limit = cycles or scenario.cycles
+    warmup = scenario.warmup * limit // scenario.cycles
     workload = scenario.workload(seed)
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
-    for policy in progress(chosen, f"{scenario.name}", quiet=quiet):
-        started = time.perf_counter()
-        rows = [] if events is not None else None
-        simulator = DispatchSimulator(scenario.gpu, policy, workload,
-                                      channels=scenario.channels, cycles=limit, debug=debug,
-                                      strict=strict, skip=skip,
-                                      sample_interval=scenario.sample_interval,
-                                      power_window=scenario.power_window, events=rows)
-        result = simulator.run()
-        result["seconds"] = time.perf_counter() - started
-        results[policy.name] = result
-        if events is not None:
-            events[policy.name] = rows
+    with contextlib.ExitStack() as stack:
+        if bar is None:
+            bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
+                                                  quiet=quiet))
+        for policy in chosen:
+            started = time.perf_counter()
+            rows = [] if events is not None else None
+            with bar.run(f"{scenario.name} {policy.name}", expected=limit,
+                         unit="cycles") as tick:
+                simulator = DispatchSimulator(
+                    scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
+                    debug=debug, strict=strict, skip=skip,
+                    sample_interval=scenario.sample_interval,
+                    power_window=scenario.power_window, events=rows,
+                    execution=execution or scenario.execution, warmup=warmup,
+                    observer=None if tick is None else lambda cycle, _: tick(cycle))
+                result = simulator.run()
+            result["seconds"] = time.perf_counter() - started
+            results[policy.name] = result
+            if events is not None:
+                events[policy.name] = rows
+            if done is not None:
+                done(policy.name, result)
     return results
 
 
@@ -171,11 +203,17 @@ def events_path(base: Path, scenario, policy: str, single: bool) -> Path:
 
 
 def claim_rows(scenario, results: dict) -> list[list]:
-    """One row per claim: scenario, claim, metric, policy value, baseline value, ratio,
-    whether the policy is better."""
+    """One row per claim that these runs can show (its policies ran, under its execution
+    model, and it is judged at the load as written): scenario, claim, metric, policy value,
+    baseline value, ratio, whether the policy is better. One seed; the claims over seeds
+    are :mod:`model.dispatch.claims`."""
     rows = []
     for claim in scenario.claims:
         if claim.policy not in results or claim.baseline not in results:
+            continue
+        execution = results[claim.policy].get("execution", scenario.execution)
+        if (claim.execution or scenario.execution) != execution or \
+                LOAD_AS_WRITTEN not in claim.loads:
             continue
         mine, theirs = claim.value(results[claim.policy]), claim.value(results[claim.baseline])
         ratio = mine / theirs if theirs else float("inf") if mine else 1.0
@@ -210,17 +248,21 @@ def _bench(args) -> int:
     default = CONFIG_ROOT / "dispatch" / "default.toml"
     scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
                              else default)
+    chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
     rows = []
-    for policy in scenario.policies:
-        if args.policy and policy.name not in args.policy:
-            continue
-        results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
-                               policies=[policy.name])[policy.name]
-        rows.append([policy.name, results["cycles"], results["processed_cycles"],
-                     results["seconds"], results["cycles"] / results["seconds"]])
+    for execution in [args.execution] if args.execution else EXECUTIONS:
+        for policy in scenario.policies:
+            if policy.name not in chosen[scenario.name]:
+                continue
+            results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
+                                   policies=[policy.name], execution=execution)[policy.name]
+            rows.append([execution, policy.name, results["cycles"],
+                         results["processed_cycles"], results["workgroups_completed"],
+                         results["seconds"], results["cycles"] / results["seconds"]])
     print_table(f"dispatcher speed, {scenario.name} ({scenario.gpu.aps} APs x "
                 f"{scenario.gpu.peus} PEUs, {len(scenario.channels)} channels), one core",
-                ["policy", "simulated cycles", "cycles evaluated", "seconds", "cycles/s"], rows)
+                ["execution", "policy", "simulated cycles", "cycles evaluated", "WGs done",
+                 "seconds", "cycles/s"], rows)
     return 0
 
 
@@ -235,34 +277,87 @@ def _written(path: Path, write) -> Path:
 def run(args) -> int:
     if args.bench:
         return _bench(args)
-    everything, claims = {}, []
+    record = args.record
+    if not args.no_claims:       # checked before anything runs
+        if args.seeds < 2:
+            raise ConfigError(f"--seeds must be at least 2 (an interval needs two runs), not "
+                              f"{args.seeds}")
+        settings = claims_over_seeds.Settings(
+            seeds=args.seeds, first_seed=args.seed,
+            cycles=(args.cycles or args.generated_cycles
+                    or (QUICK_CYCLES if args.quick else None)))
+    if args.generated_cycles is not None and args.generated_cycles < 1:
+        raise ConfigError(f"--generated-cycles must be at least 1, not {args.generated_cycles}")
     # Load (and check) every file before anything runs.
     loaded = _load(args)
-    runs = sum(len([p for p in scenario.policies if not args.policy or p.name in args.policy])
-               for _, scenario in loaded)
-    for path, scenario in loaded:
-        scenario = _converted(args, scenario)
-        if args.write_trace and not everything:
-            _written(args.write_trace,
-                     lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
-        cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick else None)
-        events = {} if args.events else None
-        results = run_scenario(scenario, seed=args.seed, cycles=cycles, policies=args.policy,
-                               debug=args.debug, quiet=args.quiet, events=events)
-        _table(scenario, results)
-        notes = workload_notes(scenario, results, cycles or scenario.cycles)
-        for note in notes:
-            print(f"  note: {note}")
-        for name, rows in (events or {}).items():
-            target = events_path(args.events, scenario, name, runs == 1)
-            _written(target, lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
-        plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
-        claims += claim_rows(scenario, results)
-        everything[scenario.name] = {"file": str(path), "notes": notes, "policies": results}
-    if claims:
-        print_table("The seed's claims, measured (policy vs baseline on the same workload)",
-                    ["scenario", "claim", "metric", "policy", "baseline", "ratio", "better"],
-                    claims)
-    if args.json:
-        write_json(args.json, everything)
+    chosen = select_policies(args, {str(path): [policy.name for policy in scenario.policies]
+                                    for path, scenario in loaded})
+    jobs = [(path, scenario) for path, scenario in loaded if chosen[str(path)]]
+    runs = sum(len(chosen[str(path)]) for path, _ in jobs)
+    converted, known = [], {}
+    with RunProgress("dispatch", runs=runs, quiet=args.quiet) as bar:
+        for number, (path, scenario) in enumerate(jobs):
+            scenario = _converted(args, scenario)
+            if args.write_trace and number == 0:
+                _written(args.write_trace,
+                         lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
+            for source in (scenario.trace, getattr(scenario.kernel_trace, "path", None)):
+                if source is not None:
+                    record.input_file(source)
+            cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
+                                     else None)
+            if cycles is None and args.generated_cycles and scenario.workgroups is None and \
+                    scenario.trace is None:
+                cycles = min(args.generated_cycles, scenario.cycles)
+            events = {} if args.events else None
+            results = run_scenario(
+                scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
+                debug=args.debug, events=events, execution=args.execution, bar=bar,
+                done=lambda policy, result, name=scenario.name, path=path: record.add(
+                    name, policy, result, file=path))
+            notes = workload_notes(scenario, results, cycles or scenario.cycles)
+            with bar.paused():
+                _table(scenario, results)
+                for note in notes:
+                    print(f"  note: {note}")
+            for name, rows in (events or {}).items():
+                target = events_path(args.events, scenario, name, runs == 1)
+                _written(target,
+                         lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
+            plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
+            converted.append(scenario)
+            if not args.no_claims and (cycles or scenario.cycles) == \
+                    claims_over_seeds.claim_cycles(scenario, settings):
+                # The claims over seeds reuse these runs (seed, load as written, same length).
+                for name, result in results.items():
+                    known[claims_over_seeds.run_key(scenario, result["execution"], args.seed,
+                                                    name)] = result
+            record.scenario(scenario.name, {"notes": notes, "policies": results}, file=path)
+    if not args.no_claims and any(scenario.claims for scenario in converted):
+        record.note(claims=_claims(converted, settings, args, known))
     return 0
+
+
+def _claims(scenarios, settings, args, known: dict) -> dict:
+    """Measure every claim over seeds and print the capacities and the claims table."""
+    measured = claims_over_seeds.evaluate(scenarios, settings, quiet=args.quiet, known=known)
+    last = settings.first_seed + settings.seeds - 1
+    length = (f"{settings.cycles:,} cycles per generated run, traces whole" if settings.cycles
+              else "each scenario's cycle limit")
+    if measured["capacities"]:
+        print_table("Capacity of each claim's baseline: the rate (WG/1000 cycles) at which "
+                    f"it clears a backlog of the scenario's mix, seeds {settings.first_seed}.."
+                    f"{last}",
+                    ["scenario", "execution", "baseline", "capacity [95 % CI]",
+                     "batch WGs", "offered as written", "unfinished"],
+                    claims_over_seeds.capacity_rows(measured["capacities"]))
+    print_table(f"The seed's claims over seeds {settings.first_seed}..{last} ({length}; "
+                f"95 % intervals; verdict from the per-seed ratio)",
+                claims_over_seeds.CLAIM_HEADERS,
+                claims_over_seeds.claim_table_rows(measured["rows"]))
+    if settings.cycles:
+        print(f"  {measured['runs']} more runs, generated workloads cut at {settings.cycles:,} "
+              f"cycles;\n  the full figures: `gpusched dispatch --seeds {settings.seeds}` (each "
+              f"scenario's cycle limit)")
+    return {"settings": {"seeds": settings.seeds, "first_seed": settings.first_seed,
+                         "cycles": settings.cycles}, **measured}

@@ -27,8 +27,15 @@ A ``trace = "file.csv"`` key replaces the channel generators by a CSV trace (col
 still declared for their instruction mixes, or default to one per channel index in the trace.
 
 A ``kernel_trace = "results.csv"`` key with ``preset = "<GPU preset>"`` (and optionally
-``format``, ``kernels = [first, last]``, ``clock_mhz``) replays a profiler's kernel trace on a
-real GPU instead: see :class:`KernelTraceSource` and :mod:`model.dispatch.kernels`.
+``format``, ``kernels = [first, last]`` or ``windows = [[first, last], ...]``, ``clock_mhz``,
+``in_order``) replays a profiler's kernel trace on a real GPU instead: see
+:class:`KernelTraceSource` and :mod:`model.dispatch.kernels`.
+
+``execution = "shared"`` (default ``"fixed"``) runs the WGs on the shared-issue execution
+model, in which a WG's run time depends on where it runs (``[gpu] issue_width`` and
+``drain``; a channel's ``work`` per wave); ``warmup`` cycles are left out of the ``steady``
+metrics. Claims may name their own ``execution`` and the ``loads`` they are judged at
+(:class:`Claim`, :mod:`model.dispatch.claims`).
 """
 
 import csv
@@ -51,9 +58,14 @@ __all__ = [
     "RESOURCES",
     "SELECTIONS",
     "HISTORIES",
+    "EXECUTIONS",
+    "WAVE_PLACEMENTS",
+    "LOAD_AS_WRITTEN",
+    "LOAD_BATCH",
     "MAX_BACK_TO_BACK",
     "MIX_FRACTION_BITS",
     "TRACE_COLUMNS",
+    "TRACE_EXTRA_COLUMNS",
     "ChannelConfig",
     "Claim",
     "GpuConfig",
@@ -66,6 +78,7 @@ __all__ = [
     "load_scenario",
     "metric_paths",
     "quantised_mix",
+    "rate_channels_only",
     "read_trace",
     "shared_schedule",
     "write_trace",
@@ -93,6 +106,21 @@ AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
 #: Embodiment 10's history of instruction power: the seed's sliding window of ``Nx`` cycles, or
 #: an exponential average with a shift of ``log2(Nx)`` (one register per AP; docs/dispatch.md).
 HISTORIES = ("window", "ema")
+#: How a WG's run time is decided: ``fixed`` (its ``duration``, wherever it runs) or ``shared``
+#: (each PEU issues at most ``issue_width`` wave-instructions per cycle, shared equally among
+#: its issuing waves; a WG is done when its waves have issued their ``work``, + ``drain``).
+EXECUTIONS = ("fixed", "shared")
+#: How a WG's waves are spread over an AP's PEUs: ``split`` (embodiment 8's split table, rotated
+#: by the per-AP pointer when ``rotate``), ``least_loaded`` (each wave in turn to the PEU with
+#: the most free wave slots where it fits, ties to the lowest index: what AMD's own GPU model
+#: in gem5 does and real dispatchers approximate; docs/dispatch.md).
+WAVE_PLACEMENTS = ("split", "least_loaded")
+#: A claim's load: the scenario's rates as written, or every WG of the run queued at cycle 0.
+LOAD_AS_WRITTEN = "as written"
+LOAD_BATCH = "batch"
+#: Largest work per wave and drain latency (32-bit and 16-bit registers).
+MAX_WORK = (1 << 32) - 1
+MAX_DRAIN = 0xFFFF
 
 #: A channel's mix is quantised to this many fractional bits (1/256 instruction per cycle).
 MIX_FRACTION_BITS = 8
@@ -115,6 +143,10 @@ class GpuConfig:
     multiple of the four: the documented "a_h = 1 / capacity", scaled to integers exactly, so
     a whole empty AP scores ``L`` per resource on every GPU shape. ``instruction_weights``
     are embodiment 10's ``b_s`` (integers 0..255, per executed instruction).
+
+    ``issue_width`` and ``drain`` are read only by the shared-issue execution model: each PEU
+    issues at most ``issue_width`` wave-instructions per cycle, and a WG whose waves have
+    issued all their work holds its resources ``drain`` cycles longer.
     """
 
     aps: int = 16
@@ -126,6 +158,8 @@ class GpuConfig:
     priorities: int = 4
     resource_weights: tuple[int, ...] | None = None
     instruction_weights: tuple[int, ...] = (1, 2, 2, 4, 8, 1, 1)
+    issue_width: int = 1
+    drain: int = 0
 
     def capacity(self, resource: str) -> int:
         return getattr(self, resource)
@@ -164,6 +198,10 @@ class PolicyConfig:
         and ``instruction_weight``, 0..255).
     rotate
         Embodiment 8's per-AP rotating pointer; ``False`` uses the split table unrotated.
+    wave_placement
+        ``split`` (embodiment 8's split table, rotated when ``rotate``) or ``least_loaded``
+        (each wave in turn to the PEU with the most free wave slots where its wave group
+        still fits, ties to the lowest index; ``rotate`` is then not read).
     windows
         Embodiment 2's window lengths in cycles, window ``y`` promoting priority ``y``
         (``()`` turns windows off); at most one per priority, non-increasing.
@@ -197,6 +235,7 @@ class PolicyConfig:
     resource_weight: int = 1
     instruction_weight: int = 1
     rotate: bool = True
+    wave_placement: str = "split"
     windows: tuple[int, ...] = (1024, 512, 256, 128)
     split_threshold: int = 256
     circuit: str = "exact"
@@ -237,7 +276,10 @@ class ChannelConfig:
     ``duration_distribution``: ``"uniform"`` over the range, or ``"exponential"`` with the
     range's midpoint as mean, rounded and clipped to the range (heavy-tailed kernels). ``mix`` is
     the instructions each wave executes per cycle, by :data:`INSTRUCTION_CLASSES`, at most one
-    in all; the model uses it quantised to 1/256 (:func:`quantised_mix`).
+    in all; the model uses it quantised to 1/256 (:func:`quantised_mix`). ``work`` is the
+    wave-instructions each wave issues under the shared-issue execution model (an inclusive
+    range, drawn uniformly after the other fields); ``None`` takes the WG's ``duration``: a
+    wave alone on its PEU then runs ``duration`` cycles.
     """
 
     priority: int = 0
@@ -252,11 +294,18 @@ class ChannelConfig:
     duration_distribution: str = "uniform"
     independent: float = 0.0
     mix: tuple[float, ...] = (0.3, 0.15, 0.05, 0.0, 0.0, 0.3, 0.2)
+    work: tuple[int, int] | None = None
 
 
 @dataclass
 class WorkGroup:
-    """One workgroup as submitted (or one of its per-wave sub-WGs after a split)."""
+    """One workgroup as submitted (or one of its per-wave sub-WGs after a split).
+
+    ``duration`` is its run time under the fixed execution model; ``work`` the
+    wave-instructions each of its waves issues under the shared-issue model (``None``: the
+    duration). ``barrier``: it may not be dispatched while WGs dispatched before it from its
+    channel still run (the first WG of a kernel launched on an in-order stream).
+    """
 
     id: int
     channel: int
@@ -269,6 +318,8 @@ class WorkGroup:
     independent: bool
     arrival: int
     parent: int | None = None          # the split WG's id, for a sub-WG
+    work: int | None = None
+    barrier: bool = False
     # Filled in by the simulator:
     dispatched: int | None = None
     completed: int | None = None
@@ -278,18 +329,29 @@ class WorkGroup:
 #: Columns of the CSV trace format, in order.
 TRACE_COLUMNS = ("arrival", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
                  "independent")
+#: Optional columns after them (both or none): work per wave (shared-issue model; empty = the
+#: duration) and the in-order barrier flag.
+TRACE_EXTRA_COLUMNS = ("work", "barrier")
 
 
 @dataclass(frozen=True)
 class Claim:
     """A comparison the scenario exists to show: ``metric`` (a dotted path into a run's
-    results, e.g. ``wait.per_priority.3.max``) of ``policy`` against ``baseline``."""
+    results, e.g. ``wait.per_priority.3.max``) of ``policy`` against ``baseline``.
+
+    ``execution``: the execution model it is measured under (``None``: the scenario's).
+    ``loads``: where it is judged (:mod:`model.dispatch.claims`): ``"as written"`` (the
+    scenario's rates), ``"batch"`` (the same WGs all queued at cycle 0: makespan), or a
+    fraction of the baseline's measured capacity (e.g. ``0.7``).
+    """
 
     text: str
     metric: str
     policy: str
     baseline: str
     higher_is_better: bool
+    execution: str | None = None
+    loads: tuple = (LOAD_AS_WRITTEN,)
 
     def value(self, results: dict) -> float:
         node = results
@@ -304,7 +366,7 @@ _SUMMARY = ("count", "mean", "p50", "p99", "max")
 _SCALARS = ("cycles", "workgroups_submitted", "workgroups_completed", "workgroups_rejected",
             "workgroups_unfinished", "workgroups_waiting_at_end", "workgroups_after_end",
             "throughput", "peu_imbalance", "fragmentation", "splits", "sub_workgroups",
-            "stale_aborts", "invariant_violations", "processed_cycles")
+            "stale_aborts", "invariant_violations", "processed_cycles", "makespan")
 
 
 def metric_paths(priorities: int, channels: int) -> list[str]:
@@ -316,6 +378,9 @@ def metric_paths(priorities: int, channels: int) -> list[str]:
     paths += [f"wait.per_channel.{c}.{s}" for c in range(channels) for s in _SUMMARY]
     paths += [f"utilisation.{name}" for name in RESOURCES]
     paths += ["ap_imbalance.resource", "ap_imbalance.power"]
+    paths += [f"{group}.{s}" for group in ("latency", "run") for s in _SUMMARY]
+    paths += ["steady.throughput", "steady.offered"]
+    paths += [f"steady.{group}.{s}" for group in ("wait", "latency") for s in _SUMMARY]
     return paths
 
 
@@ -323,7 +388,9 @@ def _metric_help(priorities: int, channels: int) -> str:
     summary = "|".join(_SUMMARY)
     return (f"{', '.join(_SCALARS)}, wait.<{summary}>, wait.per_priority.<0..{priorities - 1}>"
             f".<{summary}>, wait.per_channel.<0..{channels - 1}>.<{summary}>, "
-            f"utilisation.<{'|'.join(RESOURCES)}>, ap_imbalance.<resource|power>")
+            f"utilisation.<{'|'.join(RESOURCES)}>, ap_imbalance.<resource|power>, "
+            f"latency.<{summary}>, run.<{summary}>, steady.<throughput|offered>, "
+            f"steady.<wait|latency>.<{summary}>")
 
 
 @dataclass(frozen=True)
@@ -333,7 +400,9 @@ class Scenario:
     A trace is read (and checked) when the file is loaded; ``trace_workload`` holds its WGs.
     ``notes`` says what the file gives that is not used (shown with the results).
     ``power_window`` is the sliding window, in cycles, of the ``ap_imbalance.power`` metric
-    (the same for every policy, whatever history its embodiment 10 keeps).
+    (the same for every policy, whatever history its embodiment 10 keeps). ``execution`` is
+    the execution model (:data:`EXECUTIONS`); ``warmup`` the cycles the ``steady`` metrics
+    leave out (WGs arriving before it, completions before it).
     """
 
     name: str
@@ -352,12 +421,29 @@ class Scenario:
     # has converted it (the conversion drives the dispatcher model, which imports this module).
     kernel_trace: "KernelTraceSource | None" = None
     workgroups: tuple[WorkGroup, ...] | None = None
+    execution: str = "fixed"
+    warmup: int = 0
+    # A kernel trace's windows (issue 15 §4): the window of each channel, and the largest
+    # random delay of every window but the first (drawn per seed).
+    channel_windows: tuple[int, ...] = ()
+    stagger: int = 0
 
     def workload(self, seed: int = 1) -> list[WorkGroup]:
-        """The WGs of this scenario (fresh objects): the converted kernel trace, the CSV
-        trace, or the generators run with ``seed``."""
+        """The WGs of this scenario (fresh objects): the converted kernel trace (each window
+        after the first delayed by a random ``0..stagger`` cycles drawn with ``seed``), the
+        CSV trace, or the generators run with ``seed``."""
         if self.workgroups is not None:
-            return [replace(wg) for wg in self.workgroups]
+            workload = [replace(wg) for wg in self.workgroups]
+            if self.stagger and len(set(self.channel_windows)) > 1:
+                rng = random.Random(f"{seed}/stagger")
+                delays = [0] + [rng.randint(0, self.stagger)
+                                for _ in range(max(self.channel_windows))]
+                for wg in workload:
+                    wg.arrival += delays[self.channel_windows[wg.channel]]
+                workload.sort(key=lambda wg: (wg.arrival, wg.channel, wg.id))
+                for number, wg in enumerate(workload):
+                    wg.id = number
+            return workload
         if self.kernel_trace is not None:
             raise ConfigError(f"{self.path or self.name}: the kernel trace has not been "
                               f"converted yet (model.dispatch.kernels.prepare)")
@@ -395,6 +481,8 @@ def _gpu(fields_: Fields, base: GpuConfig | None = None) -> GpuConfig:
         instruction_weights=fields_.int_list("instruction_weights", base.instruction_weights,
                                              length=len(INSTRUCTION_CLASSES), minimum=0,
                                              maximum=MAX_WEIGHT),
+        issue_width=fields_.int("issue_width", base.issue_width, minimum=1, maximum=64),
+        drain=fields_.int("drain", base.drain, minimum=0, maximum=MAX_DRAIN),
     )
     fields_.done()
     return gpu
@@ -439,6 +527,8 @@ def _channel(fields_: Fields, gpu: GpuConfig) -> ChannelConfig:
                                           choices=DURATION_DISTRIBUTIONS),
         independent=fields_.float("independent", base.independent, minimum=0, maximum=1),
         mix=fields_.float_list("mix", base.mix, length=len(INSTRUCTION_CLASSES), minimum=0),
+        work=(fields_.int_range("work", minimum=1, maximum=MAX_WORK) if "work" in fields_
+              else None),
     )
     if arrival == "back_to_back" and channel.count > MAX_BACK_TO_BACK:
         raise fields_.error("count", f"must be at most {MAX_BACK_TO_BACK:,} for a back-to-back "
@@ -466,6 +556,8 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
         instruction_weight=fields_.int("instruction_weight", base.instruction_weight,
                                        minimum=0, maximum=MAX_WEIGHT),
         rotate=fields_.bool("rotate", base.rotate),
+        wave_placement=fields_.str("wave_placement", base.wave_placement,
+                                   choices=WAVE_PLACEMENTS),
         windows=fields_.int_list("windows", base.windows, minimum=1),
         split_threshold=fields_.int("split_threshold", base.split_threshold, minimum=0),
         circuit=fields_.str("circuit", base.circuit, choices=CIRCUITS),
@@ -491,7 +583,7 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
 
 
 #: Fields whose value turns their mechanism off: writing it is allowed on any policy.
-_OFF = {"windows": (), "split_threshold": 0}
+_OFF = {"windows": (), "split_threshold": 0, "rotate": False}
 
 
 def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
@@ -515,6 +607,9 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
     if policy.circuit != "shared":
         ignored["shared_width"] = (f'circuit = "{policy.circuit}" (only "shared" has a shared '
                                    f"unit)")
+    if policy.wave_placement != "split":
+        ignored["rotate"] = (f'wave_placement = "{policy.wave_placement}" (only "split" has '
+                             f"embodiment 8's pointer)")
     return ignored
 
 
@@ -528,7 +623,9 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
         default = PolicyConfig()
         for key, why in ignored_fields(policy).items():
             value = getattr(policy, key)
-            if value != _OFF.get(key, getattr(default, key)):
+            # An ignored flag keeps its default or its "off" value (rotate: either).
+            if value not in (_OFF.get(key, getattr(default, key)),
+                             getattr(default, key) if key == "rotate" else _OFF.get(key)):
                 raise error(key, f"is ignored by this policy: {why}; not {value!r}")
     if len(policy.windows) > gpu.priorities:
         raise error("windows", f"has {len(policy.windows)} windows but the GPU has "
@@ -579,7 +676,13 @@ class KernelTraceSource:
     ``preset``, ``format``, ``kernels``, ``clock_mhz``; CLI ``--kernel-trace`` ...).
 
     ``first``/``last``: the launches taken, by position among the file's kernels (0-based,
-    ``last`` excluded, ``None`` = to the end). ``clock_mhz``: overrides the preset's clock.
+    ``last`` excluded, ``None`` = to the end). ``windows``: instead, several such windows,
+    each replayed from cycle 0 on channels of its own (concurrent requests; scenario key
+    ``windows = [[first, last], ...]``). ``clock_mhz``: overrides the preset's clock.
+    ``in_order``: a launch's WGs wait until the previous launch on their stream has completed
+    (HIP stream / AQL barrier-bit semantics). ``stagger``: with ``windows``, each window but
+    the first starts a random ``0..stagger`` cycles late, drawn per workload seed (requests
+    that do not arrive together), so that claims over seeds see different overlaps.
     """
 
     path: Path
@@ -588,11 +691,15 @@ class KernelTraceSource:
     first: int = 0
     last: int | None = None
     clock_mhz: int | None = None
+    windows: tuple[tuple[int, int | None], ...] = ()
+    in_order: bool = True
+    stagger: int = 0
 
 
 def _kernel_trace(root: Fields, path: Path) -> KernelTraceSource | None:
     if "kernel_trace" not in root:
-        for key in ("preset", "format", "kernels", "clock_mhz"):
+        for key in ("preset", "format", "kernels", "windows", "clock_mhz", "in_order",
+                    "stagger"):
             if key in root:
                 raise root.error(key, "needs kernel_trace (a profiler's kernel trace)")
         return None
@@ -609,10 +716,28 @@ def _kernel_trace(root: Fields, path: Path) -> KernelTraceSource | None:
         if last <= first:
             raise root.error("kernels", f"must be [first, last] with first < last, not "
                                         f"{list(window)!r}")
+    windows = []
+    if "windows" in root:
+        if "kernels" in root:
+            raise root.error("windows", "and kernels cannot both be given")
+        for value in root.list("windows"):
+            if (not isinstance(value, list) or len(value) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                               for v in value) or value[1] <= value[0]):
+                raise root.error("windows", f"must list [first, last] pairs with 0 <= first < "
+                                            f"last, not {value!r}")
+            windows.append((value[0], value[1]))
+        if not windows:
+            raise root.error("windows", "must list at least one [first, last] pair")
     clock = (root.int("clock_mhz", minimum=1, maximum=100000) if "clock_mhz" in root
              else None)
+    stagger = root.int("stagger", 0, minimum=0)
+    if stagger and len(windows) < 2:
+        raise root.error("stagger", "needs windows = [[first, last], ...] with at least two "
+                                    "windows (it delays every window but the first)")
     return KernelTraceSource(path=trace, preset=preset, format=format_, first=first,
-                             last=last, clock_mhz=clock)
+                             last=last, clock_mhz=clock, windows=tuple(windows),
+                             in_order=root.bool("in_order", True), stagger=stagger)
 
 
 def load_scenario(path) -> Scenario:
@@ -625,6 +750,10 @@ def load_scenario(path) -> Scenario:
     cycles = root.int("cycles", 20000, minimum=1)
     sample_interval = root.int("sample_interval", 64, minimum=1)
     power_window = root.int("power_window", 1024, minimum=1)
+    execution = root.str("execution", "fixed", choices=EXECUTIONS)
+    warmup = root.int("warmup", 0, minimum=0)
+    if warmup >= cycles:
+        raise root.error("warmup", f"must be less than the cycle limit {cycles}, not {warmup}")
     kernel_trace = _kernel_trace(root, path)
     base = (GpuConfig(**GPU_PRESETS[kernel_trace.preset].gpu_fields())
             if kernel_trace is not None else None)
@@ -658,15 +787,52 @@ def load_scenario(path) -> Scenario:
                         policies=policies, trace=trace, path=path,
                         sample_interval=sample_interval, trace_workload=trace_workload,
                         power_window=power_window, notes=tuple(notes),
-                        kernel_trace=kernel_trace)
+                        kernel_trace=kernel_trace, execution=execution, warmup=warmup)
     metrics = metric_paths(gpu.priorities, scenario.channel_count)
-    claims = tuple(_claim(table, names, metrics, scenario.channel_count)
+    claims = tuple(_claim(table, names, metrics, scenario)
                    for table in root.tables("claims", []))
     root.done()
     return replace(scenario, claims=claims)
 
 
-def _claim(fields_: Fields, policies: list[str], metrics: list[str], channels: int) -> Claim:
+def rate_channels_only(scenario: Scenario) -> str | None:
+    """Why the scenario's offered load cannot be scaled (``None`` when it can: every WG comes
+    from a rate channel)."""
+    if scenario.trace is not None or scenario.kernel_trace is not None:
+        return "its WGs come from a trace"
+    fixed = [index for index, c in enumerate(scenario.channels) if c.arrival == "back_to_back"]
+    if fixed:
+        return f"channel {fixed[0]} is back to back, not a rate"
+    return None
+
+
+def _loads(fields_: Fields, scenario: Scenario) -> tuple:
+    """A claim's ``loads``: "as written", "batch", or fractions of the measured capacity."""
+    values = fields_.list("loads", [LOAD_AS_WRITTEN])
+    loads = []
+    for value in values:
+        if isinstance(value, str) and value in (LOAD_AS_WRITTEN, LOAD_BATCH):
+            loads.append(value)
+        elif (isinstance(value, int | float) and not isinstance(value, bool)
+              and 0 < value <= 4):
+            why = rate_channels_only(scenario)
+            if why is not None:
+                raise fields_.error("loads", f"gives {value!r}, a fraction of the measured "
+                                             f"capacity, but the load of this scenario cannot "
+                                             f"be scaled: {why}")
+            loads.append(float(value))
+        else:
+            raise fields_.error("loads", f"must list \"{LOAD_AS_WRITTEN}\", \"{LOAD_BATCH}\" "
+                                         f"or fractions of the measured capacity in (0, 4], "
+                                         f"not {value!r}")
+    if not loads or len(set(loads)) != len(loads):
+        raise fields_.error("loads", f"must list each load once, at least one, not {values!r}")
+    return tuple(loads)
+
+
+def _claim(fields_: Fields, policies: list[str], metrics: list[str],
+           scenario: Scenario) -> Claim:
+    channels = scenario.channel_count
     metric = fields_.str("metric")
     if metric not in metrics:
         priorities = sum(1 for m in metrics if m.startswith("wait.per_priority.")) // len(
@@ -676,7 +842,10 @@ def _claim(fields_: Fields, policies: list[str], metrics: list[str], channels: i
     claim = Claim(text=fields_.str("text"), metric=metric,
                   policy=fields_.str("policy", choices=policies),
                   baseline=fields_.str("baseline", choices=policies),
-                  higher_is_better=fields_.bool("higher_is_better"))
+                  higher_is_better=fields_.bool("higher_is_better"),
+                  execution=(fields_.str("execution", choices=EXECUTIONS)
+                             if "execution" in fields_ else None),
+                  loads=_loads(fields_, scenario))
     if claim.policy == claim.baseline:
         raise fields_.error("baseline", f"is the claim's policy {claim.policy!r}; a claim "
                                         f"compares two different policies")
@@ -712,12 +881,16 @@ def generate_workload(channels, cycles: int, seed: int) -> list[WorkGroup]:
                     cycle += 1
                 if cycle >= cycles:
                     break
-            drawn.append((cycle, index, WorkGroup(
+            wg = WorkGroup(
                 id=-1, channel=index, priority=channel.priority,
                 waves=rng.randint(*channel.waves), vgpr=rng.randint(*channel.vgpr),
                 sgpr=rng.randint(*channel.sgpr), lds=rng.randint(*channel.lds),
                 duration=_duration(channel, rng),
-                independent=rng.random() < channel.independent, arrival=cycle)))
+                independent=rng.random() < channel.independent, arrival=cycle)
+            if channel.work is not None:
+                # Drawn last, and only when given, so that the other draws are unchanged.
+                wg.work = rng.randint(*channel.work)
+            drawn.append((cycle, index, wg))
             if channel.arrival != "back_to_back":
                 cycle += 1
     drawn.sort(key=lambda item: (item[0], item[1]))
@@ -759,23 +932,30 @@ def _trace_rows(path, reader, gpu: GpuConfig, channels: int | None, expected: st
     workload = []
     header = next(reader, None)
     header = [column.strip() for column in header or ()]
-    if tuple(header) != TRACE_COLUMNS:
-        raise ConfigError(f"{path}: header must be {expected}, not {','.join(header)}")
+    columns = TRACE_COLUMNS + TRACE_EXTRA_COLUMNS
+    if tuple(header) not in (TRACE_COLUMNS, columns):
+        raise ConfigError(f"{path}: header must be {expected} (optionally followed by "
+                          f"{','.join(TRACE_EXTRA_COLUMNS)}), not {','.join(header)}")
+    columns = tuple(header)
     limits = {"channel": (0, (channels or 1 << 16) - 1),
               "priority": (0, gpu.priorities - 1),
               "waves": (1, gpu.peus * gpu.wave_slots), "vgpr": (0, None),
               "sgpr": (0, None), "lds": (0, None), "duration": (1, None),
-              "arrival": (0, None), "independent": (0, 1)}
+              "arrival": (0, None), "independent": (0, 1), "work": (1, MAX_WORK),
+              "barrier": (0, 1)}
     for row in reader:
         row_number = reader.line_num
         if not row:
             continue
-        if len(row) != len(TRACE_COLUMNS):
+        if len(row) != len(columns):
             raise ConfigError(f"{path}: row {row_number} has {len(row)} values, but the "
-                              f"header has {len(TRACE_COLUMNS)} columns ({expected})")
+                              f"header has {len(columns)} columns ({','.join(columns)})")
         values = {}
-        for column, text in zip(TRACE_COLUMNS, row, strict=True):
+        for column, text in zip(columns, row, strict=True):
             text = text.strip()
+            if column == "work" and not text:
+                values[column] = None            # empty: the duration
+                continue
             low, high = limits[column]
             try:
                 value = int(text)
@@ -790,20 +970,25 @@ def _trace_rows(path, reader, gpu: GpuConfig, channels: int | None, expected: st
                                   f"is out of range ({bound}){why}")
             values[column] = value
         workload.append(WorkGroup(id=-1, independent=bool(values.pop("independent")),
-                                  **values))
+                                  barrier=bool(values.pop("barrier", 0)), **values))
     return workload
 
 
 def write_trace(path, workload) -> Path:
-    """Write ``workload`` (submitted WGs, not sub-WGs) as a CSV trace."""
+    """Write ``workload`` (submitted WGs, not sub-WGs) as a CSV trace; the ``work`` and
+    ``barrier`` columns only when some WG has a work of its own or a barrier."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    extra = any(wg.work is not None or wg.barrier for wg in workload)
     with path.open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(TRACE_COLUMNS)
+        writer.writerow(TRACE_COLUMNS + (TRACE_EXTRA_COLUMNS if extra else ()))
         for wg in workload:
-            writer.writerow([wg.arrival, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr,
-                             wg.lds, wg.duration, int(wg.independent)])
+            row = [wg.arrival, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds,
+                   wg.duration, int(wg.independent)]
+            if extra:
+                row += ["" if wg.work is None else wg.work, int(wg.barrier)]
+            writer.writerow(row)
     return path
 
 

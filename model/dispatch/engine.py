@@ -42,6 +42,7 @@ compares the whole result, series included, with skipping on and off on random c
 
 import csv
 import heapq
+import math
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ import numpy as np
 from model.checks import InvariantError
 from model.config import ConfigError
 from model.dispatch.config import (
+    EXECUTIONS,
     INSTRUCTION_CLASSES,
     MIX_FRACTION_BITS,
     ChannelConfig,
@@ -345,8 +347,16 @@ class DispatchSimulator:
     def __init__(self, gpu: GpuConfig, policy: PolicyConfig, workload, *, channels=(),
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
-                 events: list | None = None, observer=None):
+                 events: list | None = None, observer=None, execution: str = "fixed",
+                 warmup: int = 0):
         check_policy(policy, gpu)
+        if execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
+                             f"{execution!r}")
+        if not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup must be a non-negative integer, not {warmup!r}")
+        self.execution, self.warmup = execution, warmup
+        self.shared = execution == "shared"
         self.gpu, self.policy = gpu, policy
         self.cycles_limit = cycles
         self.debug, self.strict, self.skip = debug, strict, skip
@@ -442,6 +452,103 @@ class DispatchSimulator:
         self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
                         "ap_resource_cv": [], "ap_power_cv": []}
         self.completed = 0
+        # Every dispatched WG (or part) not yet released, by id; per channel how many run
+        # (for the in-order barrier); per submitted WG its arrival and release cycle.
+        self.running: dict[int, _Allocation] = {}
+        self._inflight = [0] * self.channel_count
+        self._finished: list[tuple[int, int]] = []
+        self._runs: list[int] = []
+        self._wait_arrivals: list[int] = []
+        self.least_loaded = policy.wave_placement == "least_loaded"
+        if self.shared:
+            self._init_shared()
+
+    # -- the shared-issue execution model ------------------------------------------------------
+
+    def _init_shared(self) -> None:
+        """Per PEU: the issuing waves ``n``, the service ``V`` one continuously issuing wave
+        has received (in 1/``unit`` wave-instructions) up to the start of cycle ``time``, and
+        a heap of its issuing wave groups by finish tag ``F = V(start) + work x unit``;
+        a heap of every PEU's next finishing cycle (stale entries skipped by a version)."""
+        gpu = self.gpu
+        # 1/unit wave-instructions: the least common multiple of 1..wave_slots, so that the
+        # share issue_width / n of every possible n is a whole number of units.
+        self.unit = math.lcm(*range(1, gpu.wave_slots + 1))
+        width = gpu.issue_width
+        self.rate = [0] + [self.unit if n <= width else width * self.unit // n
+                           for n in range(1, gpu.wave_slots + 1)]
+        count = self.P * self.Q
+        self.issuing = [0] * count
+        self.service = [0] * count
+        self.service_time = [0] * count
+        self.groups: list[list] = [[] for _ in range(count)]
+        self._finish_heap: list[tuple[int, int, int]] = []
+        self._finish_version = [0] * count
+        self._groups_left: dict[int, int] = {}
+
+    def _pop_finished(self, peu: int, cycle: int) -> None:
+        """The PEU's wave groups whose work is issued by the end of ``cycle`` finished in it
+        (every earlier finish was processed): they stop issuing from ``cycle + 1``; a WG whose
+        last group it was is released ``drain + 1`` cycles later."""
+        start = self.service_time[peu]
+        if cycle + 1 > start:
+            self.service[peu] += self.rate[self.issuing[peu]] * (cycle + 1 - start)
+            self.service_time[peu] = cycle + 1
+        groups, service = self.groups[peu], self.service[peu]
+        while groups and groups[0][0] <= service:
+            _, wg_id, count = heapq.heappop(groups)
+            self.issuing[peu] -= count
+            left = self._groups_left[wg_id] - 1
+            if left:
+                self._groups_left[wg_id] = left
+            else:
+                del self._groups_left[wg_id]
+                heapq.heappush(self.completions, (cycle + self.gpu.drain + 1, wg_id,
+                                                  self.running[wg_id]))
+
+    def _schedule(self, peu: int) -> None:
+        """Push the PEU's next finishing cycle: with ``n`` issuing waves each gets
+        ``rate[n]`` units per cycle, so the smallest tag ``F`` is reached in cycle
+        ``time - 1 + ceil((F - V) / rate[n])`` unless the PEU changes before."""
+        self._finish_version[peu] += 1
+        groups = self.groups[peu]
+        if groups:
+            rate = self.rate[self.issuing[peu]]
+            finish = self.service_time[peu] - 1 - (self.service[peu] - groups[0][0]) // rate
+            heapq.heappush(self._finish_heap, (finish, peu, self._finish_version[peu]))
+
+    def _start(self, allocation: "_Allocation", cycle: int) -> None:
+        """A WG dispatched in ``cycle``: its wave groups issue from ``cycle + 1``."""
+        wg = allocation.wg
+        work = (wg.work if wg.work is not None else wg.duration) * self.unit
+        base = allocation.ap * self.Q
+        started = 0
+        for q, count in enumerate(allocation.waves):
+            if not count:
+                continue
+            peu = base + q
+            self._pop_finished(peu, cycle)
+            heapq.heappush(self.groups[peu], (self.service[peu] + work, wg.id, count))
+            self.issuing[peu] += count
+            self._schedule(peu)
+            started += 1
+        self._groups_left[wg.id] = started
+
+    def _finish_until(self, cycle: int) -> None:
+        """Process every wave-group finish in cycles up to ``cycle``, in cycle order."""
+        heap, versions = self._finish_heap, self._finish_version
+        while heap and heap[0][0] <= cycle:
+            finish, peu, version = heapq.heappop(heap)
+            if version == versions[peu]:
+                self._pop_finished(peu, finish)
+                self._schedule(peu)
+
+    def _next_finish(self) -> int | None:
+        """The earliest cycle in which some wave group finishes (as the PEUs stand)."""
+        heap, versions = self._finish_heap, self._finish_version
+        while heap and heap[0][2] != versions[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     # -- views of the state as arrays (tests, results) ------------------------------------------
 
@@ -489,10 +596,17 @@ class DispatchSimulator:
                                 f"!= {sums}")
         live = np.zeros((self.P, self.Q), dtype=np.int64)
         power = [0] * self.P
-        for _, _, allocation in self.completions:
+        inflight = [0] * self.channel_count
+        for allocation in self.running.values():
             live[allocation.ap] += allocation.waves
+            inflight[allocation.wg.channel] += 1
             if allocation.wg.dispatched < cycle:
                 power[allocation.ap] += allocation.power
+        if inflight != self._inflight:
+            self._violation(f"cycle {cycle}: running WGs per channel {self._inflight} != "
+                            f"{inflight}")
+        if self.shared:
+            self._check_shared(cycle, live)
         if np.any(self.slots + live != self.gpu.wave_slots):
             self._violation(f"cycle {cycle}: wave slots free + held != {self.gpu.wave_slots}")
         if [sum(row) for row in self._slots] != self.ap_slots or \
@@ -512,6 +626,35 @@ class DispatchSimulator:
             if (mask ^ fresh) & ~dirty:
                 self._violation(f"cycle {cycle}: WG {wg_id}'s fit mask {mask:#x} is stale "
                                 f"({fresh:#x})")
+
+    def _check_shared(self, cycle: int, live) -> None:
+        """Shared-issue invariants: each PEU's issuing waves are those of its wave groups and
+        at most the waves resident on it; every running WG is issuing, or done and waiting
+        for its release; a finish tag is ahead of the service (unfinished)."""
+        waiting = {wg_id for _, wg_id, _ in self.completions}
+        issuing = {}
+        for peu, groups in enumerate(self.groups):
+            waves = sum(count for _, _, count in groups)
+            if waves != self.issuing[peu] or waves > live[peu // self.Q][peu % self.Q]:
+                self._violation(f"cycle {cycle}: PEU {peu} has {self.issuing[peu]} issuing "
+                                f"waves, its groups {waves}, resident "
+                                f"{live[peu // self.Q][peu % self.Q]}")
+            # The service before this cycle: no group may have reached its tag by then (it
+            # would have finished in an earlier cycle, and every earlier finish is processed).
+            before = self.service[peu] + self.rate[self.issuing[peu]] * max(
+                0, cycle - self.service_time[peu])
+            for tag, wg_id, _ in groups:
+                issuing[wg_id] = issuing.get(wg_id, 0) + 1
+                if tag <= before:
+                    self._violation(f"cycle {cycle}: WG {wg_id} on PEU {peu} issued its "
+                                    f"work before this cycle but was not finished")
+        if issuing != self._groups_left:
+            self._violation(f"cycle {cycle}: wave groups left {self._groups_left} != "
+                            f"{issuing}")
+        for wg_id in self.running:
+            if (wg_id in issuing) == (wg_id in waiting):
+                self._violation(f"cycle {cycle}: running WG {wg_id} must be issuing or "
+                                f"waiting for its release, not both or neither")
 
     # -- resource state --------------------------------------------------------------------------
 
@@ -700,7 +843,7 @@ class DispatchSimulator:
                                        waves=1, vgpr=head.vgpr, sgpr=head.sgpr,
                                        lds=-(-head.lds // head.waves), duration=head.duration,
                                        independent=True, arrival=head.arrival,
-                                       parent=head.id))
+                                       parent=head.id, work=head.work))
                 self.next_id += 1
             for part in parts:
                 self._event(cycle, "split", part)
@@ -725,15 +868,49 @@ class DispatchSimulator:
                                                        for q in range(Q))
         return row
 
+    def _least_loaded(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
+        """``wave_placement = "least_loaded"``: each wave in turn goes to the PEU of ``ap``
+        with the most free wave slots (less the waves already given to it) on which the
+        grown wave group still fits the VGPR and SGPR views; ties to the lowest index.
+        ``None`` when some wave fits no PEU."""
+        Q = self.Q
+        base = ap * Q
+        slots = self._slots[ap]
+        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        v, s = wg.vgpr, wg.sgpr
+        counts = [0] * Q
+        for _ in range(wg.waves):
+            best, most = -1, 0
+            for q in range(Q):
+                room = slots[q] - counts[q]
+                grown = counts[q] + 1
+                if room > most and grown * v <= vgpr[base + q] and grown * s <= sgpr[base + q]:
+                    best, most = q, room
+            if best < 0:
+                return None
+            counts[best] += 1
+        return tuple(counts)
+
+    def _placement(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
+        """Waves per PEU of ``ap`` for ``wg`` under the policy's wave placement (``None``:
+        the least-loaded placement finds no PEU for some wave)."""
+        if self.least_loaded:
+            return self._least_loaded(wg, ap)
+        return self._row(wg.waves, ap)
+
     def _waves(self, wg: WorkGroup) -> np.ndarray:
-        """Waves per PEU of every AP for ``wg``, ``(P, Q)``."""
-        return np.array([self._row(wg.waves, ap) for ap in range(self.P)], dtype=np.int64)
+        """Waves per PEU of every AP for ``wg``, ``(P, Q)`` (zeros where it cannot be
+        placed)."""
+        return np.array([self._placement(wg, ap) or (0,) * self.Q for ap in range(self.P)],
+                        dtype=np.int64)
 
     def _fits(self, wg: WorkGroup, ap: int) -> bool:
         """Every wave group of ``wg`` fits its PEU of ``ap`` (VGPR and SGPR views, free wave
         slots) and the WG's LDS fits the AP's view."""
         if wg.lds > self.view["lds"][ap]:
             return False
+        if self.least_loaded:
+            return wg.waves <= self.ap_slots[ap] and self._least_loaded(wg, ap) is not None
         row = self._rows.get((wg.waves, self._pointer[ap] if self.policy.rotate else 0))
         if row is None:
             row = self._row(wg.waves, ap)
@@ -768,9 +945,18 @@ class DispatchSimulator:
             entry[0], entry[1] = mask, 0
         return mask
 
+    def _head_mask(self, wg: WorkGroup) -> int:
+        """:meth:`_mask` of a head WG, 0 while an in-order barrier holds it (its channel's
+        earlier WGs still run)."""
+        if wg.barrier and self._inflight[wg.channel]:
+            return 0
+        return self._mask(wg)
+
     def _masks_of(self, wg: WorkGroup) -> int:
         """:meth:`_fits` on every AP at once, as a bit mask (the loop of ``_fits`` inlined:
         a new head is tested against every AP)."""
+        if self.least_loaded:
+            return sum(1 << ap for ap in range(self.P) if self._fits(wg, ap))
         lds_view, vgpr, sgpr = self.view["lds"], self.view["vgpr"], self.view["sgpr"]
         rows, pointer, rotate = self._rows, self._pointer, self.policy.rotate
         all_slots, ap_slots, Q = self._slots, self.ap_slots, self.Q
@@ -824,6 +1010,7 @@ class DispatchSimulator:
         selection rule."""
         selection = self.policy.selection
         channels = self.channels
+        mask_of = self._head_mask
         if selection == "miaow":
             if self.buffer is None:
                 for k in range(self.channel_count):
@@ -834,7 +1021,7 @@ class DispatchSimulator:
                         break
             if self.buffer is None:
                 return None, False
-            mask = self._mask(self.buffer)
+            mask = mask_of(self.buffer)
             return ((self.buffer.channel, mask, ()) if mask else None), bool(mask)
         if selection == "strict":
             heads = [c for c in range(self.channel_count) if channels[c]]
@@ -843,19 +1030,19 @@ class DispatchSimulator:
             best = min(channels[c][0].priority for c in heads)
             channel = next(c for c in self._channel_order()
                            if channels[c] and channels[c][0].priority == best)
-            mask = self._mask(channels[channel][0])
+            mask = mask_of(channels[channel][0])
             return ((channel, mask, ()) if mask else None), bool(mask)
         if selection == "gpgpusim":
             for channel in self._channel_order():
                 if channels[channel]:
-                    mask = self._mask(channels[channel][0])
+                    mask = mask_of(channels[channel][0])
                     if mask:
                         return (channel, mask, ()), True
             return None, False
         matches = {}
         for channel, queue in enumerate(channels):
             if queue:
-                mask = self._mask(queue[0])
+                mask = mask_of(queue[0])
                 if mask:
                     matches[channel] = mask
         if not matches:
@@ -923,7 +1110,9 @@ class DispatchSimulator:
     def _allocate(self, wg: WorkGroup, ap: int, cycle: int) -> _Allocation | None:
         """Place ``wg`` on ``ap`` at first-fit addresses; ``None`` (nothing changed) when the
         current status cannot hold it."""
-        waves = self._row(wg.waves, ap)
+        waves = self._placement(wg, ap)
+        if waves is None:
+            return None
         Q = self.Q
         base = ap * Q
         slots = self._slots[ap]
@@ -976,21 +1165,31 @@ class DispatchSimulator:
             self.counters.stale_aborts += 1
             for _, _, lfsr_state in updates:
                 self.lfsr.state = lfsr_state     # an aborted dispatch changes no state
-            self._event(cycle, "stale-abort", wg, ap, self._row(wg.waves, ap))
+            self._event(cycle, "stale-abort", wg, ap, self._placement(wg, ap))
             return False, True, True
         # Commit the selection state.
         for priority, flag_updates, _ in updates:
             for flagged, value in flag_updates:
                 self.selected[flagged, priority] = value
+        entry = self._masks.pop(wg.id, None)
         if self.policy.selection == "miaow":
             self.buffer = None
         else:
-            self.channels[channel].popleft()
+            queue = self.channels[channel]
+            queue.popleft()
             if self.policy.selection in ("strict", "gpgpusim"):
                 self.channel_pointer = (channel + 1) % self.channel_count
-        self._masks.pop(wg.id, None)
+            # The next head of the same shape fits exactly where this one did, except on the
+            # APs marked changed (this dispatch marked its AP): it inherits the mask (a
+            # kernel's WGs follow each other), instead of testing every AP afresh.
+            if entry is not None and queue:
+                following = queue[0]
+                if (following.waves == wg.waves and following.vgpr == wg.vgpr
+                        and following.sgpr == wg.sgpr and following.lds == wg.lds
+                        and following.id not in self._masks):
+                    self._masks[following.id] = entry
         self.ap_pointer = (ap + 1) % self.P
-        if self.policy.rotate:
+        if self.policy.rotate and not self.least_loaded:
             self._pointer[ap] = (self._pointer[ap] + wg.waves) % self.Q
         received = self._peu_waves[ap]
         for q, count in enumerate(allocation.waves):
@@ -1004,13 +1203,20 @@ class DispatchSimulator:
                                 f"after WG {self.last_dispatched[wg.channel]} (FIFO order)")
             self.last_dispatched[wg.channel] = wg.id
             self.waits.append((wg.priority, wg.channel, cycle - wg.arrival))
+            self._wait_arrivals.append(wg.arrival)
         else:
             parent = self.parents[wg.parent]
             parent.dispatched += 1
             if parent.dispatched == parent.parts:
                 self.waits.append((parent.wg.priority, parent.wg.channel,
                                    cycle - parent.wg.arrival))
-        heapq.heappush(self.completions, (cycle + wg.duration + 1, wg.id, allocation))
+                self._wait_arrivals.append(parent.wg.arrival)
+        self.running[wg.id] = allocation
+        self._inflight[wg.channel] += 1
+        if self.shared:
+            self._start(allocation, cycle)
+        else:
+            heapq.heappush(self.completions, (cycle + wg.duration + 1, wg.id, allocation))
         return True, False, True
 
     def _release(self, allocation: _Allocation, cycle: int) -> None:
@@ -1031,15 +1237,21 @@ class DispatchSimulator:
         self._event(cycle, "release", wg, ap, allocation.waves, allocation)
         if wg.completed is not None:
             self._violation(f"cycle {cycle}: WG {wg.id} completed twice")
+        if self.running.pop(wg.id, None) is None:
+            self._violation(f"cycle {cycle}: WG {wg.id} released but not running")
+        self._inflight[wg.channel] -= 1
         wg.completed = cycle - 1
+        self._runs.append(cycle - 1 - wg.dispatched)
         if wg.parent is None:
             self.completed += 1
+            self._finished.append((wg.arrival, cycle))
         else:
             parent = self.parents[wg.parent]
             parent.completed += 1
             if parent.completed == parent.parts:
                 parent.wg.completed = cycle - 1
                 self.completed += 1
+                self._finished.append((parent.wg.arrival, cycle))
 
     def _event(self, cycle: int, kind: str, wg: WorkGroup, ap=None, waves=None,
                allocation: _Allocation | None = None, reason: str | None = None) -> None:
@@ -1119,7 +1331,12 @@ class DispatchSimulator:
         total_slots = self.P * self.Q * self.gpu.wave_slots
         interval = self.sample_interval
         next_sample = 0                 # the first sample cycle not yet recorded
+        shared, drain = self.shared, self.gpu.drain
+        running = self.running
         while cycle < limit:
+            if shared:
+                # Finishes before this cycle are final: no dispatch from now on changes them.
+                self._finish_until(cycle - 1)
             released = 0
             while completions and completions[0][0] <= cycle and released != release_limit:
                 self._release(heapq.heappop(completions)[2], cycle)
@@ -1167,10 +1384,19 @@ class DispatchSimulator:
                 counting = splitting and waiting and not matched
                 if counting and cycle + threshold + 1 - self.g < following:
                     following = cycle + threshold + 1 - self.g
+                if shared:
+                    # Nothing is dispatched before `following`, so every wave-group finish
+                    # before it is final: process those whose release would come first.
+                    finish = self._next_finish()
+                    while finish is not None and finish + drain + 1 < following:
+                        self._finish_until(finish)
+                        if completions and completions[0][0] < following:
+                            following = completions[0][0]
+                        finish = self._next_finish()
                 following = max(cycle + 1, following)
                 if counting:
                     self.g += following - cycle - 1
-            if not arrivals and not completions and not has_heads:
+            if not arrivals and not running and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 self._sample(cycle, cycle + 1)
                 break
@@ -1196,6 +1422,7 @@ class DispatchSimulator:
                 waiting_ids.add(original.id)
                 self.waits.append((original.priority, original.channel,
                                    cycles - original.arrival))
+                self._wait_arrivals.append(original.arrival)
         waits_all = [w for _, _, w in self.waits]
         per_priority = {str(p): summary([w for pr, _, w in self.waits if pr == p])
                         for p in range(gpu.priorities)}
@@ -1220,6 +1447,25 @@ class DispatchSimulator:
             if wg.dispatched is not None and wg.id in self.parents:
                 self._violation(f"WG {wg.id} was dispatched whole and split")
         peu_waves = self.peu_waves
+        # Latency (arrival to release) of every submitted WG not rejected; one not finished by
+        # the end counts with its time so far, a lower bound, as a wait does.
+        rejected = {r["id"] for r in self.rejected}
+        finished_arrivals = {wg.id for wg in self.workload if wg.completed is not None}
+        latencies = [(arrival, release - arrival) for arrival, release in self._finished]
+        latencies += [(wg.arrival, cycles - wg.arrival) for wg in self.workload
+                      if wg.id not in finished_arrivals and wg.id not in rejected]
+        warmup = self.warmup
+        window = cycles - warmup
+        steady_done = sum(1 for _, release in self._finished if release > warmup)
+        steady_offered = sum(1 for wg in self.workload if warmup <= wg.arrival < cycles)
+        steady = {
+            "throughput": 1000.0 * steady_done / window if window > 0 else 0.0,
+            "offered": 1000.0 * steady_offered / window if window > 0 else 0.0,
+            "wait": summary([w for (_, _, w), arrival in zip(self.waits, self._wait_arrivals,
+                                                             strict=True)
+                             if arrival >= warmup]),
+            "latency": summary([value for arrival, value in latencies if arrival >= warmup]),
+        }
         return {
             "policy": self.policy.name,
             "cycles": cycles,
@@ -1244,6 +1490,11 @@ class DispatchSimulator:
             "invariant_violations": len(self.counters.violations),
             "violations": self.counters.violations[:20],
             "processed_cycles": self.counters.processed_cycles,
+            "execution": self.execution,
+            "latency": summary([value for _, value in latencies]),
+            "run": summary(self._runs),
+            "makespan": max((release for _, release in self._finished), default=0),
+            "steady": steady,
             "fixed_point": self.widths,
             "series": {"cycle": self.samples["cycle"],
                        "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
@@ -1266,7 +1517,8 @@ def event_columns(peus: int) -> list[str]:
     return (["cycle", "event", "wg", "parent", "channel", "priority", "waves", "vgpr", "sgpr",
              "lds", "independent", "duration", "arrival", "ap"]
             + [f"waves_{q}" for q in range(peus)] + [f"vgpr_start_{q}" for q in range(peus)]
-            + [f"sgpr_start_{q}" for q in range(peus)] + ["lds_start", "reason"])
+            + [f"sgpr_start_{q}" for q in range(peus)] + ["lds_start", "reason", "work",
+                                                            "barrier"])
 
 
 def write_events(path, events, peus: int) -> Path:
@@ -1292,5 +1544,8 @@ def write_events(path, events, peus: int) -> Path:
                 row += ["" if v is None else v for v in sgpr]
                 row.append("" if lds is None else lds)
             row.append(reason or "")
+            # Appended for the shared-issue model and in-order kernels (after the columns
+            # an RTL co-simulation of the fixed model reads).
+            row += [wg.duration if wg.work is None else wg.work, int(wg.barrier)]
             writer.writerow(row)
     return path

@@ -19,11 +19,18 @@ into workgroups for a :class:`~model.dispatch.gpus.GpuPreset`:
   accumulation registers on a GPU without them count as VGPRs. A launch the GPU cannot run
   (too many threads or LDS bytes per WG, NVIDIA's per-block register check) is skipped and
   counted.
-* **Duration** (:func:`workgroup_duration`, the one place to swap for an execution model): the
-  kernel's ``N`` WGs run in ``R = ceil(N / (A x O))`` rounds on ``A`` APs holding ``O`` WGs
-  each (``O`` = :func:`occupancy`, as the model's allocator places the shape), and each WG
-  lasts ``max(1, round(D / R))`` cycles: a GPU that keeps every AP full reproduces the
-  measured kernel time.
+* **Duration** (:func:`workgroup_duration`, the fixed execution model): the kernel's ``N``
+  WGs run in ``R = ceil(N / (A x O))`` rounds on ``A`` APs holding ``O`` WGs each (``O`` =
+  :func:`occupancy`, as the model's allocator places the shape), and each WG lasts
+  ``T = max(1, round(D / R))`` cycles: a GPU that keeps every AP full reproduces the measured
+  kernel time.
+* **Work** (:func:`workgroup_work`, the shared-issue execution model): in such a round an AP
+  holds ``k = min(O, ceil(N / A))`` WGs of ``m`` waves, which the seed's rotated split spreads
+  so that the busiest PEU has ``n = ceil(k m / Q)`` issuing waves, each issuing
+  ``min(1, W / n)`` wave-instructions per cycle (``W`` = issue width); so each wave's work is
+  ``max(1, round((T - drain) x min(n, W) / n))`` wave-instructions, and a round placed that
+  way lasts ``T`` again. Placed worse (more waves on a PEU) it lasts longer; placed better,
+  shorter.
 
 :func:`occupancy` is measured on the model, not computed: a one-AP GPU of the preset receives
 identical WGs that never finish, all at cycle 0, and the WGs it dispatched are counted.
@@ -55,7 +62,7 @@ from model.report import print_table
 
 __all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "KernelWorkload", "adapt", "ns_to_cycles",
            "occupancy", "preset_gpu", "prepare", "print_summary", "resident_workgroups",
-           "trace_scenario", "trace_workload", "workgroup_duration"]
+           "trace_scenario", "trace_workload", "workgroup_duration", "workgroup_work"]
 
 #: The most WGs one conversion makes (about 200 bytes each in the simulator).
 MAX_WORKGROUPS = 2_000_000
@@ -135,6 +142,30 @@ def workgroup_duration(kernel_cycles: int, workgroups: int, aps: int, resident: 
     return max(1, (2 * kernel_cycles + rounds) // (2 * rounds))
 
 
+def workgroup_work(kernel_cycles: int, workgroups: int, aps: int, resident: int, waves: int,
+                   peus: int, issue_width: int = 1, drain: int = 0) -> int:
+    """Wave-instructions each wave of a kernel issues under the shared-issue model, derived
+    from the measured kernel time (module docstring, "Work").
+
+    Each WG of a round lasts ``T`` = :func:`workgroup_duration`; in a round an AP holds
+    ``k = min(resident, ceil(workgroups / aps))`` WGs (at least 1), their waves spread over
+    the ``peus`` PEUs as evenly as the seed's rotated split does, so the busiest PEU has
+    ``n = ceil(k x waves / peus)`` issuing waves, each issuing ``min(1, issue_width / n)``
+    per cycle: the work is ``max(1, round((T - drain) x min(n, issue_width) / n))`` (halves
+    up), so that such a round lasts ``T`` cycles on the model, as it did on the GPU.
+    """
+    for label, value, low in (("waves", waves, 1), ("PEUs", peus, 1),
+                              ("issue width", issue_width, 1), ("drain", drain, 0)):
+        if value < low:
+            raise ValueError(f"{label} must be at least {low}, not {value}")
+    duration = workgroup_duration(kernel_cycles, workgroups, aps, resident)
+    together = max(1, min(resident, -(-workgroups // aps)))
+    issuing = -(-together * waves // peus)
+    issue = max(1, duration - drain)
+    share = min(issuing, issue_width)
+    return max(1, (2 * issue * share + issuing) // (2 * issuing))
+
+
 def ns_to_cycles(nanoseconds: int, clock_mhz: int) -> int:
     """``floor(nanoseconds x clock_mhz / 1000)``: a time since ``t0`` as a cycle number."""
     return nanoseconds * clock_mhz // 1000
@@ -187,7 +218,8 @@ class KernelWorkload:
     workgroups: list[WorkGroup]
     notes: list[str] = field(default_factory=list)
     #: One row per kernel name and shape: name, launches, WGs, threads, waves, VGPR blocks,
-    #: SGPR blocks, LDS blocks, resident WGs per AP, mean WG duration in cycles.
+    #: SGPR blocks, LDS blocks, resident WGs per AP, mean WG duration in cycles (fixed model),
+    #: mean work per wave in wave-instructions (shared-issue model).
     shapes: list[list] = field(default_factory=list)
     channels: dict[tuple, int] = field(default_factory=dict)
 
@@ -199,44 +231,61 @@ def _short(name: str, width: int = 48) -> str:
 
 def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | None = None,
                    horizon: int | None = None, clock_mhz: int | None = None,
-                   priorities=(), policy: PolicyConfig | None = None) -> KernelWorkload:
+                   priorities=(), policy: PolicyConfig | None = None, windows=(),
+                   in_order: bool = True, issue_width: int = 1,
+                   drain: int = 0) -> KernelWorkload:
     """The WGs of launches ``first..last-1`` of ``trace`` on ``preset`` (module docstring).
 
     ``horizon``: WGs arriving at or after this cycle are not made (counted in the notes).
     ``priorities[c]``: channel ``c``'s priority (default 0). ``policy``: the allocator whose
-    occupancy sets the rounds (default the seed's).
+    occupancy sets the rounds (default the seed's). ``windows``: several ``(first, last)``
+    windows instead, each replayed from cycle 0 on channels of its own (concurrent requests).
+    ``in_order``: the first WG of every launch after the first on its channel is a barrier
+    (it waits until the channel's earlier launches completed, as on an in-order HIP stream).
+    ``issue_width``, ``drain``: the GPU's, for each WG's work (:func:`workgroup_work`).
     """
     preset = gpu_preset(preset)
     clock = clock_mhz or preset.clock_mhz
-    window = trace.kernels[first:last]
+    spans = list(windows) or [(first, last)]
     notes = [f"{trace.path.name}: {FORMATS[trace.format]}, {len(trace.kernels)} kernel "
              f"launches"
              + "".join(f"; {count} {reason} skipped" for reason, count in trace.skipped.items())]
-    if not window:
-        raise ConfigError(f"{trace.path}: no kernel launches in the window [{first}, "
-                          f"{'end' if last is None else last}) of {len(trace.kernels)}")
-    ordered = sorted(window, key=lambda kernel: kernel.start_ns)
-    t0 = ordered[0].start_ns
     channels: dict[tuple, int] = {}
     changed: dict[str, int] = {}
     unlaunchable: list[str] = []
-    late_kernels = late_workgroups = 0
+    late_kernels = late_workgroups = launches = 0
     planned = []                            # (arrival, channel, position, kernel, adapted)
-    for position, kernel in enumerate(ordered):
-        arrival = ns_to_cycles(kernel.start_ns - t0, clock)
-        if horizon is not None and arrival >= horizon:
-            late_kernels += 1
-            late_workgroups += kernel.workgroups
-            continue
-        try:
-            adapted = adapt(kernel, preset)
-        except LaunchError as error:
-            unlaunchable.append(f"row {kernel.row} ({_short(kernel.name, 40)}): {error}")
-            continue
-        for change in adapted.changes:
-            changed[change] = changed.get(change, 0) + 1
-        channel = channels.setdefault(kernel.stream, len(channels))
-        planned.append((arrival, channel, position, kernel, adapted))
+    for number, (start, stop) in enumerate(spans):
+        window = trace.kernels[start:stop]
+        if not window:
+            raise ConfigError(f"{trace.path}: no kernel launches in the window [{start}, "
+                              f"{'end' if stop is None else stop}) of {len(trace.kernels)}")
+        launches += len(window)
+        ordered = sorted(window, key=lambda kernel: kernel.start_ns)
+        t0 = ordered[0].start_ns
+        for kernel in ordered:
+            position = len(planned) + late_kernels + len(unlaunchable)
+            arrival = ns_to_cycles(kernel.start_ns - t0, clock)
+            if horizon is not None and arrival >= horizon:
+                late_kernels += 1
+                late_workgroups += kernel.workgroups
+                continue
+            try:
+                adapted = adapt(kernel, preset)
+            except LaunchError as error:
+                unlaunchable.append(f"row {kernel.row} ({_short(kernel.name, 40)}): {error}")
+                continue
+            for change in adapted.changes:
+                changed[change] = changed.get(change, 0) + 1
+            key = (number, kernel.stream) if len(spans) > 1 else kernel.stream
+            channel = channels.setdefault(key, len(channels))
+            planned.append((arrival, channel, position, kernel, adapted))
+        span = ordered[-1].start_ns + ordered[-1].duration_ns - t0
+        streams = len({kernel.stream for kernel in window})
+        notes.append(f"window{f' {number}' if len(spans) > 1 else ''}: launches {start}.."
+                     f"{start + len(window) - 1}, {span / 1000:,.1f} us from its first start; "
+                     f"{clock} MHz -> {ns_to_cycles(span, clock):,} cycles; {streams} "
+                     f"stream(s), one channel each")
     total = sum(kernel.workgroups for _, _, _, kernel, _ in planned)
     if total > MAX_WORKGROUPS:
         raise ConfigError(f"{trace.path}: the window holds {total:,} WGs arriving before the "
@@ -245,31 +294,37 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
     planned.sort(key=lambda item: (item[0], item[1], item[2]))
     workgroups: list[WorkGroup] = []
     shapes: dict[tuple, list] = {}
+    started: set[int] = set()
     for arrival, channel, _, kernel, adapted in planned:
         shape = adapted.shape
         resident = resident_workgroups(preset, shape, policy)
-        duration = workgroup_duration(_duration_cycles(kernel.duration_ns, clock),
-                                      kernel.workgroups, preset.aps, resident)
+        kernel_cycles = _duration_cycles(kernel.duration_ns, clock)
+        duration = workgroup_duration(kernel_cycles, kernel.workgroups, preset.aps, resident)
+        work = workgroup_work(kernel_cycles, kernel.workgroups, preset.aps, resident,
+                              shape.waves, preset.peus, issue_width, drain)
         priority = priorities[channel] if channel < len(priorities) else 0
-        for _ in range(kernel.workgroups):
+        barrier = in_order and channel in started
+        started.add(channel)
+        for index in range(kernel.workgroups):
             workgroups.append(WorkGroup(
                 id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
                 vgpr=shape.vgpr, sgpr=shape.sgpr, lds=shape.lds, duration=duration,
-                independent=False, arrival=arrival))
+                independent=False, arrival=arrival, work=work,
+                barrier=barrier and index == 0))
         key = (_short(kernel.name), shape)
         row = shapes.setdefault(key, [key[0], 0, 0, kernel.threads, shape.waves, shape.vgpr,
-                                      shape.sgpr, shape.lds, resident, 0])
+                                      shape.sgpr, shape.lds, resident, 0, 0])
         row[1] += 1
         row[2] += kernel.workgroups
         row[9] += duration * kernel.workgroups
+        row[10] += work * kernel.workgroups
     for row in shapes.values():
         row[9] = row[9] / row[2]
-    span = ordered[-1].start_ns + ordered[-1].duration_ns - t0
-    notes.append(f"window: launches {first}..{first + len(window) - 1}, {span / 1000:,.1f} us "
-                 f"from the first start; {clock} MHz -> {ns_to_cycles(span, clock):,} cycles; "
-                 f"{len(channels)} channel(s) (one per stream)")
+        row[10] = row[10] / row[2]
     notes.append(f"{len(planned)} launches -> {len(workgroups):,} WGs on {preset.name} "
-                 f"({preset.aps} APs x {preset.peus} PEUs)")
+                 f"({preset.aps} APs x {preset.peus} PEUs), {len(channels)} channel(s)"
+                 + ("; each launch waits for the previous one on its stream (in order)"
+                    if in_order else "; launches of a stream may overlap (in_order = false)"))
     if late_kernels:
         notes.append(f"{late_kernels} launches ({late_workgroups:,} WGs) start at or after the "
                      f"cycle limit {horizon:,}: not made")
@@ -293,9 +348,14 @@ def prepare(scenario: Scenario, cycles: int | None = None
     limit = cycles or scenario.cycles
     converted = trace_workload(trace, source.preset, first=source.first, last=source.last,
                                horizon=limit, clock_mhz=source.clock_mhz,
-                               priorities=tuple(c.priority for c in scenario.channels))
-    return (replace(scenario, workgroups=tuple(converted.workgroups), cycles=limit),
-            converted)
+                               priorities=tuple(c.priority for c in scenario.channels),
+                               windows=source.windows, in_order=source.in_order,
+                               issue_width=scenario.gpu.issue_width, drain=scenario.gpu.drain)
+    windows = [0] * len(converted.channels)
+    for key, channel in converted.channels.items():
+        windows[channel] = key[0] if source.windows else 0
+    return (replace(scenario, workgroups=tuple(converted.workgroups), cycles=limit,
+                    channel_windows=tuple(windows), stagger=source.stagger), converted)
 
 
 def trace_scenario(path, preset: str, *, format: str | None = None,  # noqa: A002
@@ -322,5 +382,5 @@ def print_summary(converted: KernelWorkload, title: str) -> None:
         print(f"  {note}")
     print_table(f"{title}: kernel shapes as the model's blocks",
                 ["kernel", "launches", "WGs", "threads", "waves", "VGPR blk", "SGPR blk",
-                 "LDS blk", "WGs/AP", "WG cycles"],
+                 "LDS blk", "WGs/AP", "WG cycles", "work/wave"],
                 sorted(converted.shapes, key=lambda row: -row[2]))

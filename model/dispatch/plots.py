@@ -9,14 +9,17 @@ claims (:func:`plot_scenario`).
 3. waves received per PEU (sorted), relative to the mean: embodiment 8's balance;
 4. and 5. the coefficient of variation across APs of resource use and of instruction power
    over time (thin), with each run's time average (dashed): embodiments 9 and 10;
-6. the claims: for each claim's metric, every policy's value relative to the claim's
-   baseline, in per cent, each bar labelled, so a 1-2 % difference can be read.
+6. the claims these runs can show (under the runs' execution model, at the load as
+   written): for each claim's metric, every policy's value relative to the claim's baseline,
+   in per cent, each bar labelled, so a 1-2 % difference can be read. The claims over seeds,
+   loads and execution models are the command's claims table.
 """
 
 from pathlib import Path
 
 import numpy as np
 
+from model.dispatch.config import LOAD_AS_WRITTEN
 from model.report import figure, save_figure
 
 __all__ = ["plot_scenario"]
@@ -110,9 +113,17 @@ def _metric(results: dict, path: str) -> float:
     return float(node)
 
 
+def _shown(scenario, claim, results: dict) -> bool:
+    """Whether this scenario's runs measure ``claim``: its execution model, load as written."""
+    first = next(iter(results.values()), {})
+    execution = first.get("execution", scenario.execution)
+    return (claim.execution or scenario.execution) == execution and \
+        LOAD_AS_WRITTEN in claim.loads
+
+
 def _claims(axis, scenario, results: dict) -> None:
     claims, seen = [], set()
-    for claim in scenario.claims:
+    for claim in (c for c in scenario.claims if _shown(scenario, c, results)):
         # Claims that share a metric and a baseline share one group of bars.
         if claim.policy in results and claim.baseline in results and \
                 (claim.metric, claim.baseline) not in seen:
@@ -120,7 +131,9 @@ def _claims(axis, scenario, results: dict) -> None:
             claims.append(claim)
     policies = {c.policy for c in scenario.claims}
     if not claims:
-        axis.text(0.5, 0.5, "no claim in this scenario", ha="center", va="center")
+        text = ("no claim in this scenario" if not scenario.claims else
+                "its claims are under another execution model or load:\nsee the claims table")
+        axis.text(0.5, 0.5, text, ha="center", va="center")
         axis.set_axis_off()
         return
     names = list(results)

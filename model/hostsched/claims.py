@@ -9,6 +9,7 @@ threads to instances, so a claim over seeds is a claim over bindings too.
 import dataclasses
 import random
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from model.hostsched.config import Scenario
@@ -101,24 +102,39 @@ CLAIMS = (
 )
 
 
+def expected_us(workload, system) -> int:
+    """A run's length, roughly (for a progress bar): the later of the last arrival and every
+    sub-task's time spread over the instances."""
+    subtasks = workload.subtasks
+    return max(max((sub.arrival + sub.duration for sub in subtasks), default=1),
+               sum(sub.duration for sub in subtasks) // system.instances)
+
+
 def run_policies(scenario: Scenario, seed: int, *, scale: float = 1.0,
                  policies: Sequence[str] | None = None, events: list | None = None,
-                 check: bool = True) -> dict[str, dict]:
+                 check: bool = True, bar=None, on_result=None) -> dict[str, dict]:
     """``{policy: metrics}`` for the scenario's policies (or ``policies``) on its workload
     drawn with ``seed`` (and, with a random binding, the binding drawn with it too).
     ``events`` collects every event, each prefixed with the policy's name; ``check`` runs
     the invariant checker. Keys starting with ``_`` carry per-thread and per-instance data
-    for the plots."""
+    for the plots. ``bar`` (a :class:`model.report.RunProgress`) shows each run's simulated
+    time; ``on_result(policy, metrics)`` is called as each run finishes."""
     workload = generate_workload(scenario, random.Random(seed), scale=scale)
     results = {}
     for policy in make_policies(scenario, len(workload.threads), seed=seed):
         if policies is not None and policy.name not in policies:
             continue
         log = [] if events is not None else None
-        outcome = simulate(workload, scenario.system, policy, debug=check,
-                           pack_gb_s=scenario.pack_gb_s, refill_us=scenario.refill_us,
-                           events=log)
+        running = (nullcontext(None) if bar is None else
+                   bar.run(f"{scenario.name} {policy.name}", unit="us",
+                           expected=expected_us(workload, scenario.system)))
+        with running as tick:
+            outcome = simulate(workload, scenario.system, policy, debug=check,
+                               pack_gb_s=scenario.pack_gb_s, refill_us=scenario.refill_us,
+                               events=log, progress=tick)
         metrics = outcome.metrics()
+        if on_result is not None:
+            on_result(policy.name, dict(metrics))
         metrics["_thread_done"] = outcome.thread_done
         metrics["_thread_priority"] = outcome.thread_priority
         metrics["_useful_per_instance"] = [compute / outcome.makespan if outcome.makespan

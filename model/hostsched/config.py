@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import Fields, load_toml
+from model.config import Budget, Fields, load_toml
 
-__all__ = ["BINDINGS", "FRAME_BYTES_1080P", "LINK_GB_S", "ORDERS", "QUICK_SCALE",
-           "SEGMENT_BYTES", "SHIP_STATE", "STATE_BYTES", "Scenario", "SystemParams",
-           "ThreadGroup", "load_scenario"]
+__all__ = ["BINDINGS", "FRAME_BYTES_1080P", "LINK_GB_S", "MAX_SUBTASKS", "ORDERS",
+           "QUICK_SCALE", "SEGMENT_BYTES", "SHIP_STATE", "STATE_BYTES", "Scenario",
+           "SystemParams", "ThreadGroup", "load_scenario"]
 
 #: The thread orders of the seed's order table.
 ORDERS = ("arrival", "priority")
@@ -42,6 +42,9 @@ SEGMENT_BYTES = 1_000_000
 #: PCI Express 3.0 x16 (the link of common FPGA accelerator cards), one direction: 8 GT/s
 #: per lane, 128b/130b, 0.985 GB/s per lane, 15.75 GB/s for 16 lanes (PCI-SIG).
 LINK_GB_S = 15.75
+#: The most sub-tasks a scenario may make (refused at load time, naming the field): a run
+#: simulates 100 000 to 300 000 sub-tasks a second, so this keeps one within a minute or so.
+MAX_SUBTASKS = 2_000_000
 
 #: Workload scale of ``--quick`` (tasks per thread are multiplied by it, at least 1).
 QUICK_SCALE = 0.25
@@ -197,6 +200,8 @@ def load_scenario(path) -> Scenario:
     binding = static.str("binding", "random", choices=BINDINGS)
     static.done()
     groups = []
+    subtasks = Budget(MAX_SUBTASKS, "sub-tasks (count x most tasks x most subtasks)",
+                      "a run this size would take hours")
     for table in root.tables("threads"):
         groups.append(ThreadGroup(
             count=table.int("count", 1, minimum=1),
@@ -209,6 +214,8 @@ def load_scenario(path) -> Scenario:
             priority=table.int("priority", 0, minimum=0, maximum=15),
         ))
         table.done()
+        group = groups[-1]
+        subtasks.charge(table, "count", group.count * group.tasks[1] * group.subtasks[1])
     if not groups:
         raise root.error("threads", "must list at least one thread group")
     root.done()

@@ -204,6 +204,11 @@ class SeedBatchDispatch(Policy):
         return thread
 
 
+def policy_names(scenario: Scenario) -> list[str]:
+    """The names of :func:`make_policies`' policies, in table order (no workload needed)."""
+    return [*(f"seed003-{order}" for order in scenario.orders), "static-rr", "work-queue"]
+
+
 def make_policies(scenario: Scenario, threads: int | None = None, *, seed: int = 1
                   ) -> list[Policy]:
     """Fresh policies for one run each: the seed's (one per order) and the two baselines.

@@ -282,7 +282,7 @@ class _Engine:
         heapq.heappush(self.events, (time, kind, self.sequence, payload))
         self.sequence += 1
 
-    def run(self) -> None:
+    def run(self, progress=None) -> None:
         for thread, state in enumerate(self.threads):
             if state.subtasks:
                 self.push(state.subtasks[0].arrival, _WAKE, thread)
@@ -293,6 +293,8 @@ class _Engine:
             if self.max_time is not None and now > self.max_time:
                 break
             self.now = now
+            if progress is not None:
+                progress(now)
             ready: list[int] = []
             while self.events and self.events[0][0] == now:
                 _, kind, _, payload = heapq.heappop(self.events)
@@ -469,7 +471,7 @@ class _Engine:
 
 def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug: bool = True,
              max_time_us: int | None = None, pack_gb_s: float = 0.0, refill_us: int = 0,
-             events: list | None = None) -> RunResult:
+             events: list | None = None, progress=None) -> RunResult:
     """Run ``policy`` (a fresh instance) on ``workload`` until every sub-task has finished,
     or until ``max_time_us`` (then ``unfinished`` counts what was left). With ``debug`` the
     :class:`InvariantChecker` watches the run and a run that strands sub-tasks raises.
@@ -478,7 +480,8 @@ def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug:
     from the scenario's ``[dispatch]``). ``events``, when given, receives every event as
     ``(time_us, event, thread, task, part, instance, detail)``: take (a sub-task enters the
     dispatcher's queue), batch (the seed's refill and its cost), start, finish, spill,
-    result (a task's result read); -1 where a field does not apply."""
+    result (a task's result read); -1 where a field does not apply. ``progress``, when given,
+    is called with the simulated time (us) at every event."""
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, not {workload!r}")
     if not isinstance(system, SystemParams):
@@ -489,5 +492,5 @@ def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug:
         raise ValueError(f"refill_us must be an integer >= 0, not {refill_us!r}")
     engine = _Engine(workload, system, policy, debug, max_time_us, pack_gb_s, events,
                      refill_us)
-    engine.run()
+    engine.run(progress)
     return engine.result()

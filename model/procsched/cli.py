@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import select_policies
 from model.config import ConfigError
 from model.procsched.claims import (
     CLAIM_HEADERS,
@@ -25,7 +26,7 @@ from model.procsched.config import PRIORITY_RULES, RELOAD_RULES, Scenario
 from model.procsched.policies import make_policy, switch_cost_for
 from model.procsched.sim import measure, simulate
 from model.procsched.workload import generate_tasks
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, figure, print_table, save_figure
 
 __all__ = ["add_arguments", "run"]
 
@@ -141,6 +142,11 @@ def _write_events(path: Path, rows: list) -> None:
         writer = csv.writer(file)
         writer.writerow(_EVENT_FIELDS)
         writer.writerows(rows)
+def _expected_us(specs) -> int:
+    """A run's simulated length, roughly (for the progress bar): the later of the last
+    arrival and all the work done back to back."""
+    return max(max((spec.arrival_us + spec.work_us for spec in specs), default=1),
+               sum(spec.work_us for spec in specs))
 
 
 def run(args) -> int:
@@ -154,28 +160,47 @@ def run(args) -> int:
                                                 getattr(args, "priority_rule", None)))
                  if value is not None}
     scenarios = [dataclasses.replace(scenario, **overrides) for scenario in scenarios]
+    chosen = select_policies(args, {str(path): scenario.policies
+                                    for path, scenario in zip(args.config, scenarios,
+                                                              strict=True)})
+    files = {scenario.name: path for path, scenario in zip(args.config, scenarios, strict=True)}
+    scenarios = [scenario for path, scenario in zip(args.config, scenarios, strict=True)
+                 if chosen[str(path)]]
     scale = QUICK_SCALE if args.quick else 1.0
     events_path = getattr(args, "events", None)
-    results: dict[str, dict] = {}
     event_rows: list = []
-    workloads = {}
-    for scenario in progress(scenarios, "procsched", quiet=args.quiet):
-        specs = generate_tasks(scenario, random.Random(args.seed), scale=scale)
-        workloads[scenario.name] = specs
-        window = max(1, round(scenario.fairness_window_us * scale))
-        runs, mean_slice = {}, None
-        for policy in scenario.policies:
-            outcome = simulate(specs, make_policy(policy, scenario, mean_slice_us=mean_slice),
-                               switch_cost_for(policy, scenario), name=policy, check=True,
-                               events=events_path is not None)
-            runs[policy] = measure(outcome, window)
+    workloads = {scenario.name: generate_tasks(scenario, random.Random(args.seed), scale=scale)
+                 for scenario in scenarios}
+    jobs = [(scenario, policy) for scenario in scenarios
+            for policy in chosen[str(files[scenario.name])]]
+    results: dict[str, dict] = {scenario.name: {} for scenario in scenarios}
+    mean_slices: dict[str, int | None] = {}
+    record = args.record
+    with RunProgress("procsched", runs=len(jobs), quiet=args.quiet) as bar:
+        for scenario, policy in jobs:
+            specs = workloads[scenario.name]
+            window = max(1, round(scenario.fairness_window_us * scale))
+            if policy == "timeshare-mean" and scenario.name not in mean_slices:
+                # Round-robin at the seed's own mean slice needs the seed's run first.
+                outcome = simulate(specs, make_policy("seed", scenario),
+                                   switch_cost_for("seed", scenario), name="seed", check=True)
+                mean_slices[scenario.name] = measure(outcome, window)["mean_slice_us"]
+            with bar.run(f"{scenario.name} {policy}", expected=_expected_us(specs),
+                         unit="us") as tick:
+                outcome = simulate(specs, make_policy(policy, scenario,
+                                                      mean_slice_us=mean_slices.get(
+                                                          scenario.name)),
+                                   switch_cost_for(policy, scenario), name=policy, check=True,
+                                   events=events_path is not None, progress=tick)
+            metrics = measure(outcome, window)
             if policy == "seed":
-                mean_slice = runs[policy]["mean_slice_us"]
+                mean_slices[scenario.name] = metrics["mean_slice_us"]
             if outcome.events is not None:
                 event_rows += [(scenario.name, policy, *event) for event in outcome.events]
-        results[scenario.name] = runs
-    report = {"subcommand": "procsched", "seed": args.seed, "quick": bool(args.quick),
-              "scenarios": []}
+            results[scenario.name][policy] = metrics
+            record.add(scenario.name, policy, _json_metrics(metrics),
+                       file=files[scenario.name])
+    record.note(quick=bool(args.quick))
     for scenario in scenarios:
         runs = results[scenario.name]
         specs = workloads[scenario.name]
@@ -193,7 +218,7 @@ def run(args) -> int:
                     [_row(metrics, scenario.t0_us) for metrics in runs.values()],
                     caption=caption)
         _plot(scenario, runs, Path(args.plots) / f"procsched_{scenario.name}.png")
-        report["scenarios"].append({
+        record.scenario(scenario.name, {
             "name": scenario.name, "description": scenario.description,
             "tasks": len(specs), "switch_cost_us": gpu.switch_cost_us,
             "device_switch_us": gpu.device_switch_us, "cache_load_us": gpu.transfer_us,
@@ -201,9 +226,8 @@ def run(args) -> int:
             "t0_us": scenario.t0_us, "reload": scenario.reload,
             "priority_rule": scenario.priority_rule,
             "timeshare_slice_us": scenario.timeshare_slice_us,
-            "policies": {name: {**metrics, "per_priority": {
-                str(level): entry for level, entry in metrics["per_priority"].items()}}
-                for name, metrics in runs.items()}})
+            "policies": {name: _json_metrics(metrics) for name, metrics in runs.items()}},
+            file=files[scenario.name])
     seeds = getattr(args, "seeds", 5)
     claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, scale=scale)
     if claims:
@@ -212,9 +236,13 @@ def run(args) -> int:
                     claim_rows(claims))
         print_table("procsched: each claim with the parameter it leans on changed",
                     SENSITIVITY_HEADERS, sensitivity_rows(claims))
-    report["claims"] = claims
+    record.note(claims=claims)
     if events_path is not None:
         _write_events(events_path, event_rows)
-    if args.json is not None:
-        write_json(args.json, report)
     return 0
+
+
+def _json_metrics(metrics: dict) -> dict:
+    """``metrics`` with the per-priority keys as strings, as JSON has them."""
+    return {**metrics, "per_priority": {str(level): entry
+                                        for level, entry in metrics["per_priority"].items()}}

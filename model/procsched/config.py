@@ -6,13 +6,19 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import Fields, load_toml
+from model.config import Budget, Fields, load_toml
 
 __all__ = ["HOST_GB_S", "POLICIES", "PRIORITY_LEVELS", "PRIORITY_RULES", "RELOAD_RULES",
            "SAVE_PATHS", "GpuContext", "Scenario", "TaskGroup"]
 
 #: 4-bit priority: 0 is the highest of 16 levels (the seed's first to sixteenth priority).
 PRIORITY_LEVELS = 16
+
+#: The largest workload a scenario may make (refused at load time, naming the field): a run
+#: simulates about 200 000 slices a second, so these keep one within a minute or two.
+MAX_TASKS = 100_000
+MAX_SLICES = 10_000_000
+MAX_WINDOW_CELLS = 20_000_000
 
 #: Every policy a scenario can run, in table order. ``timeshare-mean`` is round-robin at the
 #: mean slice the seed's scheduler ran on the same workload, so it needs ``seed`` before it.
@@ -203,11 +209,17 @@ class Scenario:
         cfs_latency_us = table.int("sched_latency_us", 40_000, minimum=1)
         cfs_min_granularity_us = table.int("min_granularity_us", 10_000, minimum=1)
         table.done()
-        table = root.table("metrics", {})
-        fairness_window_us = table.int("fairness_window_us", 1_000_000, minimum=1)
-        table.done()
+        metrics = root.table("metrics", {})
+        fairness_window_us = metrics.int("fairness_window_us", 1_000_000, minimum=1)
+        metrics.done()
 
         groups = []
+        # Caps that keep a run within minutes: the slices estimate every task's largest work
+        # cut into the shortest slice any policy is configured with.
+        shortest_slice = min(t0_us, timeshare_slice_us, cfs_min_granularity_us)
+        tasks = Budget(MAX_TASKS, "tasks", "a run this size would take hours")
+        slices = Budget(MAX_SLICES, "slices of the shortest configured slice "
+                        f"({shortest_slice} us)", "a run this size would take hours")
         for group in root.tables("tasks"):
             low, high = group.int_list("work_us", length=2, minimum=1)
             if low > high:
@@ -221,8 +233,19 @@ class Scenario:
                 spacing=group.str("spacing", "fixed", choices=("fixed", "poisson")),
                 work_us=(low, high)))
             group.done()
+            tasks.charge(group, "count", groups[-1].count)
+            slices.charge(group, "work_us", groups[-1].count * -(-high // shortest_slice))
         if not groups:
             raise root.error("tasks", "must list at least one task group ([[tasks]])")
+        # The fairness metric keeps one number per task and window.
+        horizon = (max(g.arrival_us + (g.count - 1) * g.spacing_us for g in groups)
+                   + sum(g.count * g.work_us[1] for g in groups))
+        cells = tasks.total * (horizon // fairness_window_us + 1)
+        if cells > MAX_WINDOW_CELLS:
+            raise metrics.error("fairness_window_us", f"of {fairness_window_us} us cuts a run "
+                              f"of up to {horizon:,} us into windows that make {cells:,} "
+                              f"task-windows; at most {MAX_WINDOW_CELLS:,} are accepted "
+                              f"(a longer window, or fewer tasks)")
         root.done()
         return cls(name=name, description=description, gpu=gpu, cache_tasks=cache_tasks,
                    t0_us=t0_us, reload=reload, priority_rule=priority_rule,

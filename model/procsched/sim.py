@@ -121,7 +121,7 @@ def _check_run_arguments(specs, switch_cost_us) -> None:
 
 
 def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: str = "",
-             check: bool = True, events: bool = False) -> Result:
+             check: bool = True, events: bool = False, progress=None) -> Result:
     """Run ``specs`` through ``policy`` until every task has completed.
 
     A step: admit the arrivals due; ask the policy for a pick (none: the GPU idles until the
@@ -133,7 +133,8 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     ``length / n`` (equal share within a priority; see :func:`measure`). ``check`` runs
     :func:`check_invariants` on the result (tests always do); ``events`` keeps a per-event
     log in ``Result.events`` (``(time_us, event, task_id, priority, duration_us, detail)``:
-    arrive, cache_load, switch, slice, complete).
+    arrive, cache_load, switch, slice, complete). ``progress``, when given, is called with the
+    simulated time (us) at every step.
 
     Raises ``TypeError``/``ValueError`` for specs that are not :class:`TaskSpec` or repeat an
     id, and for a negative or non-integer switch cost.
@@ -167,6 +168,8 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     # reaching it means a policy never finishes (a bug, reported rather than spun on).
     steps_left = sum(spec.work_us for spec in specs) + 2 * len(tasks) + 1
     while unfinished:
+        if progress is not None:
+            progress(now)
         steps_left -= 1
         if steps_left < 0:
             raise RuntimeError(f"{result.policy}: no progress after every step a correct "

@@ -56,7 +56,8 @@ def _arbiter(**changes) -> Callable[[Scenario], Scenario]:
         scenario, arbiter=dataclasses.replace(scenario.arbiter, **changes))
 
 
-_ONE_CLOCK = Variant("weight update in 1 clock (the RTL: 9)", _arbiter(weight_update_clocks=1))
+_ONE_CLOCK = Variant("weight update in 1 clock (the RTL: 6 per slot)",
+                     _arbiter(weight_update_clocks=1))
 _PER_JOB = Variant("per-job gate ([0096])", _scheduler(gate="per-job"))
 
 #: The claims ``make sim`` measures, in table order; values in the metric's unit.

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli import select_policies
 from model.config import ConfigError
-from model.report import figure, print_table, progress, save_figure, write_json
+from model.report import RunProgress, figure, print_table, save_figure
 from model.tasksched.claims import (
     CLAIM_HEADERS,
     SENSITIVITY_HEADERS,
@@ -62,14 +63,14 @@ def _row(result: dict) -> list:
 
 
 def _caption(by_policy: dict) -> str:
-    first = by_policy[POLICIES[0]]
+    first = next(iter(by_policy.values()))
     parts = ["DF: the seed's delay-factor arbiter; FIFO: FIFO per class, round-robin across "
              "classes; SWRR: smooth weighted round-robin",
              f"{first['admitted']} tasks admitted; resv idle: processor time held idle by "
              f"reservations; lat: arrival to completion, beats; share "
              f"err: largest |achieved - configured| share of a stream within its class, pp; "
              f"task err: the same per task (>= {MIN_SHARE_ROUNDS} rounds); lag: jobs"]
-    for policy in POLICIES:
+    for policy in by_policy:
         unfinished = by_policy[policy]["unfinished"]
         if unfinished:
             parts.append(f"{POLICY_SHORT[policy]}: {len(unfinished)} tasks unfinished at beat "
@@ -88,14 +89,15 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
     fig, (shares, latency, failures) = figure(1, 3, figsize=(17, 4.8))
     names = [stream.name for stream in scenario.streams]
     positions = np.arange(len(names))
-    width = 0.8 / len(POLICIES)
-    for index, policy in enumerate(POLICIES):
+    policies = list(results)
+    width = 0.8 / len(policies)
+    for index, policy in enumerate(policies):
         streams = results[policy]["streams"]
         error = [100 * (streams[n]["achieved_share"] - streams[n]["configured_share"])
                  for n in names]
         mean = [streams[n]["latency"]["mean"] for n in names]
         p99 = [streams[n]["latency"]["p99"] for n in names]
-        offset = positions + (index - (len(POLICIES) - 1) / 2) * width
+        offset = positions + (index - (len(policies) - 1) / 2) * width
         label = f"{POLICY_LABELS[policy]} ({results[policy]['schedule_failures']} failures)"
         shares.bar(offset, error, width, label=POLICY_LABELS[policy])
         latency.bar(offset, mean, width, label=POLICY_LABELS[policy])
@@ -103,7 +105,8 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
         bars = failures.bar(offset, [streams[n]["failures"] for n in names], width,
                             label=label)
         failures.bar_label(bars, fontsize=7)
-    rejected = {entry["task"].split("#")[0] for entry in results[POLICIES[0]]["rejected"]}
+    rejected = {entry["task"].split("#")[0]
+                for entry in next(iter(results.values()))["rejected"]}
     for axis in (shares, latency, failures):
         axis.set_xticks(positions, [f"{n}\nw {s.weight} {s.task_class}\n{s.processor}"
                                     + ("\nrejected" if n in rejected else "")
@@ -123,7 +126,7 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
                        + ", ".join(f"{count} {kind}" for kind, count in counts.items()),
                        fontsize=9)
     most = max(max(results[policy]["streams"][n]["failures"] for n in names)
-               for policy in POLICIES)
+               for policy in results)
     failures.set_ylim(0, 1.4 * most + 1)            # room for the legend above the bars
     failures.legend(fontsize=7, loc="upper left")
     shares.legend(fontsize=7)
@@ -135,6 +138,13 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
 
 _EVENT_FIELDS = ("scenario", "policy", "beat", "event", "task", "stream", "processor",
                  "detail")
+def _expected_beats(scenario: Scenario, tasks) -> int:
+    """A run's length in beats, roughly (for the progress bar): the later of the last arrival
+    and every job's beats spread over the processors."""
+    processors = sum(group.count for group in scenario.processors)
+    work = sum(sum(task.durations) for task in tasks) // max(1, processors)
+    return min(scenario.scheduler.max_beats,
+               max(max((task.arrival for task in tasks), default=1), work))
 
 
 def run(args) -> int:
@@ -143,25 +153,35 @@ def run(args) -> int:
     scenarios = [load_scenario(path) for path in args.config]
     if not scenarios:
         raise ConfigError("no scenario files given (configs/tasksched/*.toml is empty)")
+    files = dict(zip((scenario.name for scenario in scenarios), args.config, strict=True))
+    chosen = select_policies(args, {scenario.name: POLICIES for scenario in scenarios})
+    scenarios = [scenario for scenario in scenarios if chosen[scenario.name]]
     workloads = {scenario.name: build_workload(scenario, args.seed, quick=args.quick)
                  for scenario in scenarios}
-    runs = [(scenario, policy) for scenario in scenarios for policy in POLICIES]
+    runs = [(scenario, policy) for scenario in scenarios for policy in chosen[scenario.name]]
     events_path = getattr(args, "events", None)
     event_rows: list = []
     results: dict[str, dict] = {scenario.name: {} for scenario in scenarios}
-    for scenario, policy in progress(runs, "tasksched", quiet=args.quiet):
-        events = [] if events_path is not None else None
-        results[scenario.name][policy] = simulate(scenario, policy,
-                                                  tasks=workloads[scenario.name],
-                                                  events=events)
-        if events is not None:
-            event_rows += [(scenario.name, policy, *event) for event in events]
+    record = args.record
+    with RunProgress("tasksched", runs=len(runs), quiet=args.quiet) as bar:
+        for scenario, policy in runs:
+            tasks = workloads[scenario.name]
+            events = [] if events_path is not None else None
+            with bar.run(f"{scenario.name} {policy}", expected=_expected_beats(scenario, tasks),
+                         unit="beats") as tick:
+                result = simulate(scenario, policy, tasks=tasks, events=events, progress=tick)
+            results[scenario.name][policy] = result
+            record.add(scenario.name, policy, result, file=files[scenario.name])
+            if events is not None:
+                event_rows += [(scenario.name, policy, *event) for event in events]
+    record.note(quick=bool(args.quick))
     for scenario in scenarios:
         by_policy = results[scenario.name]
         print_table(f"tasksched {scenario.name}: {scenario.description}", _HEADERS,
-                    [_row(by_policy[policy]) for policy in POLICIES],
+                    [_row(by_policy[policy]) for policy in by_policy],
                     caption=_caption(by_policy))
         _plot(scenario, by_policy, Path(args.plots) / f"tasksched_{scenario.name}.png")
+        record.scenario(scenario.name, {"policies": by_policy}, file=files[scenario.name])
     seeds = getattr(args, "seeds", 5)
     claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, quick=args.quick)
     if claims:
@@ -170,15 +190,11 @@ def run(args) -> int:
                     claim_rows(claims))
         print_table("tasksched: each claim with the parameter it leans on changed",
                     SENSITIVITY_HEADERS, sensitivity_rows(claims))
+    record.note(claims=claims)
     if events_path is not None:
         events_path.parent.mkdir(parents=True, exist_ok=True)
         with events_path.open("w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(_EVENT_FIELDS)
             writer.writerows(event_rows)
-    if args.json is not None:
-        write_json(args.json, {"seed": args.seed, "quick": args.quick,
-                               "scenarios": {name: {"policies": by_policy}
-                                             for name, by_policy in results.items()},
-                               "claims": claims})
     return 0

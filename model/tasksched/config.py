@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.arbiter import MAX_TASKS, MAX_WEIGHT, ArbiterParams
-from model.config import ConfigError, Fields, load_toml
+from model.config import Budget, ConfigError, Fields, load_toml
 
 __all__ = [
     "ARRIVALS",
     "GATES",
     "MATCHING",
+    "MAX_BEATS",
     "MAX_JOBS",
+    "MAX_STREAM_TASKS",
+    "MAX_TOTAL_JOBS",
     "MIN_SHARE_ROUNDS",
     "POLICIES",
     "POLICY_LABELS",
@@ -63,6 +66,12 @@ MATCHING = ("reserve", "count")
 GATES = ("all", "per-job")
 
 MAX_JOBS = 1 << 16
+
+#: The largest run a scenario may ask for (refused at load time, naming the field): the model
+#: simulates some 40 000 busy beats a second, so these keep a run within minutes.
+MAX_BEATS = 10_000_000
+MAX_STREAM_TASKS = 100_000
+MAX_TOTAL_JOBS = 2_000_000
 
 #: Tasks (and streams) that competed in fewer grant rounds than this are left out of the share
 #: errors: with a handful of rounds one grant more or less is a large fraction.
@@ -134,11 +143,12 @@ class SchedulerConfig:
 class SchedulerArbiterParams(ArbiterParams):
     """:class:`model.arbiter.ArbiterParams` with the weight-update delay as a knob.
 
-    ``weight_update_clocks`` is how many clocks after a slot write the new expected weights
-    take effect (``write_ready`` low meanwhile). 0 keeps the RTL's restoring divider,
-    ``weight_bits + 1`` clocks (9 for the seed's 8 bits); 1 is a one-clock divider, the
-    figure the RTL-integration work aims at. The knob lives here, on the system model's
-    side, so that the arbiter's own model stays the RTL's exact image.
+    ``weight_update_clocks`` is how many clocks the arbiter's divider spends on one slot
+    after a write (its turn; the new expected weight takes effect at its end). 0 keeps the
+    RTL's background divider, :attr:`ArbiterParams.divider_clocks` per slot (6 for the
+    seed's 8 bits: two quotient bits per clock); 1 is an ideal one-clock divider. The knob
+    lives here, on the system model's side, so that the arbiter's own model stays the RTL's
+    exact image.
     """
 
     weight_update_clocks: int = 0
@@ -204,7 +214,7 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
         register_beats=table.int("register_beats", 2, minimum=1),
         cache_entries=table.int("cache_entries", 16, minimum=1),
         match_jobs_per_beat=table.int("match_jobs_per_beat", 64, minimum=1),
-        max_beats=table.int("max_beats", 200_000, minimum=1),
+        max_beats=table.int("max_beats", 200_000, minimum=1, maximum=MAX_BEATS),
         matching=table.str("matching", "reserve", choices=MATCHING),
         gate=table.str("gate", "all", choices=GATES),
     )
@@ -246,6 +256,9 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
 
     streams = []
     names = set()
+    task_budget = Budget(MAX_STREAM_TASKS, "tasks", "a run this size would take hours")
+    job_budget = Budget(MAX_TOTAL_JOBS, "jobs (count x jobs)",
+                        "a run this size would take hours")
     for entry in root.tables("streams"):
         stream_name = entry.str("name")
         if stream_name in names:
@@ -272,6 +285,8 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
             raise entry.error("after", f"must name a stream listed before this one, "
                                        f"not {after!r}")
         entry.done()
+        task_budget.charge(entry, "count", count)
+        job_budget.charge(entry, "jobs", count * jobs)
         names.add(stream_name)
         streams.append(Stream(stream_name, task_class, weight, processor_type, count, jobs,
                               job_bytes, job_beats, arrival, start, gap, chain, after))

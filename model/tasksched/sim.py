@@ -505,7 +505,11 @@ class TaskSchedulerSim:
                          write_job_class=task.spec.task_class if task else 0,
                          write_weight=task.spec.weight if task else 0)
         busy = self.arbiter.busy
-        self.arbiter.step(ArbiterInputs(request=request, grant_ready=1, **write))
+        # The requests are made after this beat's grant was sent, so a requesting slot has a
+        # job beyond the one whose grant was taken: it is "backlogged" in the arbiter's terms
+        # (its request counts jobs not yet granted, that one included).
+        self.arbiter.step(ArbiterInputs(request=request, backlogged=request, grant_ready=1,
+                                        **write))
         if offered is not None:
             self._log("load" if offered[0] == WriteOp.LOAD else "clear", offered[2],
                       detail=f"slot {offered[1]}")
@@ -530,11 +534,14 @@ class TaskSchedulerSim:
         times = [time for time in times if time > self.beat]
         return min(times) if times else None
 
-    def run(self) -> dict:
+    def run(self, progress=None) -> dict:
         """Run until every admitted task has completed, nothing can happen any more, or
-        ``max_beats``; return the metrics (see :func:`simulate`)."""
+        ``max_beats``; return the metrics (see :func:`simulate`). ``progress``, when given,
+        is called with the beat at every step."""
         limit = self.config.max_beats
         while self._remaining and self.beat < limit:
+            if progress is not None:
+                progress(self.beat)
             if self.step() or not self.skip_idle:
                 self.beat += 1
                 continue
@@ -656,7 +663,7 @@ def _check_arguments(scenario, tasks, policy) -> None:
 
 def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = False,
              check: bool = True, tasks: Sequence[TaskSpec] | None = None,
-             events: list | None = None) -> dict:
+             events: list | None = None, progress=None) -> dict:
     """Run ``scenario`` under ``policy`` and return its metrics.
 
     The workload is ``tasks`` or :func:`build_workload` with ``seed`` (the same for every
@@ -667,9 +674,10 @@ def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = Fa
     ``achieved_share``, ``share_error_max_pp`` (the largest stream error, percentage
     points), ``task_share_error_max_pp`` (tasks with at least :data:`MIN_SHARE_ROUNDS`
     rounds), ``lag_max`` (jobs), ``schedule_failures``, ``throughput_per_1000_beats``,
-    ``rejected`` (with reasons) and ``unfinished``.
+    ``rejected`` (with reasons) and ``unfinished``. ``progress``: called with the beat at
+    every step (a progress bar).
     """
     _check_arguments(scenario, (), policy)
     if tasks is None:
         tasks = build_workload(scenario, seed, quick=quick)
-    return TaskSchedulerSim(scenario, tasks, policy, check=check, events=events).run()
+    return TaskSchedulerSim(scenario, tasks, policy, check=check, events=events).run(progress)

@@ -1,0 +1,381 @@
+"""The ``gpusched`` machinery every subcommand shares (model/cli.py, model/config.py,
+model/report.py): ``--help``, one-line errors with status 2, ``--policy``, size caps at load
+time, Ctrl-C, the JSON envelope, tables that fit 100 columns and a progress bar that moves with
+simulated time.
+
+Each subcommand runs on one shipped scenario with ``--quick`` (and a short cycle limit for the
+dispatcher), so the whole file takes a few seconds.
+"""
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model import cli, report
+from model.config import Budget, ConfigError, Fields
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+
+#: Per subcommand: a cheap shipped scenario with several policies, and extra options.
+CHEAP = {
+    "dispatch": (CONFIGS / "dispatch" / "hol_blocking.toml", ["--cycles", "400"]),
+    "procsched": (CONFIGS / "procsched" / "heavy_switch.toml", []),
+    "tasksched": (CONFIGS / "tasksched" / "weighted_shares.toml", []),
+    "hostsched": (CONFIGS / "hostsched" / "transcode.toml", []),
+    "cluster": (CONFIGS / "cluster" / "mixed_steady.toml", []),
+}
+
+#: Per subcommand: the module attribute each simulation goes through (patched to interrupt).
+RUNS = {
+    "dispatch": ("model.dispatch.engine", "DispatchSimulator", "run"),
+    "procsched": ("model.procsched.cli", None, "simulate"),
+    "tasksched": ("model.tasksched.cli", None, "simulate"),
+    "hostsched": ("model.hostsched.claims", None, "simulate"),
+    "cluster": ("model.cluster.sim", "ClusterSimulation", "run"),
+}
+
+
+def _cheap_args(command, tmp_path, *extra):
+    config, options = CHEAP[command]
+    return [command, "--config", str(config), "--quick", "--plots", str(tmp_path), *options,
+            *extra]
+
+
+def _one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+# -- --help --------------------------------------------------------------------------------------
+
+COMMON = ["--config", "--policy", "--seed", "--json", "--plots", "--quick", "--quiet"]
+OWN = {"dispatch": ["--cycles", "--write-trace", "--debug", "--bench"],
+       "procsched": [], "tasksched": [], "hostsched": ["--no-checks"], "cluster": ["--debug"]}
+
+
+@pytest.mark.parametrize("command", [*cli.SUBCOMMANDS, "sim"])
+def test_help_lists_every_option(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for option in COMMON + OWN[cli._CANONICAL[command]]:
+        assert re.search(rf"(^|\s){re.escape(option)}\b", text), (option, text)
+
+
+def test_top_level_help_names_every_subcommand(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    for command in cli.SUBCOMMANDS:
+        assert command in text
+
+
+# -- bad options and bad input: one line, status 2 -------------------------------------------------
+
+@pytest.mark.parametrize("command", list(cli.SUBCOMMANDS))
+def test_unknown_policy_names_the_known_ones(command, tmp_path, capsys):
+    assert cli.main(_cheap_args(command, tmp_path, "--quiet", "--policy", "nonesuch")) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"gpusched {command}: --policy 'nonesuch' is not a policy")
+    assert "(known: " in line
+
+
+def test_bench_checks_the_policy_too(capsys):
+    assert cli.main(["dispatch", "--bench", "--policy", "nonesuch", "--cycles", "10"]) == 2
+    assert "(known: prior-art, " in _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_cycles_must_be_a_positive_integer(value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["dispatch", "--cycles", value])
+    assert exit_.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "--cycles" in line and "must be an integer >= 1" in line
+
+
+def test_an_unknown_option_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["procsched", "--polcy", "seed"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --polcy" in _one_line(capsys.readouterr().err)
+
+
+def test_an_unknown_key_lists_the_known_keys_of_its_table(tmp_path, capsys):
+    path = tmp_path / "typo.toml"
+    path.write_text("[seed]\ncache_task = 4\n[[tasks]]\ncount = 1\npriority = 1\n"
+                    "work_us = [1, 1]\n")
+    assert cli.main(["procsched", "--quiet", "--config", str(path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpusched procsched: {path}: seed.cache_task is not a known field (did you mean "
+        f"'cache_tasks'?); seed accepts: cache_tasks, priority, reload, t0_us")
+
+
+def test_fields_names_the_top_level_and_every_unknown_key():
+    fields = Fields({"alpha": 1, "zeta": 2, "omega": 3}, source="f.toml")
+    fields.int("alpha")
+    with pytest.raises(ConfigError) as error:
+        fields.done()
+    assert str(error.value) == ("f.toml: omega is not a known field; the top level accepts: "
+                                "alpha (also unknown: zeta)")
+
+
+def test_budget_names_the_field_that_crosses_the_cap():
+    fields = Fields({"a": 1}, "groups[3]", source="f.toml")
+    budget = Budget(10, "tasks", "too long")
+    budget.charge(fields, "count", 6)
+    with pytest.raises(ConfigError) as error:
+        budget.charge(fields, "count", 5)
+    assert str(error.value) == ("f.toml: groups[3].count brings the scenario to 11 tasks; at "
+                                "most 10 are accepted: too long")
+
+
+def _shipped(path: Path, old: str, new: str) -> str:
+    """A shipped scenario with ``old`` replaced by ``new`` (which must be in it)."""
+    text = path.read_text()
+    assert old in text, (path, old)
+    return text.replace(old, new, 1)
+
+
+HUGE = {
+    "procsched": ("[[tasks]]\ncount = 1_000_000_000\npriority = 1\nwork_us = [1000, 1000]\n",
+                  "tasks[0].count brings the scenario to 1,000,000,000 tasks"),
+    "procsched-work": ("[[tasks]]\ncount = 2\npriority = 1\n"
+                       "work_us = [1_000_000_000_000, 1_000_000_000_000]\n",
+                       "tasks[0].work_us brings the scenario to 500,000,000 slices"),
+    "procsched-window": ("[metrics]\nfairness_window_us = 1\n[[tasks]]\ncount = 24\n"
+                         "priority = 1\nwork_us = [3_000_000, 3_000_000]\n",
+                         "metrics.fairness_window_us of 1 us cuts a run"),
+    "hostsched": ("[[threads]]\ncount = 1_000_000_000\n",
+                  "threads[0].count brings the scenario to 4,000,000,000 sub-tasks"),
+    "tasksched": (_shipped(CONFIGS / "tasksched" / "scarce_type.toml",
+                           "count = 240\n", "count = 1_000_000_000\n"),
+        "streams[0].count brings the scenario to 1,000,000,000 tasks"),
+    "tasksched-beats": (_shipped(CONFIGS / "tasksched" / "scarce_type.toml",
+                                 "[scheduler]\n", "[scheduler]\nmax_beats = 1_000_000_000_000\n"),
+        "scheduler.max_beats must be an integer in 1..10000000"),
+    "cluster": (_shipped(CONFIGS / "cluster" / "mixed_steady.toml",
+                         "\njobs = 600\n", "\njobs = 1_000_000_000\n"),
+        "workload.jobs must be an integer in 1..1000000, not 1000000000"),
+    "cluster-nodes": (_shipped(CONFIGS / "cluster" / "mixed_steady.toml",
+                               "count = ", "count = 1_000_000_000 #"),
+        "nodes[0].count brings the scenario to 1,000,000,000 nodes"),
+}
+
+
+@pytest.mark.parametrize("case", list(HUGE))
+def test_inputs_that_would_hang_are_refused_at_load(case, tmp_path, capsys):
+    text, message = HUGE[case]
+    command = case.split("-")[0]
+    path = tmp_path / "huge.toml"
+    path.write_text(text)
+    assert cli.main([command, "--quiet", "--config", str(path), "--plots", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"gpusched {command}: {path}: {message}"), line
+
+
+def test_a_missing_trace_file_is_refused_at_load(tmp_path, capsys):
+    text = (CONFIGS / "cluster" / "alibaba_sample.toml").read_text()
+    path = tmp_path / "trace.toml"
+    path.write_text(text)            # the trace paths are relative to the file: now missing
+    assert cli.main(["cluster", "--quiet", "--config", str(path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert re.search(r"trace\.(pods|nodes) names '.*', which is not a file", line), line
+
+
+def test_an_unwritable_output_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert cli.main(_cheap_args("tasksched", tmp_path, "--quiet", "--policy", "fifo-rr",
+                                "--plots", str(blocker / "plots"))) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("gpusched tasksched: ") and str(blocker) in line
+
+
+def test_a_scenario_without_the_chosen_policy_is_skipped_and_counted(tmp_path):
+    base = (CONFIGS / "cluster" / "mixed_steady.toml").read_text()
+    base = base.split("[[claims]]")[0]         # its claims name policies it would not list
+    only_spread = tmp_path / "spread_only.toml"
+    only_spread.write_text('policies = ["spread"]\n' + base)
+    out = tmp_path / "out.json"
+    assert cli.main(["cluster", "--quiet", "--quick", "--config", str(only_spread),
+                     "--config", str(CHEAP["cluster"][0]), "--policy", "seed-004",
+                     "--json", str(out), "--plots", str(tmp_path)]) == 0
+    data = json.loads(out.read_text())
+    assert list(data["skipped"]) == [str(only_spread)]
+    assert "seed-004" in data["skipped"][str(only_spread)]
+    assert [list(entry["policies"]) for entry in data["scenarios"].values()] == [["seed-004"]]
+
+
+# -- the JSON envelope, the tables, the progress bar ---------------------------------------------
+
+@pytest.mark.parametrize("command", list(cli.SUBCOMMANDS))
+def test_envelope_tables_and_progress(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    reported: list[tuple[int, float]] = []
+    monkeypatch.setattr(report._Tracker, "__call__",
+                        lambda tracker, now: reported.append((id(tracker), now)))
+    out = tmp_path / "out.json"
+    config = CHEAP[command][0]
+    assert cli.main(_cheap_args(command, tmp_path, "--json", str(out), "--seed", "7")) == 0
+    printed = capsys.readouterr().out
+
+    # Tables: inside 100 columns (stdout is not a terminal here), no cell cut short.
+    assert printed.strip()
+    assert max(len(line) for line in printed.splitlines()) <= report.PIPE_WIDTH
+    assert "…" not in printed
+
+    data = json.loads(out.read_text())
+    assert list(data)[:11] == ["tool", "version", "git", "command", "command_line", "seed",
+                               "options", "inputs", "started", "finished", "interrupted"]
+    assert list(data)[-1] == "scenarios"
+    assert data["tool"] == "gpusched-hw" and data["version"]
+    if (ROOT / ".git").exists():
+        assert re.fullmatch(r"[0-9a-f]{40}", data["git"]["commit"])
+    assert data["command"] == command
+    assert data["command_line"][:2] == ["gpusched", command]
+    assert data["seed"] == 7 and data["options"]["quick"] is True
+    assert data["inputs"][0] == {"path": str(config),
+                                 "sha256": hashlib.sha256(config.read_bytes()).hexdigest()}
+    assert data["started"] <= data["finished"] and data["interrupted"] is False
+    (entry,) = data["scenarios"].values()
+    assert entry["file"] == str(config) and entry["complete"] is True
+    assert len(entry["policies"]) >= 2
+
+    # The bar moved with simulated time inside the runs, not only once per run.
+    runs: dict[int, list[float]] = {}
+    for tracker, now in reported:
+        runs.setdefault(tracker, []).append(now)
+    assert len(runs) == len(entry["policies"])
+    for times in runs.values():
+        assert len(set(times)) > 3 and times == sorted(times)
+
+
+def test_print_table_splits_a_wide_table_to_fit(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    headers = ["policy", *(f"metric {index}" for index in range(12))]
+    report.print_table("wide", headers, [["a long policy name", *range(12)],
+                                        ["b", *(1.5 * index for index in range(12))]],
+                       caption="the caption")
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert "…" not in text
+    for header in headers:
+        assert header in text
+    assert text.count("a long policy name") >= 2 and text.count("the caption") == 1
+    assert "wide (1/" in text
+
+
+def test_print_table_wraps_long_text_rather_than_splitting(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    claim = "a long claim that says in many words what the scenario exists to show"
+    report.print_table("claims", ["claim", "ratio", "better"], [[claim, 0.5, "yes"]])
+    text = capsys.readouterr().out
+    assert "(1/" not in text and "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert text.split() and all(word in text for word in claim.split())
+
+
+# -- Ctrl-C ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", list(cli.SUBCOMMANDS))
+def test_ctrl_c_writes_what_finished(command, tmp_path, capsys, monkeypatch):
+    module_name, class_name, attribute = RUNS[command]
+    owner = __import__(module_name, fromlist=["_"])
+    if class_name is not None:
+        owner = getattr(owner, class_name)
+    original = getattr(owner, attribute)
+    calls = []
+
+    def second_run_is_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attribute, second_run_is_interrupted)
+    out = tmp_path / "out.json"
+    assert cli.main(_cheap_args(command, tmp_path, "--quiet", "--json", str(out))) == 130
+    line = _one_line(capsys.readouterr().err)
+    assert line == (f"gpusched {command}: interrupted; wrote the 1 finished runs to {out}")
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    (entry,) = data["scenarios"].values()
+    assert entry["complete"] is False
+    (result,) = entry["policies"].values()
+    assert isinstance(result, dict) and len(result) > 5
+
+
+def test_sigint_stops_a_real_run_at_once(tmp_path):
+    # A tiny scenario that finishes at once, then one that runs for many seconds.
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text("policies = [\"seed\", \"cfs\"]\n[[tasks]]\ncount = 3\npriority = 1\n"
+                    "work_us = [1000, 2000]\n")
+    long = tmp_path / "long.toml"
+    long.write_text("[timeshare]\nslice_us = 100\n[[tasks]]\ncount = 3000\npriority = 1\n"
+                    "spacing_us = 10\nwork_us = [100_000, 200_000]\n")
+    out = tmp_path / "out.json"
+    # SIGINT back to its default in the child: a pytest-xdist worker ignores it, and a
+    # Python started with SIGINT ignored keeps ignoring it (as under `command &` in a script).
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model.cli", "procsched", "--quiet", "--config", str(tiny),
+         "--config", str(long), "--json", str(out), "--plots", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(8)                # imports, the tiny scenario, well into the long one
+        assert process.poll() is None, process.communicate()
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    print(f"stopped {stopped:.3f} s after SIGINT")
+    assert stopped < 1.0, f"took {stopped:.2f} s to stop"
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    assert list(data["scenarios"]["tiny"]["policies"]) == ["seed", "cfs"]
+
+
+# -- the cluster energy plot ---------------------------------------------------------------------
+
+def test_cluster_energy_bars_show_every_part_in_colours_no_policy_uses(tmp_path, monkeypatch):
+    import matplotlib.colors
+
+    from model.cluster import cli as cluster_cli
+    from model.cluster.config import load_scenario
+
+    captured = []
+    monkeypatch.setattr(cluster_cli, "save_figure", lambda fig, path: captured.append(fig))
+    prepared = cluster_cli.prepare(load_scenario(CHEAP["cluster"][0]), 1, quick=True)
+    results = cluster_cli.run_scenario(prepared, 1)
+    assert min(result["idle_kwh"] for result in results.values()) == 0   # the invisible part
+    cluster_cli._plot_timed(prepared, results, tmp_path / "plot.png")
+    (fig,) = captured
+    series_axis, energy_axis = fig.axes
+    lines = {matplotlib.colors.to_hex(line.get_color()) for line in series_axis.get_lines()}
+    bars = {matplotlib.colors.to_hex(patch.get_facecolor()) for patch in energy_axis.patches}
+    assert len(lines) == len(results) and not lines & bars
+    labels = [text.get_text() for text in energy_axis.texts]
+    assert len(labels) == len(results)
+    for label, result in zip(labels, results.values(), strict=True):
+        for part in ("busy", "idle", "standby"):
+            assert f"{part} {result[f'{part}_kwh']:.3g}" in label
