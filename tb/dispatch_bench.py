@@ -85,7 +85,7 @@ class ModelRun:
 
 
 def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channels=(),
-              cycles: int = 2000) -> ModelRun:
+              cycles: int = 2000, execution: str = "fixed") -> ModelRun:
     """Run the model as the RTL runs: one release per clock (``release_limit = 1``) and
     embodiment 10's exponential average where the policy reads a history (the RTL keeps
     no sliding window); ``notes`` says what was changed."""
@@ -100,7 +100,7 @@ def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channe
     policy = with_policy(policy, **changes) if changes else policy
     events: list = []
     simulator = DispatchSimulator(gpu, policy, workload, channels=tuple(channels),
-                                  cycles=cycles, events=events)
+                                  cycles=cycles, events=events, execution=execution)
     result = simulator.run()
     return ModelRun(label, gpu, policy, tuple(channels), simulator.workload, cycles, events,
                     result, list(simulator.wave_power), notes)

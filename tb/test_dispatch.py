@@ -57,7 +57,8 @@ def _job_driver(params, job: dict):
         if job.get("reduce"):
             gpu, (policy,), workload = reduced(gpu, [policy], workload)
             label += " (reduced)"
-        run = model_run(label, gpu, policy, workload, scenario.channels, job["cycles"])
+        run = model_run(label, gpu, policy, workload, scenario.channels, job["cycles"],
+                        execution=scenario.execution)
     return CosimDriver(params, run)
 
 

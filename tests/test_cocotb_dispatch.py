@@ -26,7 +26,7 @@ from hw.dispatch.logic import block_mask
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import DispatchShape
-from hw.flow.dispatch_cosim import run_cosim, scenario_shape
+from hw.flow.dispatch_cosim import run_cosim, scenario_shape, unsupported
 from model.dispatch import load_scenario
 from tb.dispatch_cases import DIRECTED, SHAPES
 
@@ -38,22 +38,25 @@ RANDOM_SEEDS = 5
 RANDOM_CYCLES = 600
 
 
-def _shipped() -> tuple[dict, dict]:
-    jobs, shapes = defaultdict(list), {}
+def _shipped() -> tuple[dict, dict, list]:
+    jobs, shapes, left = defaultdict(list), {}, []
     for path in sorted(CONFIGS.glob("*.toml")):
         scenario = load_scenario(path)
-        if scenario.kernel_trace is not None:
-            continue
         for policy in scenario.policies:
+            reason = unsupported(scenario, policy) if scenario.kernel_trace is None else "trace"
+            if reason:
+                left.append((path.name, policy.name, reason))
+                continue
             shape = scenario_shape(scenario, policy, reduce=True)
             shapes[shape.name] = shape
             jobs[shape.name].append({"kind": "scenario", "path": str(path),
                                      "policy": policy.name, "cycles": SHIPPED_CYCLES,
                                      "reduce": True})
-    return shapes, jobs
+    return shapes, jobs, left
 
 
-SHIPPED_SHAPES, SHIPPED_JOBS = _shipped()
+#: ``LEFT_OUT``: (file, policy, why) of the shipped runs the RTL cannot run.
+SHIPPED_SHAPES, SHIPPED_JOBS, LEFT_OUT = _shipped()
 
 
 def _checked(summaries: list[dict], jobs: list[dict]) -> None:
@@ -147,3 +150,37 @@ def test_bench_rejects_a_broken_dispatcher(mutant, any_simulator):
 
     with pytest.raises(SystemExit):
         run_cosim(shape, jobs, any_simulator, component=build, tag=f"_mutant_{mutant}")
+
+
+# -- make cosim: bad input is one line and status 2, before anything is built ---------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["--config", "no_such_file.toml"], "no_such_file.toml"),
+    (["--config", str(CONFIGS / "default.toml"), "--policy", "nope"], "no policy 'nope'"),
+    (["--config", str(CONFIGS / "default.toml"), "--cycles", "0"], "--cycles"),
+    (["--config", str(CONFIGS / "wave_imbalance.toml"), "--policy", "least loaded"],
+     "least_loaded"),
+    (["--config", str(CONFIGS / "llamacpp_rdna4.toml")], "kernel-trace"),
+])
+def test_cosim_refuses_bad_input_in_one_line(argv, words, capsys, monkeypatch):
+    import hw.flow.dispatch_cosim as cosim
+
+    def never(*args, **kwargs):
+        raise AssertionError("nothing may be built for a bad input")
+
+    monkeypatch.setattr(cosim, "run_cosim", never)
+    assert cosim.main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_every_shipped_scenario_is_cosimulated_or_says_why():
+    # Only kernel-trace runs and the model-only least-loaded baseline are left out.
+    assert SHIPPED_JOBS and all(reason == "trace" or "least_loaded" in reason
+                                for _, _, reason in LEFT_OUT), LEFT_OUT
+    covered = {Path(job["path"]).name for jobs in SHIPPED_JOBS.values() for job in jobs}
+    scenarios = {path.name for path in CONFIGS.glob("*.toml")
+                 if load_scenario(path).kernel_trace is None}
+    assert covered == scenarios

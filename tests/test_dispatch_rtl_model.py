@@ -18,7 +18,7 @@ from model.dispatch.config import shared_schedule, with_policy
 from model.maxblock import max_free_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dispatch_exact import random_case  # noqa: E402
+from test_dispatch_exact import random_case, shared_case  # noqa: E402
 
 EMB1 = PRESETS["emb1"]
 SMALL = GpuConfig(aps=2, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=2)
@@ -78,6 +78,27 @@ def test_release_limit_bounds_releases_and_skipping_changes_nothing(seed):
                 assert max(per_cycle.values(), default=0) <= limit
                 logs.append([(c, k, w.id, a) for c, k, w, a, *_ in events])
             assert logs[0] == logs[1], (seed, policy.name, limit)
+
+
+@pytest.mark.parametrize("seed", range(0, 20, 4))
+def test_release_limit_under_the_shared_issue_model(seed):
+    # The merge of release_limit with the shared-issue execution model (issue 15): releases
+    # still come at most one a cycle, the run's invariants hold (debug, strict) and skipping
+    # changes nothing (the finishes are processed before the deferred releases).
+    gpu, channels, workload, cycles, policies, _, execution = shared_case(seed)
+    for policy in policies[:3]:
+        unlimited = {w.id: c for c, k, w, *_ in run(
+            gpu, policy, workload, channels=channels, cycles=cycles,
+            execution=execution)[1] if k == "release"}
+        logs = []
+        for skip in (True, False):
+            _, events = run(gpu, with_policy(policy, release_limit=1), workload,
+                            channels=channels, cycles=cycles, skip=skip, execution=execution)
+            releases = [(c, w.id) for c, k, w, *_ in events if k == "release"]
+            assert max(Counter(c for c, _ in releases).values(), default=0) <= 1
+            logs.append([(c, k, w.id, a) for c, k, w, a, *_ in events])
+        assert logs[0] == logs[1], (seed, policy.name)
+        assert releases or not unlimited, (seed, policy.name)
 
 
 def test_release_limit_is_read_from_a_scenario(tmp_path):

@@ -149,6 +149,10 @@ class DispatcherParams:
         if max(gpu.resource_weight_values()) >= 1 << self.ap_weight_bits:
             raise ValueError(f"The GPU's resource weights {list(gpu.resource_weight_values())} "
                              f"need more than weight_bits = {self.weight_bits}")
+        if policy.wave_placement != "split":
+            raise ValueError(
+                f'The RTL dispatcher places waves by embodiment 8 (wave_placement = "split"), '
+                f'not {policy.wave_placement!r}')
         if policy.ap_choice in ("instruction", "combined") and policy.history != "ema":
             raise ValueError(
                 'The RTL dispatcher keeps embodiment 10\'s history as the exponential average '
@@ -375,6 +379,9 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
     gpu = params.gpu if gpu is None else gpu
     wave_powers = params.wave_powers if wave_powers is None else tuple(wave_powers)
     built = params.policy
+    if policy.wave_placement != "split":
+        raise ValueError(f'policy.wave_placement is {policy.wave_placement!r} but the '
+                         f'dispatcher places waves by embodiment 8 ("split")')
     for name in ("circuit", "group_size", "circuit_latency", "shared_width"):
         if getattr(policy, name) != getattr(built, name) and not (
                 name == "group_size" and policy.circuit != "grouped") and not (

