@@ -65,6 +65,9 @@ __all__ = ["CONFIGURATIONS", "PARTS", "VIEWS", "main", "shape"]
 
 FLOW_VERSION = 1
 
+#: The measured rows, kept in the repository.
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "dispatch_fpga.json"
+
 #: The two configurations: the GPU and the channel count.
 CONFIGURATIONS = {
     "small": (GpuConfig(aps=4, peus=2, vgpr=32, sgpr=16, lds=16, wave_slots=8, priorities=4),
@@ -399,6 +402,35 @@ def _markdown(results: list[dict], timeout: float) -> str:
         f"Time limit of one nextpnr run: {timeout:g} s.", *([""] + notes if notes else []), ""])
 
 
+def write_results(path: Path, results: list[dict]) -> None:
+    """Merge ``results`` into the JSON file ``path`` (rows keyed by configuration, view,
+    family and kind; a row not measured this time is kept), with the tools and the date.
+    Failed rows are not written."""
+    from datetime import date
+
+    old = json.loads(path.read_text()) if path.exists() else {}
+    rows = {row["key"]: row for row in old.get("rows", [])}
+    for r in results:
+        if r["status"] == "failed":
+            continue
+        key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
+        keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
+                "luts", "ffs", "carries", "depth", "parts", "error", "synth_seconds",
+                "pnr_seconds", "seconds")
+        rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
+                     "date": date.today().isoformat()}
+    tools = {name: tool_versions(FAMILIES[name]) for name in FAMILIES}
+    data = {"command": "python -m hw.flow.fpga_dispatch", "tools": tools,
+            "configurations": {name: {"gpu": {k: getattr(gpu, k) for k in
+                                              ("aps", "peus", "vgpr", "sgpr", "lds",
+                                               "wave_slots", "priorities")},
+                                      "channels": channels}
+                               for name, (gpu, channels) in CONFIGURATIONS.items()},
+            "rows": [rows[k] for k in sorted(rows)]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def _job(kind, configuration, view, family, work, cache, timeout):
     if kind == "flat":
         return place_and_route(configuration, view, family, work, cache, timeout)
@@ -414,6 +446,9 @@ def main(argv=None) -> int:
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help=f"the results file kept in the repository (default {RESULTS}; "
+                             f"'' for none): this run's rows replace the same rows there")
     args = parser.parse_args(argv)
     views = [v for v in args.views.split(",") if v]
     configurations = [c for c in args.configurations.split(",") if c]
@@ -455,6 +490,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fpga_dispatch.md").write_text(markdown)
     (args.out / "fpga_dispatch.json").write_text(json.dumps(results, indent=1))
+    if str(args.results):
+        write_results(args.results, results)
     print(f"Wrote {args.out / 'fpga_dispatch.md'} in {time.monotonic() - began:.0f} s")
     return 1 if any(r["status"] == "failed" for r in results) else 0
 
