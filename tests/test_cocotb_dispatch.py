@@ -184,3 +184,67 @@ def test_every_shipped_scenario_is_cosimulated_or_says_why():
     scenarios = {path.name for path in CONFIGS.glob("*.toml")
                  if load_scenario(path).kernel_trace is None}
     assert covered == scenarios
+
+
+# -- make cosim end to end: the summary line, and the first differing clock of a mismatch --------
+
+#: A scenario on the reduced default GPU (the build of the reduced shipped scenarios, so no
+#: extra build), two channels that keep it busy.
+SMALL_SCENARIO = """\
+cycles = 400
+[gpu]
+aps = 2
+vgpr = 32
+sgpr = 16
+lds = 12
+[[channels]]
+priority = 0
+arrival = 0.3
+waves = [1, 8]
+vgpr = [1, 4]
+sgpr = [1, 2]
+lds = [0, 3]
+duration = [20, 60]
+[[channels]]
+priority = 1
+arrival = 0.3
+waves = [1, 4]
+vgpr = [1, 6]
+duration = [10, 80]
+independent = 0.5
+[[policies]]
+preset = "emb1"
+windows = [40, 20, 10, 5]
+"""
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("broken", [False, True], ids=["dispatcher", "mutant"])
+def test_make_cosim_prints_the_summary_and_the_first_difference(broken, tmp_path, capsys,
+                                                                monkeypatch, any_simulator):
+    import hw.flow.dispatch_cosim as cosim
+
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_SCENARIO)
+    scenario = load_scenario(path)
+    assert scenario_shape(scenario, scenario.policies[0]).name in SHIPPED_SHAPES
+    if broken:
+        original = cosim.run_cosim
+
+        def run_broken(shape, jobs, simulator, **options):
+            def build(wrap):
+                return MUTANTS["release_one_short"][0](shape.gpu, shape.policy, shape.channels,
+                                                     weight_bits=shape.weight_bits, wrap=wrap)
+            return original(shape, jobs, simulator, component=build,
+                            tag="_mutant_release_one_short", **options)
+        monkeypatch.setattr(cosim, "run_cosim", run_broken)
+    status = cosim.main(["--config", str(path), "--cycles", "400", "--sim", any_simulator])
+    out = capsys.readouterr().out
+    line = [x for x in out.splitlines() if "dispatches compared" in x][-1]
+    if broken:
+        first = [x for x in out.splitlines() if x.startswith("first difference: ")]
+        assert status == 1 and not line.endswith(" 0 mismatches") and first, out
+    else:
+        assert status == 0, out
+        cycles, dispatches, mismatches = (int(x.split()[0]) for x in line.split(", "))
+        assert cycles == 400 and dispatches > 50 and mismatches == 0, line
