@@ -446,7 +446,7 @@ def main(argv=None) -> int:
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    parser.add_argument("--results", type=Path, default=RESULTS,
+    parser.add_argument("--results", default=str(RESULTS),
                         help=f"the results file kept in the repository (default {RESULTS}; "
                              f"'' for none): this run's rows replace the same rows there")
     args = parser.parse_args(argv)
@@ -490,8 +490,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fpga_dispatch.md").write_text(markdown)
     (args.out / "fpga_dispatch.json").write_text(json.dumps(results, indent=1))
-    if str(args.results):
-        write_results(args.results, results)
+    if args.results:
+        write_results(Path(args.results), results)
     print(f"Wrote {args.out / 'fpga_dispatch.md'} in {time.monotonic() - began:.0f} s")
     return 1 if any(r["status"] == "failed" for r in results) else 0
 
