@@ -258,6 +258,14 @@ def _flat_cells(text: str, family, directory: Path) -> dict | None:
     return family.cell_counts(stat["design"]["num_cells_by_type"])
 
 
+def _placed_fmax(log: Path) -> float | None:
+    """nextpnr's last fmax estimate in ``log`` (after placement, before routing), for a run
+    that routing did not finish in time."""
+    text = log.read_text() if log.exists() else ""
+    found = re.findall(r"Max frequency for clock [^:]*: ([0-9.]+) MHz", text)
+    return float(found[-1]) if found else None
+
+
 def place_and_route(configuration: str, view: str, family_name: str, work: Path, cache: Path,
                     timeout: float) -> dict:
     """Flat synthesis in the register wrapper, then nextpnr on the smallest device that holds
@@ -307,7 +315,8 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
                                cwd=directory, timeout=timeout, check=False)
             except subprocess.TimeoutExpired:
                 result.update(status="timed out", device=device.name,
-                              error=f"nextpnr ran longer than {timeout:g} s on {device.name}")
+                              error=f"nextpnr ran longer than {timeout:g} s on {device.name}",
+                              fmax_placed=_placed_fmax(directory / f"pnr_{device.name}.log"))
                 break
             log_path = directory / f"pnr_{device.name}.log"
             log = log_path.read_text() if log_path.exists() else pnr.stdout + pnr.stderr
@@ -339,7 +348,9 @@ def _flat_cells_text(result: dict | None) -> list[str]:
         return ["", "", "not run", ""]
     status = result["status"]
     fmax = (f"{result['fmax']:.1f}" if status == "ok" else
-            "-" if status == "does not fit" else status)
+            "-" if status == "does not fit" else
+            f"{status} (placed: {result['fmax_placed']:.1f})" if result.get("fmax_placed")
+            else status)
     device = result.get("device") or ("does not fit" if status == "does not fit" else "-")
     if status == "does not fit":
         device = "does not fit"
@@ -424,6 +435,7 @@ def write_results(path: Path, results: list[dict]) -> None:
             continue
         key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
         keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
+                "fmax_placed",
                 "luts", "ffs", "carries", "depth", "parts", "error", "synth_seconds",
                 "pnr_seconds", "seconds")
         rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
