@@ -80,7 +80,10 @@ def test_shipped_scenarios_match_the_model(name, simulator):
             shape.policy.circuit in ICARUS_ONLY or shape.policy.circuit_latency > 0):
         pytest.skip("one circuit variant: run on Icarus; Verilator runs the circuit in the "
                     "random set")
-    _checked(run_cosim(SHIPPED_SHAPES[name], jobs, simulator), jobs)
+    if simulator == "icarus":
+        # Icarus runs the bench at a few hundred clocks a second: half the cycles there.
+        jobs = [{**job, "cycles": SHIPPED_CYCLES // 2} for job in jobs]
+    _checked(run_cosim(shape, jobs, simulator), jobs)
 
 
 def _random_jobs(name: str) -> list[dict]:

@@ -465,6 +465,8 @@ def main(argv=None) -> int:
     parser.add_argument("--views", default=",".join(VIEWS))
     parser.add_argument("--configurations", default=",".join(CONFIGURATIONS))
     parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--kinds", default="flat,hierarchy",
+                        help="flat (P&R of the small configuration), hierarchy (by parts)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--results", default=str(RESULTS),
@@ -474,6 +476,9 @@ def main(argv=None) -> int:
     views = [v for v in args.views.split(",") if v]
     configurations = [c for c in args.configurations.split(",") if c]
     families = [f for f in args.families.split(",") if f]
+    kinds = [k for k in args.kinds.split(",") if k]
+    if any(k not in ("flat", "hierarchy") for k in kinds):
+        parser.error(f"unknown kind in {args.kinds!r}; accepted: flat, hierarchy")
     for value, allowed, what in ((views, VIEWS, "view"), (configurations, CONFIGURATIONS,
                                                           "configuration"),
                                  (families, FAMILIES, "family")):
@@ -485,9 +490,10 @@ def main(argv=None) -> int:
     for configuration in configurations:
         for view in views:
             for family in families:
-                if configuration == "small":
+                if configuration == "small" and "flat" in kinds:
                     jobs.append(("flat", configuration, view, family))
-                jobs.append(("hierarchy", configuration, view, family))
+                if "hierarchy" in kinds:
+                    jobs.append(("hierarchy", configuration, view, family))
     began = time.monotonic()
     print(f"fpga-report (dispatcher): {len(jobs)} jobs, {args.jobs} at a time", flush=True)
     results = []
