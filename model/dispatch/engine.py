@@ -62,6 +62,7 @@ from model.dispatch.config import (
     WorkGroup,
     check_policy,
     quantised_mix,
+    shared_schedule,
 )
 from model.maxblock import (
     default_samples,
@@ -120,7 +121,7 @@ def circuit_function(policy: PolicyConfig, n: int):
     :mod:`model.maxblock`'s ``max_free_run``, ``grouped_max_free_run`` and
     ``sampled_max_free_run`` do, through their unchecked fast paths (the words come from the
     simulator's own registers; a test holds the two equal)."""
-    if policy.circuit in ("exact", "full"):
+    if policy.circuit in ("exact", "full", "shared"):
         length = longest_run_unchecked
     elif policy.circuit == "grouped":
         groups = n // policy.group_size
@@ -189,6 +190,49 @@ def score_widths(gpu: GpuConfig, policy: PolicyConfig) -> dict:
             "ap_power": max(ap_power.bit_length(), 1),
             "history": max(history.bit_length(), 1),
             "combined": max(combined.bit_length(), 1) + 1}
+
+
+class _SharedPending:
+    """The view updates of embodiment 7's shared units, in the order they become visible.
+
+    A status change that the view would show in cycle ``v`` (the status ``circuit_latency``
+    cycles late) is read by the AP's unit at the first clock ``s >= v`` of its resource's
+    period (``s mod C``) and shown from ``s + 1``. Periods differ between resources, so the
+    updates are kept in a heap by visible cycle (then push order, so the last change of a
+    status word read at a clock wins), with the deque interface the simulator uses."""
+
+    __slots__ = ("count", "heap", "period", "periods")
+
+    def __init__(self, schedule, peus: int):
+        self.heap: list = []
+        self.count = 0
+        self.periods = len(schedule.periods)
+        at = {name: index for index, types in enumerate(schedule.periods)
+              for name, _ in types}
+        self.period = {"vgpr": [at[f"vgpr{q}"] for q in range(peus)],
+                       "sgpr": [at[f"sgpr{q}"] for q in range(peus)], "lds": [at["lds"]]}
+
+    def append(self, item) -> None:
+        visible, name, index, length = item
+        periods = self.period[name]
+        period = periods[index % len(periods)]
+        shown = visible + (period - visible) % self.periods + 1
+        heapq.heappush(self.heap, (shown, self.count, (shown, name, index, length)))
+        self.count += 1
+
+    def popleft(self):
+        return heapq.heappop(self.heap)[2]
+
+    def __getitem__(self, index):
+        if index != 0:
+            raise IndexError("only the first pending update can be read")
+        return self.heap[0][2]
+
+    def __bool__(self) -> bool:
+        return bool(self.heap)
+
+    def __len__(self) -> int:
+        return len(self.heap)
 
 
 @dataclass(slots=True)
@@ -350,7 +394,7 @@ class DispatchSimulator:
         self.circuit = {name: circuit_function(policy, n) for name, n in self.size.items()}
         # The true longest run (for fragmentation); the exact and full circuits report it
         # already, so they share one memo.
-        self.longest = (self.circuit if policy.circuit in ("exact", "full") else
+        self.longest = (self.circuit if policy.circuit in ("exact", "full", "shared") else
                         {name: _memoised(longest_run_unchecked) for name in self.size})
         self.view = {name: [self.circuit[name]((1 << n) - 1)] * counts[name]
                      for name, n in self.size.items()}
@@ -369,7 +413,9 @@ class DispatchSimulator:
         self._slots = [[gpu.wave_slots] * Q for _ in range(P)]
         self.ap_slots = [Q * gpu.wave_slots] * P          # free wave slots per AP
         self.slots_free = P * Q * gpu.wave_slots
-        self.pending = deque()                       # (visible cycle, resource, index, length)
+        # (visible cycle, resource, index, length), in visible order.
+        self.pending = (deque() if policy.circuit != "shared"
+                        else _SharedPending(shared_schedule(gpu, policy.shared_width), Q))
 
         # Admitted WGs have at most peus x wave_slots waves (larger ones are rejected).
         self.table = split_table(Q, Q * gpu.wave_slots)
@@ -1276,6 +1322,9 @@ class DispatchSimulator:
         limit = self.cycles_limit
         splitting = self._splitting
         threshold = self.policy.split_threshold
+        # 0: no limit (the count never reaches -1); k: at most k releases a cycle, the rest
+        # wait in (due cycle, id) order and are overdue, so the next cycle is evaluated.
+        release_limit = self.policy.release_limit or -1
         completions, pending, channels = self.completions, self.pending, self.channels
         counters = self.counters
         integral, held = self.used_integral, self.held_total
@@ -1288,8 +1337,10 @@ class DispatchSimulator:
             if shared:
                 # Finishes before this cycle are final: no dispatch from now on changes them.
                 self._finish_until(cycle - 1)
-            while completions and completions[0][0] == cycle:
+            released = 0
+            while completions and completions[0][0] <= cycle and released != release_limit:
                 self._release(heapq.heappop(completions)[2], cycle)
+                released += 1
             while arrivals and arrivals[0].arrival == cycle:
                 wg = arrivals.popleft()
                 if self._admit(wg, cycle):

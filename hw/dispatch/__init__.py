@@ -1,0 +1,11 @@
+"""Seed 002's multi-channel workgroup dispatcher as synthesizable Amaranth (issue 16).
+
+:class:`Dispatcher` is built from the model's configuration objects
+(:class:`model.dispatch.GpuConfig`, :class:`model.dispatch.PolicyConfig`) and runs the model's
+cycle (:mod:`model.dispatch.engine`) clock for clock; docs/dispatch_rtl.md describes it.
+"""
+
+from hw.dispatch.dispatcher import Dispatcher
+from hw.dispatch.params import ConfigAddress, DispatcherParams, config_writes
+
+__all__ = ["ConfigAddress", "Dispatcher", "DispatcherParams", "config_writes"]

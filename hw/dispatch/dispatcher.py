@@ -1,0 +1,312 @@
+"""Seed 002's multi-channel workgroup dispatcher: the top level.
+
+:class:`Dispatcher` wires the channel queues, the free-block view, the matcher, the selector,
+the allocator and the resource table together, keeps the configuration registers, embodiment
+8's rotating pointers and embodiment 3's all-fail counter, and registers its decisions onto
+the dispatch-out stream. Its cycle is the model's (:mod:`model.dispatch.engine`), one clock
+per cycle: the co-simulation holds the two equal clock for clock.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.allocator import Allocator
+from hw.dispatch.matcher import Matcher, extra_wave
+from hw.dispatch.params import (
+    THRESHOLD_BITS,
+    WINDOW_BITS,
+    ConfigAddress,
+    DispatcherParams,
+)
+from hw.dispatch.queues import ChannelQueues
+from hw.dispatch.resources import ResourceTable
+from hw.dispatch.selector import MULTI, Selector
+from hw.dispatch.views import FreeBlockViews, identity
+from model.dispatch.config import AP_CHOICES, SELECTIONS
+
+__all__ = ["Dispatcher"]
+
+
+class Dispatcher(wiring.Component):
+    """The workgroup dispatcher of seed 002, one WG per clock at most.
+
+    Parameters
+    ----------
+    gpu : model.dispatch.GpuConfig
+    policy : model.dispatch.PolicyConfig
+    channels : int or sequence of model.dispatch.ChannelConfig
+    queue_depth, id_bits, weight_bits :
+        See :class:`hw.dispatch.params.DispatcherParams`, which checks every parameter.
+    wrap : callable
+        ``wrap(component, role)`` is applied to every free-block component (:mod:`hw.maxblock`,
+        :mod:`hw.shared_maxblock`) before it is instantiated, ``role`` being ``"view"`` or
+        ``"allocator"``; the flow uses it to emit each distinct circuit once.
+
+    Attributes
+    ----------
+    wg_in : list of In(stream.Signature(params.workgroup_layout))
+        One stream per channel. A WG accepted in clock ``t`` enters the channel's FIFO (or is
+        refused, see ``reject``); it can be dispatched from clock ``t + 1``.
+    dispatch : Out(stream.Signature(params.dispatch_layout))
+        The WG decided in clock ``t`` (its record ``tag``, id, channel, part of a split WG,
+        AP, waves per PEU, start of every contiguous block) is presented from clock ``t + 1``
+        until taken. While it waits (``valid`` and not ``ready``) the dispatcher decides
+        nothing: no dispatch, no abort, no split, the selection state and embodiment 3's
+        counter hold (the window counter and the power history go on: they count time).
+    release : In(stream.Signature(params.release_layout))
+        One in-flight WG per clock, by its ``tag`` (and its id, checked); always ready. A
+        release accepted in clock ``t`` frees its blocks and slots for clock ``t + 1``.
+    config : In(stream.Signature(params.config_layout))
+        Register writes (:class:`hw.dispatch.params.ConfigAddress`), effective in the next
+        clock; ``ready`` is low only for a ``START`` that must wait for the free-block
+        pipelines to fill (and, with the shared unit, for its schedule to reach period 0).
+    running : Out(1)
+        High from the clock after ``START``: that clock is the dispatcher's cycle 0.
+    stale_abort : Out(1), abort_ap : Out
+        The decision of the previous clock found its AP's current status too full (the view
+        was stale): nothing was dispatched.
+    split : Out(channels)
+        The heads embodiment 3 split in the previous clock.
+    reject : Out(channels)
+        The WG accepted on the channel in the previous clock can never fit an idle AP (as the
+        circuit sees it) and was dropped.
+    error : Out(1)
+        Sticky: a release named a tag not in flight or the wrong WG (it was ignored).
+
+    Latency: a WG that arrives (is accepted) in clock ``t - 1`` and fits is decided in clock
+    ``t`` and on ``dispatch`` from clock ``t + 1``; one WG per clock sustained.
+    """
+
+    def __init__(self, gpu, policy, channels, *, queue_depth: int = 4, id_bits: int = 16,
+                 weight_bits: int = 0, wrap=identity):
+        self._params = DispatcherParams.build(gpu, policy, channels, queue_depth=queue_depth,
+                                              id_bits=id_bits, weight_bits=weight_bits)
+        self._wrap = wrap
+        p = self._params
+        super().__init__({
+            "wg_in": In(stream.Signature(p.workgroup_layout)).array(p.channels),
+            "dispatch": Out(stream.Signature(p.dispatch_layout)),
+            "release": In(stream.Signature(p.release_layout)),
+            "config": In(stream.Signature(p.config_layout)),
+            "running": Out(1),
+            "stale_abort": Out(1),
+            "abort_ap": Out(range(max(p.aps, 2))),
+            "split": Out(p.channels),
+            "reject": Out(p.channels),
+            "error": Out(1),
+        })
+
+    @property
+    def params(self) -> DispatcherParams:
+        return self._params
+
+    # The parts a variant may replace (the benches' deliberately broken dispatchers do).
+    def _selector(self, params: DispatcherParams) -> Selector:
+        return Selector(params)
+
+    def _table(self, params: DispatcherParams) -> ResourceTable:
+        return ResourceTable(params)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        gpu, policy = p.gpu, p.policy
+        R, P, Q, Y = p.channels, p.aps, p.peus, p.priorities
+
+        m.submodules.queues = queues = ChannelQueues(p)
+        m.submodules.views = views = FreeBlockViews(p, self._wrap)
+        m.submodules.matcher = matcher = Matcher(p)
+        m.submodules.selector = selector = self._selector(p)
+        m.submodules.allocator = allocator = Allocator(p, self._wrap)
+        m.submodules.table = table = self._table(p)
+
+        # -- configuration registers (reset values: the policy the dispatcher was built with) --
+        selection = Signal(2, name="cfg_selection", init=SELECTIONS.index(policy.selection))
+        ap_choice = Signal(3, name="cfg_ap_choice", init=AP_CHOICES.index(policy.ap_choice))
+        rotate = Signal(name="cfg_rotate", init=int(policy.rotate))
+        resource_weight = Signal(8, name="cfg_resource_weight", init=policy.resource_weight)
+        instruction_weight = Signal(8, name="cfg_instruction_weight",
+                                    init=policy.instruction_weight)
+        windows = [Signal(WINDOW_BITS, name=f"cfg_window{y}",
+                          init=policy.windows[y] if y < len(policy.windows) else 0)
+                   for y in range(Y)]
+        threshold = Signal(THRESHOLD_BITS, name="cfg_split_threshold",
+                           init=policy.split_threshold)
+        shift = Signal(range(p.history_shift_max + 1), name="cfg_history_shift",
+                       init=policy.history_cycles.bit_length() - 1)
+        ap_weights = [Signal(p.ap_weight_bits, name=f"cfg_ap_weight{h}", init=w)
+                      for h, w in enumerate(gpu.resource_weight_values())]
+        wave_powers = [Signal(p.widths["wave_power"], name=f"cfg_wave_power{c}", init=w)
+                       for c, w in enumerate(p.wave_powers)]
+
+        # START waits until the view's pipelines hold the all-free status (and the shared
+        # unit's schedule is at its last period, so that cycle 0 is period 0).
+        prime = views.prime_clocks
+        age = Signal(range(prime + 2), name="age")
+        with m.If(age < prime):
+            m.d.sync += age.eq(age + 1)
+        start_ok = age + 1 >= prime
+        if p.shared:
+            periods = len(p.schedule.periods)
+            phase = Signal(range(max(periods, 2)), name="shared_phase")
+            m.d.sync += phase.eq(Mux(phase == periods - 1, 0, phase + 1))
+            start_ok = start_ok & (phase == periods - 1)
+        config = self.config
+        is_start = config.payload.address == ConfigAddress.START
+        m.d.comb += config.ready.eq(~is_start | start_ok | self.running)
+        written = config.valid & config.ready
+        starting = Signal(name="starting")
+        m.d.comb += starting.eq(written & is_start & ~self.running)
+        with m.If(starting):
+            m.d.sync += self.running.eq(1)
+        value, index = config.payload.data, config.payload.index
+        with m.If(written):
+            with m.Switch(config.payload.address):
+                with m.Case(ConfigAddress.SELECTION):
+                    m.d.sync += selection.eq(value)
+                with m.Case(ConfigAddress.AP_CHOICE):
+                    m.d.sync += ap_choice.eq(value)
+                with m.Case(ConfigAddress.ROTATE):
+                    m.d.sync += rotate.eq(value)
+                with m.Case(ConfigAddress.RESOURCE_WEIGHT):
+                    m.d.sync += resource_weight.eq(value)
+                with m.Case(ConfigAddress.INSTRUCTION_WEIGHT):
+                    m.d.sync += instruction_weight.eq(value)
+                with m.Case(ConfigAddress.SPLIT_THRESHOLD):
+                    m.d.sync += threshold.eq(value)
+                with m.Case(ConfigAddress.HISTORY_SHIFT):
+                    m.d.sync += shift.eq(value)
+                with m.Case(ConfigAddress.WINDOW):
+                    for y in range(Y):
+                        with m.If(index == y):
+                            m.d.sync += windows[y].eq(value)
+                with m.Case(ConfigAddress.AP_WEIGHT):
+                    for h in range(4):
+                        with m.If(index == h):
+                            m.d.sync += ap_weights[h].eq(value)
+                with m.Case(ConfigAddress.WAVE_POWER):
+                    for c in range(R):
+                        with m.If(index == c):
+                            m.d.sync += wave_powers[c].eq(value)
+
+        # -- embodiment 8's pointers ----------------------------------------------------------
+        pointers = [Signal(range(max(Q, 2)), name=f"rotation{ap}") for ap in range(P)]
+        effective = [Mux(rotate, pointer, 0) for pointer in pointers]
+
+        # -- the cycle: view, match, select, allocate -----------------------------------------
+        m.d.comb += [
+            views.status.eq(table.status),
+            matcher.heads.eq(queues.heads), matcher.view.eq(views.view),
+            matcher.slots.eq(table.slots),
+            selector.heads.eq(queues.heads), selector.fit.eq(matcher.fit),
+            selector.view.eq(views.view), selector.slots.eq(table.slots),
+            selector.history.eq(table.history),
+            selector.selection.eq(selection), selector.ap_choice.eq(ap_choice),
+            selector.resource_weight.eq(resource_weight),
+            selector.instruction_weight.eq(instruction_weight),
+            selector.lfsr_load.eq(written & (config.payload.address == ConfigAddress.LFSR)),
+            selector.lfsr_value.eq(value),
+            selector.start.eq(starting), selector.running.eq(self.running),
+            table.release.valid.eq(self.release.valid),
+            table.release.payload.eq(self.release.payload),
+            self.release.ready.eq(table.release.ready),
+            table.history_shift.eq(shift), table.running.eq(self.running),
+            self.error.eq(table.error),
+            queues.splitting.eq((threshold != 0) & (selection == MULTI)),
+        ]
+        for ap in range(P):
+            m.d.comb += matcher.pointer[ap].eq(effective[ap])
+        for y in range(Y):
+            m.d.comb += selector.windows[y].eq(windows[y])
+        for h in range(4):
+            m.d.comb += selector.ap_weights[h].eq(ap_weights[h])
+        for c in range(R):
+            wiring.connect(m, wiring.flipped(self.wg_in[c]), queues.wg_in[c])
+
+        stall = self.dispatch.valid & ~self.dispatch.ready
+        evaluate = Signal(name="evaluate")
+        m.d.comb += evaluate.eq(self.running & ~stall)
+        channel, ap = selector.channel, selector.ap
+        head = Signal(p.head_layout, name="target")
+        m.d.comb += head.eq(Cat(*(queues.heads[c].as_value() for c in range(R)))
+                            .word_select(channel, p.head_layout.size))
+        pointer = Signal(range(max(Q, 2)), name="target_rotation")
+        m.d.comb += pointer.eq(Cat(*effective).word_select(ap, len(pointer)) if P > 1
+                               else effective[0])
+        waves = Signal(data.ArrayLayout(range(gpu.wave_slots + 1), Q), name="target_waves")
+        for q in range(Q):
+            extra = extra_wave(q, pointer, head.rem, Q)
+            m.d.comb += [
+                waves[q].eq(head.quot + extra),
+                allocator.need_vgpr[q].eq(Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)),
+                allocator.need_sgpr[q].eq(Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)),
+            ]
+        m.d.comb += [allocator.status.eq(table.status), allocator.ap.eq(ap),
+                     allocator.need_lds.eq(head.lds)]
+
+        commit = Signal(name="commit")
+        abort = Signal(name="stale")
+        m.d.comb += [commit.eq(evaluate & selector.picked & allocator.fits & table.tag_valid),
+                     abort.eq(evaluate & selector.picked & ~allocator.fits),
+                     selector.evaluate.eq(evaluate), selector.commit.eq(commit)]
+
+        # The record of the allocation (what a release gives back).
+        power = Signal(p.widths["ap_power"], name="target_power")
+        m.d.comb += power.eq(Cat(*wave_powers).word_select(channel, len(wave_powers[0]))
+                             * head.waves)
+        record = table.record
+        m.d.comb += [table.allocate.eq(commit), record.wg.eq(head.wg), record.ap.eq(ap),
+                     record.waves.eq(waves), record.power.eq(power),
+                     record.lds_start.eq(allocator.lds_start), record.lds_length.eq(head.lds)]
+        for q in range(Q):
+            m.d.comb += [record.vgpr_start[q].eq(allocator.vgpr_start[q]),
+                         record.vgpr_length[q].eq(allocator.need_vgpr[q]),
+                         record.sgpr_start[q].eq(allocator.sgpr_start[q]),
+                         record.sgpr_length[q].eq(allocator.need_sgpr[q])]
+        m.d.comb += queues.take.eq(Mux(commit, 1 << channel, 0))
+        with m.If(commit & rotate):
+            for index in range(P):
+                with m.If(ap == index):
+                    total = pointers[index] + head.rem
+                    m.d.sync += pointers[index].eq(Mux(total >= Q, total - Q, total))
+
+        # -- embodiment 3: the all-fail counter and the split --------------------------------
+        g = Signal(THRESHOLD_BITS + 1, name="all_fail_count")
+        split_now = Signal(R, name="split_now")
+        waiting = Cat(*(queues.heads[c].valid for c in range(R))).any()
+        splittable = Cat(*(queues.heads[c].valid & queues.heads[c].splittable
+                           for c in range(R)))
+        splitting = (threshold != 0) & (selection == MULTI)
+        with m.If(evaluate & splitting):
+            with m.If(waiting & ~selector.matched):
+                with m.If(g + 1 > threshold):
+                    m.d.comb += split_now.eq(splittable)
+                    m.d.sync += g.eq(0)
+                with m.Else():
+                    m.d.sync += g.eq(g + 1)
+            with m.Else():
+                m.d.sync += g.eq(0)
+        with m.Elif(~splitting):
+            m.d.sync += g.eq(0)
+        m.d.comb += queues.split.eq(split_now)
+
+        # -- outputs ----------------------------------------------------------------------------
+        out = self.dispatch
+        with m.If(commit):
+            m.d.sync += [
+                out.valid.eq(1),
+                out.payload.tag.eq(table.tag), out.payload.wg.eq(head.wg),
+                out.payload.channel.eq(channel), out.payload.split.eq(head.split),
+                out.payload.part.eq(head.part), out.payload.ap.eq(ap),
+                out.payload.waves.eq(waves),
+                out.payload.vgpr_start.eq(allocator.vgpr_start),
+                out.payload.sgpr_start.eq(allocator.sgpr_start),
+                out.payload.lds_start.eq(allocator.lds_start),
+            ]
+        with m.Elif(out.ready):
+            m.d.sync += out.valid.eq(0)
+        m.d.sync += [self.stale_abort.eq(abort), self.abort_ap.eq(ap),
+                     self.split.eq(split_now)]
+        m.d.comb += self.reject.eq(queues.reject)
+        return m

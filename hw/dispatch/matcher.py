@@ -1,0 +1,80 @@
+"""Embodiment 1's match of every channel's head against every AP, with embodiment 8's split.
+
+A head fits an AP when every PEU ``q`` can take its wave group: ``w_q`` waves (``quot``, or
+``quot + 1`` for the PEUs the AP's rotating pointer gives the remainder to) need ``w_q``
+free wave slots, one VGPR block of ``w_q x vgpr`` and one SGPR block of ``w_q x sgpr``
+blocks no longer than the view's lengths, and the WG's LDS fits the AP's LDS view (steps
+a3, a31-a32). All heads against all APs in parallel: ``channels x APs x PEUs`` sets of three
+comparators, combinational.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.params import DispatcherParams
+from hw.dispatch.views import view_layout
+
+__all__ = ["Matcher", "extra_wave"]
+
+
+def extra_wave(q: int, pointer, remainder, peus: int):
+    """Embodiment 8: PEU ``q`` takes the split table's entry ``(q - pointer) mod Q``, which
+    is ``quot + 1`` when that index is below the remainder."""
+    rotated = Mux(pointer <= q, q - pointer, q + peus - pointer)
+    return rotated < remainder
+
+
+def slots_layout(params: DispatcherParams) -> data.ArrayLayout:
+    """Free wave slots of every PEU, by AP."""
+    return data.ArrayLayout(data.ArrayLayout(range(params.gpu.wave_slots + 1), params.peus),
+                            params.aps)
+
+
+class Matcher(wiring.Component):
+    """Which APs each channel's head fits, as the view sees them.
+
+    Attributes
+    ----------
+    heads : In(ArrayLayout(params.head_layout, channels))
+    view : In(view_layout(params))
+    slots : In(slots_layout(params))
+        Free wave slots (counted, no latency).
+    pointer : In(ArrayLayout(range(max(peus, 2)), aps))
+        Each AP's rotating pointer (0 when rotation is off).
+    fit : Out(ArrayLayout(aps, channels))
+        Bit ``ap`` of ``fit[c]``: channel ``c``'s head is valid and fits AP ``ap``.
+    """
+
+    def __init__(self, params: DispatcherParams):
+        self._params = params
+        super().__init__({
+            "heads": In(data.ArrayLayout(params.head_layout, params.channels)),
+            "view": In(view_layout(params)),
+            "slots": In(slots_layout(params)),
+            "pointer": In(data.ArrayLayout(range(max(params.peus, 2)), params.aps)),
+            "fit": Out(data.ArrayLayout(params.aps, params.channels)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        Q = p.peus
+        for c in range(p.channels):
+            head = self.heads[c]
+            fits = []
+            for ap in range(p.aps):
+                terms = [head.valid, head.lds <= self.view.lds[ap]]
+                for q in range(Q):
+                    index = ap * Q + q
+                    extra = extra_wave(q, self.pointer[ap], head.rem, Q)
+                    waves = head.quot + extra
+                    vgpr = Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)
+                    sgpr = Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)
+                    terms += [waves <= self.slots[ap][q], vgpr <= self.view.vgpr[index],
+                              sgpr <= self.view.sgpr[index]]
+                fit = Signal(name=f"fit_c{c}_ap{ap}")
+                m.d.comb += fit.eq(Cat(*terms).all())
+                fits.append(fit)
+            m.d.comb += self.fit[c].eq(Cat(*fits))
+        return m

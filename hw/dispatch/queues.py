@@ -1,0 +1,153 @@
+"""The channels of the dispatcher: admission, per-channel FIFOs and embodiment 3's split state.
+
+One workgroup-in stream per channel. A WG accepted in clock ``t`` is checked against an idle
+AP as the matcher's circuit sees it (the model's admission check, step 2): a WG that can never
+fit is refused (``reject`` rises in clock ``t + 1``) and dropped; otherwise what its head needs
+is precomputed (waves per PEU, VGPR/SGPR blocks of a PEU with ``quot`` or ``quot + 1``
+waves, the LDS of a one-wave part) and it enters the channel's FIFO, where it is the head from
+clock ``t + 1`` if the FIFO was empty.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.logic import saturate
+from hw.dispatch.params import DispatcherParams
+
+__all__ = ["ChannelQueues"]
+
+
+class ChannelQueues(wiring.Component):
+    """Admission, FIFOs and split state of every channel.
+
+    Attributes
+    ----------
+    wg_in : list of In(stream.Signature(params.workgroup_layout))
+        One stream per channel; ``ready`` is high while the channel's FIFO has room (a WG
+        that will be refused needs room too).
+    splitting : In(1)
+        Embodiment 3 is on (threshold > 0 and embodiment 1's selection): an independent WG
+        that fits only as single waves is admitted (it will be split).
+    take : In(channels)
+        Bit ``c``: the head of channel ``c`` was dispatched this clock (a whole WG, or one
+        part of a split one; the last part pops the WG).
+    split : In(channels)
+        Bit ``c``: split the head of channel ``c`` into one-wave parts from the next clock.
+    heads : Out(ArrayLayout(params.head_layout, channels))
+        Each channel's head as the matcher sees it; ``valid`` is 0 for an empty channel.
+    reject : Out(channels)
+        Bit ``c``: the WG accepted on channel ``c`` in the previous clock was refused.
+    """
+
+    def __init__(self, params: DispatcherParams):
+        self._params = params
+        R = params.channels
+        super().__init__({
+            "wg_in": In(stream.Signature(params.workgroup_layout)).array(R),
+            "splitting": In(1),
+            "take": In(R),
+            "split": In(R),
+            "heads": Out(data.ArrayLayout(params.head_layout, R)),
+            "reject": Out(R),
+        })
+
+    def _admit(self, m: Module, c: int, wg) -> tuple:
+        """``(admitted, queue entry)`` for the descriptor ``wg`` of channel ``c``."""
+        p = self._params
+        gpu, Q = p.gpu, p.peus
+        seen_v, seen_s, seen_l = (p.seen_when_free(r) for r in ("vgpr", "sgpr", "lds"))
+        waves = Signal.like(wg.waves, name=f"c{c}_waves")
+        m.d.comb += waves.eq(wg.waves)
+        # Waves on the busiest PEU (ceil(waves / Q)), quotient and remainder by Q.
+        busiest = Signal(range(p.max_waves + 2), name=f"c{c}_busiest")
+        quot = Signal(range(p.max_waves + 2), name=f"c{c}_quot")
+        rem = Signal(range(max(Q, 2)), name=f"c{c}_rem")
+        m.d.comb += [busiest.eq((waves + Q - 1) // Q), quot.eq(waves // Q), rem.eq(waves % Q)]
+        slots_ok = busiest <= gpu.wave_slots
+        whole = (slots_ok & (busiest * wg.vgpr <= seen_v) & (busiest * wg.sgpr <= seen_s)
+                 & (wg.lds <= seen_l))
+        # A part's LDS is ceil(lds / waves) <= seen, that is lds <= waves * seen.
+        parts = (self.splitting & wg.independent & (waves >= 2) & slots_ok
+                 & (wg.vgpr <= seen_v) & (wg.sgpr <= seen_s) & (wg.lds <= waves * seen_l))
+        admitted = Signal(name=f"c{c}_admitted")
+        m.d.comb += admitted.eq(whole | parts)
+
+        part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
+        m.d.comb += part_lds.eq(saturate((wg.lds + waves - 1) // Mux(waves == 0, 1, waves),
+                                         gpu.lds + 1))
+        entry = Signal(p.queue_layout, name=f"c{c}_entry")
+        m.d.comb += [
+            entry.wg.eq(wg.wg),
+            entry.priority.eq(wg.priority),
+            entry.waves.eq(waves),
+            entry.quot.eq(quot),
+            entry.rem.eq(rem),
+            entry.need_vgpr_lo.eq(saturate(quot * wg.vgpr, gpu.vgpr + 1)),
+            entry.need_vgpr_hi.eq(saturate((quot + 1) * wg.vgpr, gpu.vgpr + 1)),
+            entry.need_sgpr_lo.eq(saturate(quot * wg.sgpr, gpu.sgpr + 1)),
+            entry.need_sgpr_hi.eq(saturate((quot + 1) * wg.sgpr, gpu.sgpr + 1)),
+            entry.vgpr.eq(saturate(wg.vgpr, gpu.vgpr + 1)),
+            entry.sgpr.eq(saturate(wg.sgpr, gpu.sgpr + 1)),
+            entry.lds.eq(saturate(wg.lds, gpu.lds + 1)),
+            entry.part_lds.eq(part_lds),
+            entry.splittable.eq(wg.independent & (waves >= 2)),
+        ]
+        return admitted, entry
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        gpu, Q = p.gpu, p.peus
+        lowest = gpu.priorities - 1
+        for c in range(p.channels):
+            queue = fifo.SyncFIFO(width=p.queue_layout.size, depth=p.queue_depth)
+            m.submodules[f"fifo{c}"] = queue
+            source = self.wg_in[c]
+            admitted, entry = self._admit(m, c, source.payload)
+            accepted = source.valid & queue.w_rdy
+            m.d.comb += [source.ready.eq(queue.w_rdy),
+                         queue.w_data.eq(entry.as_value()),
+                         queue.w_en.eq(accepted & admitted)]
+            m.d.sync += self.reject[c].eq(accepted & ~admitted)
+
+            # Embodiment 3: while a head is split, it is presented as its next one-wave part
+            # (the lowest priority, ceil(lds / waves) LDS blocks); the last part pops it.
+            active = Signal(name=f"c{c}_split_active")
+            left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
+            stored = data.View(p.queue_layout, queue.r_data)
+            head = self.heads[c]
+            one_quot, one_rem = divmod(1, Q)
+            m.d.comb += [
+                head.valid.eq(queue.r_rdy),
+                head.wg.eq(stored.wg),
+                head.split.eq(active),
+                head.part.eq(Mux(active, stored.waves - left, 0)),
+                head.priority.eq(Mux(active, lowest, stored.priority)),
+                head.waves.eq(Mux(active, 1, stored.waves)),
+                head.quot.eq(Mux(active, one_quot, stored.quot)),
+                head.rem.eq(Mux(active, one_rem, stored.rem)),
+                head.need_vgpr_lo.eq(Mux(active, stored.vgpr if one_quot else 0,
+                                         stored.need_vgpr_lo)),
+                head.need_vgpr_hi.eq(Mux(active, saturate((one_quot + 1) * stored.vgpr,
+                                                          gpu.vgpr + 1),
+                                         stored.need_vgpr_hi)),
+                head.need_sgpr_lo.eq(Mux(active, stored.sgpr if one_quot else 0,
+                                         stored.need_sgpr_lo)),
+                head.need_sgpr_hi.eq(Mux(active, saturate((one_quot + 1) * stored.sgpr,
+                                                          gpu.sgpr + 1),
+                                         stored.need_sgpr_hi)),
+                head.lds.eq(Mux(active, stored.part_lds, stored.lds)),
+                head.splittable.eq(~active & stored.splittable),
+            ]
+            take = self.take[c] & queue.r_rdy
+            last = ~active | (left == 1)
+            m.d.comb += queue.r_en.eq(take & last)
+            with m.If(take):
+                with m.If(last):
+                    m.d.sync += active.eq(0)
+                with m.Else():
+                    m.d.sync += left.eq(left - 1)
+            with m.Elif(self.split[c] & queue.r_rdy & ~active & stored.splittable):
+                m.d.sync += [active.eq(1), left.eq(stored.waves)]
+        return m

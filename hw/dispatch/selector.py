@@ -1,0 +1,296 @@
+"""The target WG and the target AP: selection rules, embodiment 2's windows, the a41/a42
+tie-break with its 16-bit LFSR, and the AP choice (round robin, lowest index, embodiment 9's
+resource score, embodiment 10's history, or both combined), all on integers.
+
+Everything here is combinational from the clock's registers, except the selection state the
+component keeps (tie-break flags, LFSR, channel and AP pointers, the MIAOW-like buffer, the
+window counter), which changes only in the clock edge after a dispatch is carried out
+(``commit``), so a stale abort leaves it as it was.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.logic import arg_best, at_or_after, first_set, nth_set, popcount
+from hw.dispatch.matcher import slots_layout
+from hw.dispatch.params import WINDOW_BITS, DispatcherParams
+from hw.dispatch.views import view_layout
+from model.dispatch.config import AP_CHOICES, SELECTIONS
+from model.dispatch.engine import Lfsr
+
+__all__ = ["Selector"]
+
+MULTI, STRICT, MIAOW, GPGPUSIM = (SELECTIONS.index(name)
+                                  for name in ("multi", "strict", "miaow", "gpgpusim"))
+ROUND_ROBIN, LOWEST, RESOURCE, INSTRUCTION, COMBINED = (
+    AP_CHOICES.index(name)
+    for name in ("round_robin", "lowest", "resource", "instruction", "combined"))
+
+
+def _max_tree(m: Module, values, name: str):
+    """The largest of ``values`` (unsigned), a balanced tree of comparators."""
+    level = 0
+    values = list(values)
+    while len(values) > 1:
+        merged = []
+        for k in range(0, len(values) - 1, 2):
+            a, b = values[k], values[k + 1]
+            larger = Signal(max(len(a), len(b)), name=f"{name}_l{level}_{k // 2}")
+            m.d.comb += larger.eq(Mux(b > a, b, a))
+            merged.append(larger)
+        if len(values) % 2:
+            merged.append(values[-1])
+        values, level = merged, level + 1
+    return values[0]
+
+
+class Selector(wiring.Component):
+    """Picks the target channel and AP of the clock.
+
+    Attributes
+    ----------
+    heads, fit : In
+        The channels' heads and the matcher's fit masks.
+    view, slots : In
+        For embodiment 9's score ``R = sum a_h r_h``: ``r`` is the view summed over the AP's
+        PEUs (VGPR, SGPR), its LDS view and its free wave slots.
+    history : In(ArrayLayout(history bits, aps))
+        Embodiment 10's history of every AP (the exponential average).
+    selection, ap_choice, rotate, resource_weight, instruction_weight, windows, ap_weights :
+        The configuration registers (see :class:`hw.dispatch.params.ConfigAddress`).
+    lfsr_load, lfsr_value : In
+        A configuration write of the LFSR's state.
+    start : In(1)
+        The clock before cycle 0: the window counter restarts.
+    running : In(1)
+        The window counter advances.
+    evaluate : In(1)
+        The dispatcher decides in this clock (running, and the output not held): the
+        MIAOW-like buffer may be filled.
+    commit : In(1)
+        The picked WG was placed (the selection state moves on).
+    picked : Out(1)
+        A WG is picked (``channel``), and ``ap`` is its target.
+    matched : Out(1)
+        Some head matched in the sense of the selection rule (embodiment 3's counter).
+    promoted : Out(range(priorities)), windowed : Out(1)
+        The priority embodiment 2 promotes now, and whether windows are on.
+    """
+
+    def __init__(self, params: DispatcherParams):
+        self._params = params
+        p = params
+        widths = p.widths
+        R, P, Y = p.channels, p.aps, p.priorities
+        super().__init__({
+            "heads": In(data.ArrayLayout(p.head_layout, R)),
+            "fit": In(data.ArrayLayout(P, R)),
+            "view": In(view_layout(p)),
+            "slots": In(slots_layout(p)),
+            "history": In(data.ArrayLayout(widths["history"], P)),
+            "selection": In(2),
+            "ap_choice": In(3),
+            "resource_weight": In(8),
+            "instruction_weight": In(8),
+            "windows": In(data.ArrayLayout(WINDOW_BITS, Y)),
+            "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4)),
+            "lfsr_load": In(1),
+            "lfsr_value": In(16),
+            "start": In(1),
+            "running": In(1),
+            "evaluate": In(1),
+            "commit": In(1),
+            "picked": Out(1),
+            "channel": Out(range(max(R, 2))),
+            "ap": Out(range(max(P, 2))),
+            "matched": Out(1),
+            "promoted": Out(range(max(Y, 2))),
+            "windowed": Out(1),
+        })
+
+    def _lfsr_seed(self) -> int:
+        return self._params.policy.lfsr_seed
+
+    def _windows(self, m: Module):
+        """Embodiment 2: the window counter (cycle mod the windows' sum) and the priority it
+        promotes."""
+        p = self._params
+        Y = p.priorities
+        period_bits = WINDOW_BITS + max(Y - 1, 0).bit_length()
+        position = Signal(period_bits, name="window_position")
+        prefix = [Const(0, period_bits)]
+        for y in range(Y):
+            prefix.append(prefix[-1] + self.windows[y])
+        period = Signal(period_bits, name="window_period")
+        m.d.comb += period.eq(prefix[-1])
+        with m.If(self.start):
+            m.d.sync += position.eq(0)
+        with m.Elif(self.running):
+            m.d.sync += position.eq(Mux(position + 1 >= period, 0, position + 1))
+        promoted = Const(0, max((Y - 1).bit_length(), 1))
+        for y in reversed(range(Y)):
+            promoted = Mux(self._in_window(position, prefix[y], prefix[y + 1]), y, promoted)
+        m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(self.windows[0] != 0)]
+
+    @staticmethod
+    def _in_window(position, start, end):
+        """Window ``[start, end)`` holds the counter's position."""
+        return (position >= start) & (position < end)
+
+    def _flag_updates(self, m: Module, flags, channel, tied, clear, priority) -> None:
+        """Step a42's flags after a tie-break among ``tied``: the chosen channel's flag is set
+        when some tied flag was clear; when all were set, the others' are cleared."""
+        for c, flag in enumerate(flags):
+            with m.If(clear.any()):
+                with m.If(channel == c):
+                    m.d.sync += flag.bit_select(priority, 1).eq(1)
+            with m.Elif(tied[c] & (channel != c)):
+                m.d.sync += flag.bit_select(priority, 1).eq(0)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        R, P, Y, Q = p.channels, p.aps, p.priorities, p.peus
+        heads = self.heads
+        self._windows(m)
+
+        valid = Cat(*(heads[c].valid for c in range(R)))
+        matches = Signal(R, name="matches")
+        m.d.comb += matches.eq(Cat(*(self.fit[c].any() for c in range(R))))
+        channel_pointer = Signal(range(max(R, 2)), name="channel_pointer")
+        ap_pointer = Signal(range(max(P, 2)), name="ap_pointer")
+
+        # -- embodiment 1 with embodiment 2's ranks and the a41/a42 tie-break ---------------
+        key_bits = max(Y.bit_length(), 1)
+        keys = []
+        for c in range(R):
+            key = Signal(key_bits, name=f"rank_c{c}")
+            m.d.comb += key.eq(Mux(self.windowed & (heads[c].priority == self.promoted), 0,
+                                   heads[c].priority + 1))
+            keys.append(key)
+        best = Const((1 << key_bits) - 1, key_bits)
+        for c in range(R):
+            best = Mux(matches[c] & (keys[c] < best), keys[c], best)
+        best_key = Signal(key_bits, name="best_rank")
+        m.d.comb += best_key.eq(best)
+        tied = Signal(R, name="tied")
+        m.d.comb += tied.eq(Cat(*(matches[c] & (keys[c] == best_key) for c in range(R))))
+        _, first_tied = first_set(tied)
+        tie_priority = Signal(range(max(Y, 2)), name="tie_priority")
+        m.d.comb += tie_priority.eq(Cat(*(heads[c].priority for c in range(R)))
+                                    .word_select(first_tied, len(heads[0].priority)))
+        flags = [Signal(Y, name=f"selected_c{c}") for c in range(R)]
+        flag_now = Cat(*(flags[c].bit_select(tie_priority, 1) for c in range(R)))
+        clear = Signal(R, name="tie_clear")
+        m.d.comb += clear.eq(tied & ~flag_now)
+        candidates = Signal(R, name="tie_candidates")
+        m.d.comb += candidates.eq(Mux(clear.any(), clear, tied))
+        lfsr = Signal(16, name="lfsr", init=self._lfsr_seed())
+        stepped = Signal(16, name="lfsr_next")
+        m.d.comb += stepped.eq((lfsr >> 1) ^ Mux(lfsr[0], Lfsr.TAPS, 0))
+        count = popcount(candidates)
+        pick = Const(0, max((R - 1).bit_length(), 1))
+        for k in range(2, R + 1):
+            pick = Mux(count == k, stepped % k, pick)
+        tie_index = Signal(range(max(R, 2)), name="tie_index")
+        m.d.comb += tie_index.eq(pick)
+        several = Signal(name="tie_several")
+        m.d.comb += several.eq(popcount(tied) >= 2)
+        multi_channel = Mux(several, nth_set(candidates, tie_index), first_tied)
+
+        # -- the baselines: strict priority, the MIAOW-like buffer, GPGPU-Sim-like first fit --
+        prio_best = Const((1 << key_bits) - 1, key_bits)
+        for c in range(R):
+            prio_best = Mux(valid[c] & (heads[c].priority < prio_best), heads[c].priority,
+                            prio_best)
+        strict_best = Signal(key_bits, name="strict_best")
+        m.d.comb += strict_best.eq(prio_best)
+        strict_any, strict_channel = at_or_after(
+            Cat(*(valid[c] & (heads[c].priority == strict_best) for c in range(R))),
+            channel_pointer)
+        first_any, first_channel = at_or_after(matches, channel_pointer)
+        locked = Signal(name="buffer_full")
+        locked_channel = Signal(range(max(R, 2)), name="buffer_channel")
+        fill_any, fill_channel = at_or_after(valid, channel_pointer)
+        miaow_channel = Mux(locked, locked_channel, fill_channel)
+
+        channel = Signal(range(max(R, 2)), name="picked_channel")
+        picked = Signal(name="picked_any")
+        selection = self.selection
+        with m.Switch(selection):
+            with m.Case(STRICT):
+                m.d.comb += [channel.eq(strict_channel),
+                             picked.eq(strict_any & matches.bit_select(strict_channel, 1))]
+            with m.Case(MIAOW):
+                m.d.comb += [channel.eq(miaow_channel),
+                             picked.eq((locked | fill_any)
+                                       & matches.bit_select(miaow_channel, 1))]
+            with m.Case(GPGPUSIM):
+                m.d.comb += [channel.eq(first_channel), picked.eq(first_any)]
+            with m.Default():
+                m.d.comb += [channel.eq(multi_channel), picked.eq(matches.any())]
+        m.d.comb += [self.channel.eq(channel), self.picked.eq(picked),
+                     self.matched.eq(Mux(selection == MULTI, matches.any(), picked))]
+
+        # -- the AP -----------------------------------------------------------------------------
+        fit = Signal(P, name="ap_candidates")
+        m.d.comb += fit.eq(Cat(*(self.fit[c] for c in range(R))).word_select(channel, P))
+        weights = self.ap_weights
+        resource = []
+        for ap in range(P):
+            vgpr = sum(self.view.vgpr[ap * Q + q] for q in range(Q))
+            sgpr = sum(self.view.sgpr[ap * Q + q] for q in range(Q))
+            slots = sum(self.slots[ap][q] for q in range(Q))
+            score = Signal(p.widths["resource_score"], name=f"resource_score{ap}")
+            m.d.comb += score.eq(weights[0] * vgpr + weights[1] * sgpr
+                                 + weights[2] * self.view.lds[ap] + weights[3] * slots)
+            resource.append(score)
+        history = [self.history[ap] for ap in range(P)]
+        _, lowest_ap = first_set(fit)
+        _, round_robin_ap = at_or_after(fit, ap_pointer)
+        _, resource_ap = arg_best(m, fit, resource, lambda a, b: a > b, "emb9")
+        _, instruction_ap = arg_best(m, fit, history, lambda a, b: a < b, "emb10")
+        # Combined: w_r R / max R - w_i B / max B, cross-multiplied by max R max B (> 0).
+        top_r = _max_tree(m, [Mux(fit[ap], resource[ap], 0) for ap in range(P)], "max_r")
+        top_b = _max_tree(m, [Mux(fit[ap], history[ap], 0) for ap in range(P)], "max_b")
+        top_r1 = Mux(top_r == 0, 1, top_r)
+        top_b1 = Mux(top_b == 0, 1, top_b)
+        width = p.widths["resource_score"] + p.widths["history"] + 9
+        combined = []
+        for ap in range(P):
+            score = Signal(signed(width + 1), name=f"combined_score{ap}")
+            m.d.comb += score.eq(self.resource_weight * resource[ap] * top_b1
+                                 - self.instruction_weight * history[ap] * top_r1)
+            combined.append(score)
+        _, combined_ap = arg_best(m, fit, combined, lambda a, b: a > b, "emb910")
+        ap = Signal(range(max(P, 2)), name="picked_ap")
+        with m.Switch(self.ap_choice):
+            with m.Case(LOWEST):
+                m.d.comb += ap.eq(lowest_ap)
+            with m.Case(RESOURCE):
+                m.d.comb += ap.eq(resource_ap)
+            with m.Case(INSTRUCTION):
+                m.d.comb += ap.eq(instruction_ap)
+            with m.Case(COMBINED):
+                m.d.comb += ap.eq(combined_ap)
+            with m.Default():
+                m.d.comb += ap.eq(round_robin_ap)
+        m.d.comb += self.ap.eq(ap)
+
+        # -- the state ------------------------------------------------------------------------
+        with m.If(self.evaluate & (selection == MIAOW) & ~locked & fill_any):
+            m.d.sync += [locked.eq(1), locked_channel.eq(fill_channel),
+                         channel_pointer.eq(Mux(fill_channel == R - 1, 0, fill_channel + 1))]
+        with m.If(self.commit):
+            m.d.sync += ap_pointer.eq(Mux(ap == P - 1, 0, ap + 1))
+            with m.If((selection == STRICT) | (selection == GPGPUSIM)):
+                m.d.sync += channel_pointer.eq(Mux(channel == R - 1, 0, channel + 1))
+            with m.If(selection == MIAOW):
+                m.d.sync += locked.eq(0)
+            with m.If((selection == MULTI) & several):
+                m.d.sync += lfsr.eq(stepped)
+                self._flag_updates(m, flags, channel, tied, clear, tie_priority)
+        with m.If(self.lfsr_load):
+            m.d.sync += lfsr.eq(self.lfsr_value)
+        return m

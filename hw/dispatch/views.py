@@ -1,0 +1,132 @@
+"""The matcher's free-block view: the longest free run of every contiguous resource instance,
+as the policy's circuit reports it for the status registers of ``circuit_latency`` clocks ago.
+
+One circuit per instance (embodiments 4-6 or the exact tree of :mod:`hw.maxblock`), its own
+pipeline making up as much of the latency as it can be built with and registers on the status
+word the rest; or, with ``circuit = "shared"``, embodiment 7: one time-multiplexed exact unit
+per AP (:class:`hw.shared_maxblock.SharedMaxFreeBlock`) serving that AP's VGPR, SGPR and LDS
+words on the schedule of :func:`model.dispatch.config.shared_schedule`.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.params import DispatcherParams
+from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.shared_maxblock import SharedMaxFreeBlock
+from model.maxblock import default_samples
+
+__all__ = ["FreeBlockViews", "status_layout", "view_layout"]
+
+
+def status_layout(params: DispatcherParams) -> data.StructLayout:
+    """Every status register (bit ``i`` = block ``i``, 1 = free), by resource and instance."""
+    sizes, counts = params.sizes, params.instances
+    return data.StructLayout({name: data.ArrayLayout(sizes[name], counts[name])
+                              for name in sizes})
+
+
+def view_layout(params: DispatcherParams) -> data.StructLayout:
+    """The matcher's length of every instance."""
+    sizes, counts = params.sizes, params.instances
+    return data.StructLayout({name: data.ArrayLayout(range(sizes[name] + 1), counts[name])
+                              for name in sizes})
+
+
+def identity(component, role: str = ""):
+    """The default ``wrap``: the component itself (``role`` is ``"view"`` or
+    ``"allocator"``, for a flow that builds the two uses differently)."""
+    return component
+
+
+class FreeBlockViews(wiring.Component):
+    """The view of every contiguous resource instance.
+
+    Latency: ``length`` of clock ``t`` is the circuit's output for ``status`` of clock
+    ``t - circuit_latency``. The registers in front of the circuits reset to "all free"; the
+    circuits' own pipelines reset to "all occupied", so they must be fed ``prime_clocks``
+    clocks of the all-free status before the view means the model's "all free before cycle
+    0" (the dispatcher waits that long before it starts). With the shared unit a view is
+    refreshed when the unit serves it and held in between.
+
+    Parameters
+    ----------
+    params : DispatcherParams
+    wrap : callable
+        ``wrap(component, "view")`` is applied to every free-block component before it is
+        instantiated (the flow replaces each by an instance of one shared Verilog module;
+        default: the component itself). The view reads only ``length``; an exact tree's
+        ``request`` is tied to 0.
+
+    Attributes
+    ----------
+    status : In(status_layout(params))
+    view : Out(view_layout(params))
+    """
+
+    def __init__(self, params: DispatcherParams, wrap=identity):
+        self._params = params
+        self._wrap = wrap
+        super().__init__({"status": In(status_layout(params)),
+                          "view": Out(view_layout(params))})
+
+    @property
+    def prime_clocks(self) -> int:
+        """Clocks of the all-free status after reset before the view is that of an idle GPU
+        (with the shared unit: every resource has been served once)."""
+        p = self._params
+        if p.shared:
+            return len(p.schedule.periods)
+        return max(p.circuit_latency(n) for n in p.sizes.values())
+
+    def _circuit(self, n: int):
+        p = self._params
+        latency = p.circuit_latency(n)
+        kind = p.policy.circuit
+        if kind == "exact":
+            return ExactMaxFreeBlock(n, latency=latency)
+        if kind == "full":
+            return MaxFreeBlock(n, latency=latency)
+        if kind == "grouped":
+            return GroupedMaxFreeBlock(n, n // p.policy.group_size, latency=latency)
+        return SampledMaxFreeBlock(n, default_samples(n), latency=latency)
+
+    def _delayed(self, m: Module, word, clocks: int, name: str):
+        """``word`` of ``clocks`` clocks ago, through registers that reset to all free."""
+        for k in range(clocks):
+            register = Signal(len(word), name=f"{name}_d{k}", init=(1 << len(word)) - 1)
+            m.d.sync += register.eq(word)
+            word = register
+        return word
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        latency = p.policy.circuit_latency
+        if p.shared:
+            schedule = p.schedule
+            for ap in range(p.aps):
+                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=True), "view")
+                m.submodules[f"shared{ap}"] = unit
+                for name in p.sizes:
+                    per = p.peus if name != "lds" else 1
+                    for q in range(per):
+                        index = ap * per + q
+                        key = f"{name}{q}" if name != "lds" else "lds"
+                        word = self._delayed(m, self.status[name][index], latency,
+                                             f"{name}{index}")
+                        m.d.comb += [unit.status[key].eq(word),
+                                     self.view[name][index].eq(unit.length[key])]
+            return m
+        for name, n in p.sizes.items():
+            extra = latency - p.circuit_latency(n)
+            for index in range(p.instances[name]):
+                circuit = self._wrap(self._circuit(n), "view")
+                m.submodules[f"{name}{index}"] = circuit
+                word = self._delayed(m, self.status[name][index], extra, f"{name}{index}")
+                m.d.comb += [circuit.status.eq(word),
+                             self.view[name][index].eq(circuit.length)]
+                if "request" in circuit.signature.members:       # the exact tree's
+                    m.d.comb += circuit.request.eq(0)
+        return m

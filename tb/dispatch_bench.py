@@ -1,0 +1,614 @@
+"""The dispatcher's co-simulation against the model and its protocol checker, simulator-free.
+
+Pure Python, clock by clock: :class:`CosimDriver` drives a :class:`hw.dispatch.Dispatcher` with
+the arrivals and releases of a model run (:func:`model_run`) and compares, in every clock,
+whether a WG was dispatched, which one, to which AP, its waves per PEU and every start address,
+the stale aborts and the splits. :class:`ProtocolChecker` checks the ports against rules that
+do not use the model: stream rules, a dispatch only of a WG that arrived (in its channel's
+order) and whose blocks are free in a shadow of the status registers, at most one WG a clock,
+releases only of WGs in flight. ``tb/test_dispatch.py`` runs them under cocotb (Verilator,
+Icarus); ``tests/test_dispatch_rtl_sim.py`` under Amaranth's simulator.
+
+One clock of a bench: read the registered outputs (``dispatch.valid``, ``dispatch.payload``:
+they hold the decision of the previous clock and do not depend on this clock's inputs),
+``inputs = driver.inputs(registered)`` (port name to value), apply, let the logic settle, read
+every output into a dict, ``driver.outputs(values)``, then the clock edge. A WG that runs for
+one cycle is released in the clock its dispatch appears, so the driver learns its record tag
+from the registered output before it drives the release. Port
+names are the component's, dotted: ``wg_in.0.payload``, ``dispatch.valid``, ``split``; a
+payload is an integer packed as its layout.
+
+Timing of the stimulus (docs/dispatch_rtl.md): the model's cycle ``t`` is the clock ``t + 1``
+after the one in which ``START`` was accepted. A WG arriving in cycle ``a`` is offered from
+clock ``a - 1`` (it is then in the FIFO in clock ``a``); a release of cycle ``r`` is sent in
+clock ``r - 1``; the decisions of cycle ``t`` appear on the outputs in clock ``t + 1``. WGs
+the model refuses are sent, and must be refused, before ``START``: they never reach a FIFO, so
+their place in the stream does not matter, and the admitted WGs then keep their clocks.
+"""
+
+import random
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from amaranth.lib import data
+
+from hw.dispatch.params import ConfigAddress, DispatcherParams, ceil_div, config_writes
+from model.dispatch import DispatchSimulator
+from model.dispatch.config import (
+    GpuConfig,
+    PolicyConfig,
+    WorkGroup,
+    ignored_fields,
+    with_policy,
+)
+
+__all__ = ["CosimDriver", "ModelRun", "ProtocolChecker", "RandomDriver", "input_ports",
+           "model_run", "output_ports", "pack", "unpack"]
+
+
+def pack(layout: data.Layout, value: dict) -> int:
+    """The integer a port of ``layout`` carries for the field values ``value``."""
+    return layout.const(value).as_value().value
+
+
+def unpack(layout: data.Layout, value: int) -> data.Const:
+    """The fields of an integer read from a port of ``layout``."""
+    return data.Const(layout, value)
+
+
+def input_ports(params: DispatcherParams) -> list[str]:
+    names = [f"wg_in.{c}.{f}" for c in range(params.channels) for f in ("valid", "payload")]
+    return names + ["release.valid", "release.payload", "config.valid", "config.payload",
+                    "dispatch.ready"]
+
+
+def output_ports(params: DispatcherParams) -> list[str]:
+    names = [f"wg_in.{c}.ready" for c in range(params.channels)]
+    return names + ["release.ready", "config.ready", "dispatch.valid", "dispatch.payload",
+                    "running", "stale_abort", "abort_ap", "split", "reject", "error"]
+
+
+@dataclass
+class ModelRun:
+    """One model run prepared for co-simulation: what it was run with, and its event log."""
+
+    label: str
+    gpu: GpuConfig
+    policy: PolicyConfig
+    channels: tuple
+    workload: list
+    cycles: int
+    events: list
+    result: dict
+    wave_powers: list
+    notes: list = field(default_factory=list)
+
+
+def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channels=(),
+              cycles: int = 2000, execution: str = "fixed") -> ModelRun:
+    """Run the model as the RTL runs: one release per clock (``release_limit = 1``) and
+    embodiment 10's exponential average where the policy reads a history (the RTL keeps
+    no sliding window); ``notes`` says what was changed."""
+    notes, changes = [], {}
+    if policy.release_limit != 1:
+        changes["release_limit"] = 1
+        notes.append("release_limit = 1 (the RTL takes one release per clock)")
+    if policy.history == "window" and "history" not in ignored_fields(policy):
+        changes["history"] = "ema"
+        notes.append('history = "ema" (the RTL keeps the exponential average, not the '
+                     f"{policy.history_cycles}-cycle window)")
+    policy = with_policy(policy, **changes) if changes else policy
+    events: list = []
+    simulator = DispatchSimulator(gpu, policy, workload, channels=tuple(channels),
+                                  cycles=cycles, events=events, execution=execution)
+    result = simulator.run()
+    return ModelRun(label, gpu, policy, tuple(channels), simulator.workload, cycles, events,
+                    result, list(simulator.wave_power), notes)
+
+
+class _Expected:
+    """The model's event log by cycle."""
+
+    def __init__(self, run: ModelRun):
+        self.dispatch: dict[int, tuple] = {}
+        self.abort: dict[int, int] = {}
+        self.split: dict[int, set] = defaultdict(set)
+        self.release: dict[int, int] = {}
+        self.rejected: set[int] = set()
+        self.part: dict[int, tuple[int, int]] = {}      # sub-WG id -> (parent id, index)
+        parts_seen: dict[int, int] = defaultdict(int)
+        for cycle, kind, wg, ap, waves, starts, _ in run.events:
+            if kind == "reject":
+                self.rejected.add(wg.id)
+            elif kind == "split":
+                self.part[wg.id] = (wg.parent, parts_seen[wg.parent])
+                parts_seen[wg.parent] += 1
+                self.split[cycle].add(wg.channel)
+            elif kind == "dispatch":
+                self.dispatch[cycle] = (wg, ap, tuple(waves), starts)
+            elif kind == "stale-abort":
+                self.abort[cycle] = ap
+            elif kind == "release":
+                if cycle in self.release:
+                    raise ValueError(f"two releases in cycle {cycle}: the model must run with "
+                                     f"release_limit = 1")
+                self.release[cycle] = wg.id
+        self.admitted: dict[int, deque] = defaultdict(deque)
+        self.refused: dict[int, deque] = defaultdict(deque)
+        for wg in run.workload:
+            (self.refused if wg.id in self.rejected else self.admitted)[wg.channel].append(wg)
+
+
+def _descriptor(params: DispatcherParams, wg: WorkGroup) -> int:
+    """A WG as the workgroup-in payload; needs beyond a field's range are clamped to its
+    largest value, which the dispatcher refuses just as it would the true value."""
+    layout = params.workgroup_layout
+    fields = {}
+    for name, value in (("wg", wg.id % (1 << params.id_bits)), ("priority", wg.priority),
+                        ("waves", wg.waves), ("vgpr", wg.vgpr), ("sgpr", wg.sgpr),
+                        ("lds", wg.lds), ("independent", int(wg.independent))):
+        width = layout[name].width
+        fields[name] = min(value, (1 << width) - 1)
+    return pack(layout, fields)
+
+
+class CosimDriver:
+    """Drives one model run into the dispatcher and compares every clock (see the module).
+
+    After the run, :attr:`summary` has ``cycles``, ``dispatches`` (model dispatches
+    compared), ``mismatches`` (clocks that differ), ``first`` (the first difference, as text)
+    and the counts of stale aborts, splits, rejects and releases compared.
+    """
+
+    def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True):
+        self.params, self.run = params, run
+        self.expected = _Expected(run)
+        self.checker = ProtocolChecker(params) if check_protocol else None
+        self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu))
+        self.refused = {c: deque(q) for c, q in self.expected.refused.items()}
+        self.pending = {c: deque(q) for c, q in self.expected.admitted.items()}
+        self.phase = "config"
+        self.clock = 0
+        self.cycle = None                   # the model's cycle of this clock, once running
+        self.accepted_at: dict[int, int] = {}       # WG id -> cycle its beat was accepted
+        self.tags: dict[int, int] = {}              # model WG id -> RTL record tag
+        self.offered: dict = {}
+        self.expect_reject = 0
+        self.summary = {"label": run.label, "cycles": 0, "clocks": 0, "dispatches": 0,
+                        "mismatches": 0, "first": None, "stale_aborts": 0, "splits": 0,
+                        "rejects": 0, "releases": 0, "notes": list(run.notes)}
+        self.done = False
+
+    # -- one clock ---------------------------------------------------------------------------
+
+    def inputs(self, registered: dict[str, int]) -> dict[str, int]:
+        p = self.params
+        values = dict.fromkeys(input_ports(p), 0)
+        values["dispatch.ready"] = 1
+        if self.phase == "run" and self.cycle >= 1 and registered["dispatch.valid"]:
+            expected = self.expected.dispatch.get(self.cycle - 1)
+            if expected is not None:
+                self.tags[expected[0].id] = unpack(p.dispatch_layout,
+                                                   registered["dispatch.payload"]).tag
+        self.offered = {}
+        if self.phase == "config":
+            address, index, value = self.writes[0]
+            values["config.valid"] = 1
+            values["config.payload"] = pack(p.config_layout, {"address": address,
+                                                              "index": index, "data": value})
+        elif self.phase == "rejects":
+            for c, queue in self.refused.items():
+                if queue:
+                    values[f"wg_in.{c}.valid"] = 1
+                    values[f"wg_in.{c}.payload"] = _descriptor(p, queue[0])
+                    self.offered[c] = queue[0]
+        elif self.phase in ("start", "run"):
+            if self.phase == "start":
+                values["config.valid"] = 1
+                values["config.payload"] = pack(p.config_layout, {
+                    "address": ConfigAddress.START, "index": 0, "data": 0})
+            now = -1 if self.cycle is None else self.cycle
+            for c, queue in self.pending.items():
+                if queue and queue[0].arrival <= now + 1:
+                    values[f"wg_in.{c}.valid"] = 1
+                    values[f"wg_in.{c}.payload"] = _descriptor(p, queue[0])
+                    self.offered[c] = queue[0]
+            wg_id = self.expected.release.get(now + 1)
+            if wg_id is not None and wg_id in self.tags:
+                values["release.valid"] = 1
+                values["release.payload"] = pack(p.release_layout, {
+                    "tag": self.tags.pop(wg_id), "wg": self._rtl_id(wg_id)})
+                self.summary["releases"] += 1
+            elif wg_id is not None:
+                self.summary["notes"].append(f"cycle {now + 1}: WG {wg_id}'s release not sent "
+                                             f"(the RTL never dispatched it)")
+        self.driven = values
+        return values
+
+    def outputs(self, values: dict[str, int]) -> None:
+        if self.checker is not None:
+            self.checker.step(self.driven, values)
+        rejected_now = values["reject"]
+        if self.phase == "rejects" or self.expect_reject:
+            if rejected_now != self.expect_reject:
+                self._mismatch(f"reject strobes {rejected_now:#x}, expected "
+                               f"{self.expect_reject:#x} (the model refuses exactly the WGs "
+                               f"sent before START)")
+            self.summary["rejects"] += bin(rejected_now & self.expect_reject).count("1")
+        elif rejected_now:
+            self._mismatch(f"reject strobes {rejected_now:#x} for WGs the model admitted")
+        self.expect_reject = 0
+        for c, wg in self.offered.items():
+            if values[f"wg_in.{c}.ready"]:
+                if self.phase == "rejects":
+                    self.refused[c].popleft()
+                    self.expect_reject |= 1 << c
+                else:
+                    self.pending[c].popleft()
+                    self.accepted_at[wg.id] = -1 if self.cycle is None else self.cycle
+        if values["error"]:
+            self._mismatch("the dispatcher flagged a release error")
+        if self.driven["release.valid"] and not values["release.ready"]:
+            self._mismatch("release.ready is low")
+        if self.phase == "config":
+            if values["config.ready"]:
+                self.writes.popleft()
+                if not self.writes:
+                    self.phase = "rejects"
+        elif self.phase == "rejects":
+            if not any(self.refused.values()) and not self.expect_reject:
+                self.phase = "start"
+        elif self.phase == "start":
+            if values["config.ready"]:
+                self.phase, self.cycle = "run", -1
+        else:
+            self._compare(values)
+        self.clock += 1
+        self.summary["clocks"] = self.clock
+        if self.cycle is not None:
+            self.cycle += 1
+            if self.cycle > self.run.cycles:
+                self.done = True
+                self.summary["cycles"] = self.run.cycles
+
+    # -- comparison ---------------------------------------------------------------------------
+
+    def _rtl_id(self, wg_id: int) -> int:
+        parent = self.expected.part.get(wg_id)
+        return (parent[0] if parent else wg_id) % (1 << self.params.id_bits)
+
+    def _mismatch(self, text: str) -> None:
+        self.summary["mismatches"] += 1
+        if self.summary["first"] is None:
+            where = (f"cycle {self.cycle - 1} (clock {self.clock})" if self.cycle is not None
+                     and self.cycle >= 0 else f"clock {self.clock} ({self.phase})")
+            self.summary["first"] = f"{self.run.label}: {where}: {text}"
+
+    def _compare(self, values: dict[str, int]) -> None:
+        """The outputs of this clock are the decisions of cycle ``self.cycle - 1``."""
+        p, Q = self.params, self.params.peus
+        cycle = self.cycle - 1
+        if cycle < 0:
+            if values["dispatch.valid"] or values["stale_abort"] or values["split"]:
+                self._mismatch("a decision before cycle 0")
+            return
+        wrong = []
+        expected = self.expected.dispatch.get(cycle)
+        actual = unpack(p.dispatch_layout, values["dispatch.payload"]) \
+            if values["dispatch.valid"] else None
+        if expected is not None:
+            self.summary["dispatches"] += 1
+            wg, ap, waves, (vgpr, sgpr, lds) = expected
+            arrived = self.accepted_at.get(wg.parent if wg.parent is not None else wg.id)
+            if arrived is None or arrived > cycle - 1:
+                wrong.append(f"the bench could not deliver WG {wg.id} in time (accepted in "
+                             f"cycle {arrived})")
+        if (expected is None) != (actual is None):
+            wrong.append(f"dispatch: RTL {'none' if actual is None else self._text(actual)}, "
+                         f"model {'none' if expected is None else self._model_text(expected)}")
+        elif expected is not None:
+            wg, ap, waves, (vgpr, sgpr, lds) = expected
+            parent = self.expected.part.get(wg.id)
+            fields = {"wg": self._rtl_id(wg.id), "split": int(parent is not None),
+                      "part": parent[1] if parent else 0, "channel": wg.channel, "ap": ap,
+                      "waves": list(waves)}
+            seen = {"wg": actual.wg, "split": actual.split,
+                    "part": actual.part if actual.split else 0, "channel": actual.channel,
+                    "ap": actual.ap, "waves": list(actual.waves)}
+            for q in range(Q):
+                for name, starts in (("vgpr", vgpr), ("sgpr", sgpr)):
+                    if starts[q] is not None:
+                        fields[f"{name}_start_{q}"] = starts[q]
+                        seen[f"{name}_start_{q}"] = actual[f"{name}_start"][q]
+            if lds is not None:
+                fields["lds_start"] = lds
+                seen["lds_start"] = actual.lds_start
+            differing = {k: (seen[k], v) for k, v in fields.items() if seen[k] != v}
+            if differing:
+                wrong.append("dispatch differs (RTL, model): " + ", ".join(
+                    f"{k} {a} vs {b}" for k, (a, b) in differing.items()))
+        abort = self.expected.abort.get(cycle)
+        if values["stale_abort"] != (abort is not None) or (
+                abort is not None and values["abort_ap"] != abort):
+            wrong.append(f"stale abort: RTL {values['stale_abort']} (AP {values['abort_ap']}),"
+                         f" model {'none' if abort is None else f'AP {abort}'}")
+        elif abort is not None:
+            self.summary["stale_aborts"] += 1
+        split = sum(1 << c for c in self.expected.split.get(cycle, ()))
+        if values["split"] != split:
+            wrong.append(f"split channels: RTL {values['split']:#x}, model {split:#x}")
+        elif split:
+            self.summary["splits"] += 1
+        if wrong:
+            self._mismatch("; ".join(wrong))
+
+    def _text(self, payload) -> str:
+        return (f"WG {payload.wg}{f' part {payload.part}' if payload.split else ''} channel "
+                f"{payload.channel} AP {payload.ap} waves {list(payload.waves)}")
+
+    def _model_text(self, expected) -> str:
+        wg, ap, waves, _ = expected
+        return f"WG {wg.id} channel {wg.channel} AP {ap} waves {list(waves)}"
+
+
+class ProtocolChecker:
+    """Rules every dispatcher must keep, checked without the model.
+
+    It follows the ports of every clock (the inputs driven and the outputs read) and keeps
+    its own shadow of the GPU: which WGs were accepted on each channel and not refused, the
+    free blocks of every status register, the free wave slots, the tags in flight. Violations
+    are collected in :attr:`violations` (the first few with their clock).
+
+    Checked: the dispatch-out stream holds ``valid`` and its payload until taken; a
+    dispatched WG is its channel's oldest admitted WG not yet dispatched (a part: the next
+    part of a head that was split, one wave); its waves per PEU add up to its waves and fit
+    the free slots; every block it gets is free and within the resource; its tag is not in
+    flight; at most one WG a clock (one beat); a release names a tag in flight and that WG;
+    a refused WG cannot fit an idle AP, an admitted one can (as a whole, or as single waves
+    when splitting is on).
+    """
+
+    def __init__(self, params: DispatcherParams):
+        self.params = params
+        p = params
+        self.clock = 0
+        self.violations: list[str] = []
+        self.queues = defaultdict(deque)       # channel -> admitted WG descriptors
+        self.unresolved: dict[int, dict] = {}  # channel -> the beat accepted last clock
+        self.split: dict[int, int] = {}        # channel -> parts dispatched of its split head
+        self.free = {name: [(1 << n) - 1] * p.instances[name] for name, n in p.sizes.items()}
+        self.slots = [[p.gpu.wave_slots] * p.peus for _ in range(p.aps)]
+        self.flight: dict[int, tuple] = {}     # tag -> (wg, ap, waves, blocks)
+        self.held = None
+        self.config = {"threshold": p.policy.split_threshold,
+                       "selection": p.policy.selection}
+        self.dispatched = 0
+
+    def _violation(self, text: str) -> None:
+        if len(self.violations) < 20:
+            self.violations.append(f"clock {self.clock}: {text}")
+
+    def _fits_idle(self, wg: dict) -> bool:
+        p = self.params
+        Q, slots = p.peus, p.gpu.wave_slots
+        seen = {name: p.seen_when_free(name) for name in p.sizes}
+        busiest = ceil_div(wg["waves"], Q)
+        whole = (busiest <= slots and busiest * wg["vgpr"] <= seen["vgpr"]
+                 and busiest * wg["sgpr"] <= seen["sgpr"] and wg["lds"] <= seen["lds"])
+        splitting = self.config["threshold"] > 0 and self.config["selection"] == "multi"
+        parts = (splitting and wg["independent"] and wg["waves"] >= 2 and busiest <= slots
+                 and wg["vgpr"] <= seen["vgpr"] and wg["sgpr"] <= seen["sgpr"]
+                 and ceil_div(wg["lds"], wg["waves"]) <= seen["lds"])
+        return whole or parts
+
+    def step(self, driven: dict[str, int], values: dict[str, int]) -> None:
+        p = self.params
+        self._configure(driven, values)
+        # The beats of the last clock are admitted or refused now.
+        for c, wg in self.unresolved.items():
+            refused = values["reject"] >> c & 1
+            if refused == self._fits_idle(wg):
+                self._violation(f"channel {c}: WG {wg['wg']} was "
+                                f"{'refused' if refused else 'admitted'} but "
+                                f"{'fits' if refused else 'cannot fit'} an idle AP")
+            if not refused:
+                self.queues[c].append(wg)
+        self.unresolved = {}
+        # Splits announced now happened in the previous clock, before any dispatch of this one
+        # could be decided.
+        for c in range(p.channels):
+            if values["split"] >> c & 1:
+                queue = self.queues[c]
+                if not queue or c in self.split or not queue[0]["independent"] or \
+                        queue[0]["waves"] < 2:
+                    self._violation(f"channel {c}: split of a head that cannot be split")
+                else:
+                    self.split[c] = 0
+        self._dispatch_out(values)
+        for c in range(p.channels):
+            if driven[f"wg_in.{c}.valid"] and values[f"wg_in.{c}.ready"]:
+                self.unresolved[c] = unpack(p.workgroup_layout, driven[f"wg_in.{c}.payload"])
+                self.unresolved[c] = {name: self.unresolved[c][name]
+                                      for name in ("wg", "priority", "waves", "vgpr", "sgpr",
+                                                   "lds", "independent")}
+        if driven["release.valid"] and values["release.ready"]:
+            self._release(unpack(p.release_layout, driven["release.payload"]))
+        self.clock += 1
+
+    def _configure(self, driven, values) -> None:
+        if not (driven["config.valid"] and values["config.ready"]):
+            return
+        write = unpack(self.params.config_layout, driven["config.payload"])
+        address = ConfigAddress(write.address)
+        if address == ConfigAddress.SPLIT_THRESHOLD:
+            self.config["threshold"] = write.data
+        elif address == ConfigAddress.SELECTION:
+            self.config["selection"] = ("multi", "strict", "miaow", "gpgpusim")[write.data]
+
+    def _dispatch_out(self, values) -> None:
+        p = self.params
+        valid, ready = values["dispatch.valid"], self._ready
+        payload = values["dispatch.payload"]
+        if self.held is not None and (not valid or payload != self.held):
+            self._violation("dispatch-out dropped or changed a beat that was not taken")
+        self.held = payload if valid and not ready else None
+        if not (valid and ready):
+            return
+        beat = unpack(p.dispatch_layout, payload)
+        c = beat.channel
+        queue = self.queues[c]
+        if c >= p.channels or not queue:
+            self._violation(f"dispatch of a WG on channel {c}, which has none waiting")
+            return
+        wg = queue[0]
+        part = c in self.split
+        if beat.wg != wg["wg"] or bool(beat.split) != part:
+            self._violation(f"channel {c}: dispatched WG {beat.wg} (split {beat.split}), but "
+                            f"its oldest waiting WG is {wg['wg']} (split {int(part)})")
+            return
+        waves = wg["waves"] if not part else 1
+        lds = wg["lds"] if not part else ceil_div(wg["lds"], wg["waves"])
+        if part and beat.part != self.split[c]:
+            self._violation(f"channel {c}: part {beat.part} of WG {wg['wg']}, expected part "
+                            f"{self.split[c]}")
+        per_peu = list(beat.waves)
+        if sum(per_peu) != waves:
+            self._violation(f"WG {wg['wg']}: waves per PEU {per_peu} do not add up to {waves}")
+        if beat.tag in self.flight or beat.tag >= p.records:
+            self._violation(f"tag {beat.tag} is already in flight")
+        ap = beat.ap
+        blocks = []
+        for q in range(p.peus):
+            if per_peu[q] > self.slots[ap][q]:
+                self._violation(f"AP {ap} PEU {q}: {per_peu[q]} waves, {self.slots[ap][q]} "
+                                f"slots free")
+            for name, per in (("vgpr", wg["vgpr"]), ("sgpr", wg["sgpr"])):
+                blocks.append((name, ap * p.peus + q, beat[f"{name}_start"][q],
+                               per_peu[q] * per))
+        blocks.append(("lds", ap, beat.lds_start, lds))
+        for name, index, start, length in blocks:
+            mask = ((1 << length) - 1) << start
+            if start + length > p.sizes[name] and length:
+                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} beyond "
+                                f"{p.sizes[name]}")
+            elif self.free[name][index] & mask != mask:
+                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} "
+                                f"allocated while some are in use")
+            self.free[name][index] &= ~mask
+        for q in range(p.peus):
+            self.slots[ap][q] -= per_peu[q]
+        self.flight[beat.tag] = (wg["wg"], ap, per_peu, blocks)
+        self.dispatched += 1
+        if part:
+            self.split[c] += 1
+            if self.split[c] == wg["waves"]:
+                del self.split[c]
+                queue.popleft()
+        else:
+            queue.popleft()
+
+    def _release(self, beat) -> None:
+        held = self.flight.pop(beat.tag, None)
+        if held is None or held[0] != beat.wg:
+            self._violation(f"release of tag {beat.tag} (WG {beat.wg}), which is not in flight")
+            return
+        _, ap, per_peu, blocks = held
+        for name, index, start, length in blocks:
+            mask = ((1 << length) - 1) << start
+            if self.free[name][index] & mask:
+                self._violation(f"{name}[{index}]: released blocks that were free")
+            self.free[name][index] |= mask
+        for q, count in enumerate(per_peu):
+            self.slots[ap][q] += count
+
+    _ready = 1
+
+    def ready(self, value: int) -> None:
+        """The dispatch-out ``ready`` driven in this clock (before :meth:`step`)."""
+        self._ready = value
+
+
+class RandomDriver:
+    """Random stimulus with back-pressure for the protocol checker alone: random WGs on every
+    channel (some too large, some independent), ``dispatch.ready`` low at random, releases
+    of random in-flight WGs after random delays, one per clock. Runs for ``clocks`` clocks
+    after ``START`` with the dispatcher's reset configuration (or ``writes``)."""
+
+    def __init__(self, params: DispatcherParams, seed: int, clocks: int, *, writes=()):
+        self.params = params
+        self.rng = random.Random(seed)
+        self.clocks = clocks
+        self.checker = ProtocolChecker(params)
+        self.writes = deque(writes)
+        self.started = False
+        self.clock = 0
+        self.flight: dict[int, tuple[int, int]] = {}    # tag -> (wg, release clock)
+        self.next_id = 0
+        self.offer: dict[int, int] = {}
+        self.done = False
+        self.dispatches = 0
+
+    def _wg(self) -> int:
+        p, rng = self.params, self.rng
+        gpu = p.gpu
+        waves = rng.randint(1, p.max_waves + (1 if rng.random() < 0.05 else 0))
+        busiest = ceil_div(waves, p.peus)
+        fields = {"wg": self.next_id % (1 << p.id_bits),
+                  "priority": rng.randrange(gpu.priorities), "waves": waves,
+                  "vgpr": rng.randint(0, max(1, gpu.vgpr // busiest) + 1),
+                  "sgpr": rng.randint(0, max(1, gpu.sgpr // busiest)),
+                  "lds": rng.randint(0, gpu.lds + 1), "independent": int(rng.random() < 0.3)}
+        self.next_id += 1
+        return pack(p.workgroup_layout, fields)
+
+    def inputs(self, registered: dict[str, int]) -> dict[str, int]:
+        p, rng = self.params, self.rng
+        values = dict.fromkeys(input_ports(p), 0)
+        if self.writes:
+            address, index, value = self.writes[0]
+            values["config.valid"] = 1
+            values["config.payload"] = pack(p.config_layout, {"address": address,
+                                                              "index": index, "data": value})
+        elif not self.started:
+            values["config.valid"] = 1
+            values["config.payload"] = pack(p.config_layout, {
+                "address": ConfigAddress.START, "index": 0, "data": 0})
+        for c in range(p.channels):
+            if c not in self.offer and rng.random() < 0.5:
+                self.offer[c] = self._wg()
+            if c in self.offer:
+                values[f"wg_in.{c}.valid"] = 1
+                values[f"wg_in.{c}.payload"] = self.offer[c]
+        due = [tag for tag, (_, at) in self.flight.items() if at <= self.clock]
+        if due:
+            tag = rng.choice(due)
+            values["release.valid"] = 1
+            values["release.payload"] = pack(p.release_layout, {"tag": tag,
+                                                                "wg": self.flight[tag][0]})
+        values["dispatch.ready"] = int(rng.random() < 0.7)
+        self.checker.ready(values["dispatch.ready"])
+        self.driven = values
+        return values
+
+    def outputs(self, values: dict[str, int]) -> None:
+        p = self.params
+        self.checker.step(self.driven, values)
+        if self.driven["config.valid"] and values["config.ready"]:
+            if self.writes:
+                self.writes.popleft()
+            else:
+                self.started = True
+        for c in list(self.offer):
+            if values[f"wg_in.{c}.ready"]:
+                del self.offer[c]
+        if self.driven["release.valid"]:
+            del self.flight[unpack(p.release_layout, self.driven["release.payload"]).tag]
+        if values["dispatch.valid"] and self.driven["dispatch.ready"]:
+            beat = unpack(p.dispatch_layout, values["dispatch.payload"])
+            self.flight[beat.tag] = (beat.wg, self.clock + self.rng.randint(1, 40))
+            self.dispatches += 1
+        if values["error"]:
+            self.checker._violation("the dispatcher flagged a release error")
+        self.clock += 1
+        self.done = self.clock >= self.clocks
+

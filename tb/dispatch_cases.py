@@ -1,0 +1,187 @@
+"""Stimulus of the dispatcher's co-simulation: a few hardware shapes and seeded random runs.
+
+A *shape* is what a build fixes (the GPU, the free-block circuit and its latency, the channel
+count); a random run on a shape draws every policy knob the configuration port sets at run
+time (selection rule, AP choice, rotation, windows, split threshold, LFSR seed, history
+length, combined weights, embodiment 9's weights, the channels' instruction mixes) and a
+workload that loads the GPU below and above its capacity, with WGs too large for any AP,
+independent WGs and bursts. ``random_run(shape, seed)`` is deterministic: a failing seed is
+replayed by running it again.
+"""
+
+import random
+from dataclasses import dataclass
+
+from model.dispatch.config import (
+    AP_CHOICES,
+    PRESETS,
+    SELECTIONS,
+    ChannelConfig,
+    GpuConfig,
+    PolicyConfig,
+    generate_workload,
+    ignored_fields,
+    with_policy,
+)
+from tb.dispatch_bench import ModelRun, model_run
+
+__all__ = ["DIRECTED", "SHAPES", "Shape", "random_run"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One build of the dispatcher: the GPU, the structural policy fields, the channels."""
+
+    name: str
+    gpu: GpuConfig
+    policy: PolicyConfig
+    channels: int
+    def options(self) -> dict:
+        """The keyword arguments of :class:`hw.dispatch.Dispatcher` beyond the three configs:
+        embodiment 9's weight registers wide enough for the random weights (0..7) and the
+        GPU's own."""
+        widest = max(7, *self.gpu.resource_weight_values())
+        return {"weight_bits": widest.bit_length()}
+
+    def knobs(self) -> dict:
+        """The structural policy fields a run on this shape must keep."""
+        return {"circuit": self.policy.circuit, "group_size": self.policy.group_size,
+                "circuit_latency": self.policy.circuit_latency,
+                "shared_width": self.policy.shared_width}
+
+
+def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64, **gpu) -> Shape:
+    fields = {"history": "ema", "history_cycles": history_cycles, "circuit": circuit,
+              "circuit_latency": latency,
+              "windows": PRESETS["seed"].windows[:gpu.get("priorities", 4)]}
+    if circuit == "grouped":
+        fields["group_size"] = 4
+    return Shape(name, GpuConfig(**gpu), with_policy(PRESETS["seed"], **fields), channels)
+
+
+#: The shapes of the random set: every circuit, latencies 0 to 4, 1 to 4 PEUs, 2 to 4
+#: channels, 1 to 4 priorities; small enough to build and simulate in seconds.
+SHAPES = {
+    shape.name: shape for shape in (
+        _shape("exact4x2", aps=4, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4,
+               priorities=4, channels=3),
+        _shape("grouped3x3", "grouped", 2, aps=3, peus=3, vgpr=16, sgpr=8, lds=12,
+               wave_slots=2, priorities=3, channels=2),
+        _shape("sampled2x4", "sampled", 1, aps=2, peus=4, vgpr=20, sgpr=10, lds=10,
+               wave_slots=3, priorities=2, channels=4),
+        _shape("full3x1", "full", 4, aps=3, peus=1, vgpr=12, sgpr=6, lds=6, wave_slots=4,
+               priorities=1, channels=2),
+        _shape("shared3x2", "shared", 1, aps=3, peus=2, vgpr=12, sgpr=6, lds=6,
+               wave_slots=3, priorities=3, channels=3),
+    )
+}
+
+
+def random_policy(shape: Shape, rng: random.Random) -> tuple[PolicyConfig, GpuConfig]:
+    """Every run-time knob drawn at random; the fields a selection rule does not read keep
+    their defaults (or are off), as the model requires."""
+    gpu = shape.gpu
+    selection = rng.choice(SELECTIONS)
+    ap_choice = rng.choice(AP_CHOICES)
+    changes = {"name": f"{selection}/{ap_choice}", "selection": selection,
+               "ap_choice": ap_choice, "rotate": rng.random() < 0.6, "history": "ema",
+               **shape.knobs()}
+    if selection == "multi":
+        count = rng.randint(0, gpu.priorities)
+        changes["windows"] = tuple(sorted((rng.randint(1, 60) for _ in range(count)),
+                                          reverse=True))
+        changes["split_threshold"] = rng.choice([0, 1, 4, 16, 40])
+        changes["lfsr_seed"] = rng.randint(1, 0xFFFF)
+    else:
+        changes["windows"] = ()
+        changes["split_threshold"] = 0
+    if ap_choice in ("instruction", "combined"):
+        changes["history_cycles"] = 1 << rng.randint(0, shape.policy.history_cycles
+                                                     .bit_length() - 1)
+    if ap_choice == "combined":
+        changes["resource_weight"] = rng.choice([0, 1, 3, 255])
+        changes["instruction_weight"] = rng.choice([0, 1, 7, 255])
+    policy = with_policy(PRESETS["seed"], **changes)
+    for key in ignored_fields(policy):
+        if key not in ("windows", "split_threshold"):
+            policy = with_policy(policy, **{key: getattr(PolicyConfig(), key)})
+    weights = None
+    if rng.random() < 0.4:
+        weights = tuple(rng.randint(0, 7) for _ in range(4))
+    return policy, GpuConfig(**{**vars(gpu), "resource_weights": weights})
+
+
+def random_channels(shape: Shape, rng: random.Random) -> list[ChannelConfig]:
+    gpu = shape.gpu
+    most = gpu.peus * gpu.wave_slots
+    channels = []
+    for _ in range(rng.randint(1, shape.channels)):
+        low = rng.randint(1, most)
+        high = rng.randint(low, most)
+        busiest = -(-high // gpu.peus)
+        mix = [rng.random() for _ in range(7)]
+        total = sum(mix) * rng.uniform(1.0, 3.0)
+        channels.append(ChannelConfig(
+            priority=rng.randrange(gpu.priorities),
+            arrival=rng.choice(["back_to_back", rng.uniform(0.02, 0.5)]),
+            count=rng.randint(5, 80), start=rng.randint(0, 30),
+            waves=(low, high),
+            # Now and then a WG that no AP can hold (refused at admission).
+            vgpr=(0, max(1, gpu.vgpr // busiest) + rng.choice([0, 0, 0, 2])),
+            sgpr=(0, max(1, gpu.sgpr // busiest)),
+            lds=(0, gpu.lds + rng.choice([0, 0, 0, 3])),
+            duration=(1, rng.randint(2, 120)),
+            duration_distribution=rng.choice(["uniform", "exponential"]),
+            independent=rng.random(), mix=tuple(m / total for m in mix)))
+    return channels
+
+
+def random_run(shape: Shape, seed: int, cycles: int = 600) -> ModelRun:
+    """A random policy and workload on ``shape`` run by the model (seeded)."""
+    rng = random.Random(f"{shape.name}/{seed}")
+    policy, gpu = random_policy(shape, rng)
+    channels = random_channels(shape, rng)
+    workload = generate_workload(channels, cycles, seed)
+    return model_run(f"{shape.name} seed {seed} {policy.name}", gpu, policy, workload,
+                     channels, cycles)
+
+
+# -- directed runs, each aimed at one mechanism (on the exact4x2 shape) ---------------------------
+
+def _directed(name: str, policy_changes: dict, channels: list[ChannelConfig], cycles: int
+              ) -> ModelRun:
+    shape = SHAPES["exact4x2"]
+    policy = with_policy(PRESETS["emb1"], name=name, **shape.knobs(), **policy_changes)
+    workload = generate_workload(channels, cycles, 7)
+    return model_run(f"directed {name}", shape.gpu, policy, workload, channels, cycles)
+
+
+def _windows(cycles: int) -> ModelRun:
+    # Two channels whose heads always fit, priorities 0 and 3: the windows alone decide, and
+    # a window boundary one cycle off changes the channel of that cycle.
+    small = {"arrival": "back_to_back", "count": 400, "waves": (1, 1), "vgpr": (1, 1),
+             "sgpr": (0, 0), "duration": (2, 6)}
+    return _directed("windows", {"windows": (5, 4, 3, 2)},
+                     [ChannelConfig(priority=0, **small), ChannelConfig(priority=3, **small)],
+                     cycles)
+
+
+def _ties(cycles: int) -> ModelRun:
+    # Three channels of one priority whose heads always fit: a42's flags and the LFSR pick.
+    small = {"arrival": "back_to_back", "count": 400, "waves": (1, 2), "vgpr": (1, 2),
+             "sgpr": (0, 1), "duration": (2, 9), "priority": 1}
+    return _directed("ties", {"lfsr_seed": 0x1234},
+                     [ChannelConfig(**small), ChannelConfig(**small), ChannelConfig(**small)],
+                     cycles)
+
+
+def _full_peus(cycles: int) -> ModelRun:
+    # WGs that take a whole PEU's VGPR file (4 waves x 8 blocks on 2 PEUs of 16): each fits
+    # only once everything the last one held is back.
+    big = {"arrival": "back_to_back", "count": 200, "waves": (4, 4), "vgpr": (8, 8),
+           "sgpr": (2, 4), "lds": (0, 8), "duration": (3, 30)}
+    return _directed("full PEUs", {"ap_choice": "lowest"}, [ChannelConfig(**big)], cycles)
+
+
+#: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``.
+DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus}

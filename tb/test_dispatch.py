@@ -1,0 +1,111 @@
+"""cocotb bench: the RTL dispatcher against the model, clock for clock, and its protocol.
+
+The build's shape arrives as JSON in ``DISPATCH_SHAPE`` (:class:`hw.flow.dispatch_build.
+DispatchShape`), the runs in the JSON file ``DISPATCH_JOBS``: a list of jobs, each one of
+
+``{"kind": "scenario", "path": FILE, "policy": NAME, "cycles": N, "seed": S}``
+    a shipped (or any) scenario's workload and policy, run by the model (``"reduce": true``:
+    reduced as :data:`hw.flow.dispatch_cosim.REDUCTION` says);
+``{"kind": "random", "shape": NAME, "seed": S, "cycles": N}``
+    :func:`tb.dispatch_cases.random_run` on one of :data:`tb.dispatch_cases.SHAPES`;
+``{"kind": "directed", "name": NAME, "cycles": N}``
+    :data:`tb.dispatch_cases.DIRECTED`, workloads aimed at one mechanism;
+``{"kind": "protocol", "seed": S, "clocks": N}``
+    random stimulus with back-pressure, checked by the protocol checker alone.
+
+The jobs run one after the other on the same simulation, with a reset between them (each
+configures the dispatcher through its configuration port). Every job's summary goes to the
+JSON file ``DISPATCH_RESULTS``; the test fails at the end if any job had a mismatch or a
+protocol violation, naming the first.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
+
+from hw.flow.dispatch_build import DispatchShape
+from hw.flow.dispatch_cosim import reduced
+from model.dispatch import load_scenario
+from tb.dispatch_bench import CosimDriver, RandomDriver, input_ports, model_run, output_ports
+from tb.dispatch_cases import DIRECTED, SHAPES, random_run
+
+#: The registered outputs the driver reads at the start of a clock, before it drives.
+REGISTERED = ("dispatch.valid", "dispatch.payload")
+
+
+def _handle(dut, name: str):
+    return getattr(dut, name.replace(".", "__"))
+
+
+def _job_driver(params, job: dict):
+    kind = job["kind"]
+    if kind == "protocol":
+        return RandomDriver(params, job["seed"], job["clocks"])
+    if kind == "random":
+        run = random_run(SHAPES[job["shape"]], job["seed"], job["cycles"])
+    elif kind == "directed":
+        run = DIRECTED[job["name"]](job["cycles"])
+    else:
+        scenario = load_scenario(job["path"])
+        policy = next(p for p in scenario.policies if p.name == job["policy"])
+        gpu, workload = scenario.gpu, scenario.workload(job.get("seed", 1))
+        label = f"{Path(job['path']).name} / {policy.name}"
+        if job.get("reduce"):
+            gpu, (policy,), workload = reduced(gpu, [policy], workload)
+            label += " (reduced)"
+        run = model_run(label, gpu, policy, workload, scenario.channels, job["cycles"],
+                        execution=scenario.execution)
+    return CosimDriver(params, run)
+
+
+async def _run_job(dut, params, driver, inputs, outputs) -> None:
+    await RisingEdge(dut.clk)             # leave the read-only phase of the last clock
+    dut.rst.value = 1
+    for handle in inputs.values():
+        handle.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    while not driver.done:
+        await RisingEdge(dut.clk)
+        await Timer(1, unit="ns")
+        registered = {name: int(outputs[name].value) for name in REGISTERED}
+        for name, value in driver.inputs(registered).items():
+            inputs[name].value = value
+        await ReadOnly()
+        driver.outputs({name: int(handle.value) for name, handle in outputs.items()})
+
+
+@cocotb.test()
+async def cosimulation(dut):
+    """Every job of ``DISPATCH_JOBS`` on this build."""
+    shape = DispatchShape.from_json(os.environ["DISPATCH_SHAPE"])
+    params = shape.params
+    jobs = json.loads(Path(os.environ["DISPATCH_JOBS"]).read_text())
+    inputs = {name: _handle(dut, name) for name in input_ports(params)}
+    outputs = {name: _handle(dut, name) for name in output_ports(params)}
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    summaries = []
+    for job in jobs:
+        driver = _job_driver(params, job)
+        await _run_job(dut, params, driver, inputs, outputs)
+        if isinstance(driver, RandomDriver):
+            summary = {"label": f"protocol seed {job['seed']}", "clocks": driver.clock,
+                       "dispatches": driver.dispatches, "mismatches": 0, "first": None}
+        else:
+            summary = dict(driver.summary)
+        summary["job"] = job
+        summary["violations"] = driver.checker.violations
+        summaries.append(summary)
+        dut._log.info("%s: %d cycles, %d dispatches compared, %d mismatches%s",
+                      summary["label"], summary.get("cycles", 0), summary["dispatches"],
+                      summary["mismatches"], f": {summary['first']}" if summary["first"]
+                      else "")
+    Path(os.environ["DISPATCH_RESULTS"]).write_text(json.dumps(summaries, indent=1))
+    bad = [s for s in summaries if s["mismatches"] or s["violations"]]
+    assert not bad, (f"{len(bad)} of {len(summaries)} runs differ: "
+                     f"{bad[0]['first'] or bad[0]['violations'][0]}")

@@ -1,0 +1,262 @@
+"""The RTL dispatcher co-simulated with the model, clock for clock, on Verilator and Icarus.
+
+Three sets, each build shared by all the runs of its shape (the policy knobs are written
+through the configuration port at run time):
+
+* every shipped dispatch scenario and every policy it lists, reduced and shortened
+  (:data:`hw.flow.dispatch_cosim.REDUCTION`, :data:`SHIPPED_CYCLES`); the kernel-trace
+  scenario is left out (its 32-WGP preset and 4 million cycles are no small run);
+* 25 seeded random configurations on five hardware shapes covering every circuit, latencies
+  0-4 and every run-time knob, the directed runs, and a back-pressure run per shape checked
+  by the protocol checker alone;
+* three deliberately broken dispatchers, which the bench must reject.
+
+``SIM=verilator`` or ``SIM=icarus`` keeps one simulator. A failing run names its job; a random
+one is replayed by its shape and seed (``tb.dispatch_cases.random_run``).
+"""
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Mux
+
+from hw.dispatch import Dispatcher
+from hw.dispatch.logic import block_mask
+from hw.dispatch.resources import ResourceTable
+from hw.dispatch.selector import Selector
+from hw.flow.dispatch_build import DispatchShape
+from hw.flow.dispatch_cosim import run_cosim, scenario_shape, unsupported
+from model.dispatch import load_scenario
+from tb.dispatch_cases import DIRECTED, SHAPES
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
+#: Cycles of each reduced shipped scenario (the reduced scenarios' time runs 8 times faster:
+#: 400 cycles are 3,200 cycles of the full-size scenario's durations and windows).
+SHIPPED_CYCLES = 400
+RANDOM_SEEDS = 5
+RANDOM_CYCLES = 400
+#: Verilator builds cost about a minute each: the shapes that run one circuit variant of
+#: ``circuit_variants.toml`` alone run on Icarus only (Verilator runs each of those circuits
+#: in the random set); the main shape (every other shipped policy) runs on both.
+ICARUS_ONLY = {"grouped", "sampled"}
+
+
+def _shipped() -> tuple[dict, dict, list]:
+    jobs, shapes, left = defaultdict(list), {}, []
+    for path in sorted(CONFIGS.glob("*.toml")):
+        scenario = load_scenario(path)
+        for policy in scenario.policies:
+            reason = unsupported(scenario, policy) if scenario.kernel_trace is None else "trace"
+            if reason:
+                left.append((path.name, policy.name, reason))
+                continue
+            shape = scenario_shape(scenario, policy, reduce=True)
+            shapes[shape.name] = shape
+            jobs[shape.name].append({"kind": "scenario", "path": str(path),
+                                     "policy": policy.name, "cycles": SHIPPED_CYCLES,
+                                     "reduce": True})
+    return shapes, jobs, left
+
+
+#: ``LEFT_OUT``: (file, policy, why) of the shipped runs the RTL cannot run.
+SHIPPED_SHAPES, SHIPPED_JOBS, LEFT_OUT = _shipped()
+
+
+def _checked(summaries: list[dict], jobs: list[dict]) -> None:
+    # A run that did not happen cannot pass: every job must report, and compare something.
+    assert len(summaries) == len(jobs)
+    for summary in summaries:
+        assert not summary["mismatches"] and not summary["violations"], summary
+        assert summary["clocks"] > 0 and summary["dispatches"] > 0, summary
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("name", SHIPPED_SHAPES)
+def test_shipped_scenarios_match_the_model(name, simulator):
+    jobs = SHIPPED_JOBS[name]
+    shape = SHIPPED_SHAPES[name]
+    if simulator == "verilator" and len(jobs) == 1 and (
+            shape.policy.circuit in ICARUS_ONLY or shape.policy.circuit_latency > 0):
+        pytest.skip("one circuit variant: run on Icarus; Verilator runs the circuit in the "
+                    "random set")
+    if simulator == "icarus":
+        # Icarus runs the bench at a few hundred clocks a second: half the cycles there.
+        jobs = [{**job, "cycles": SHIPPED_CYCLES // 2} for job in jobs]
+    _checked(run_cosim(shape, jobs, simulator), jobs)
+
+
+def _random_jobs(name: str) -> list[dict]:
+    jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
+            for seed in range(RANDOM_SEEDS)]
+    if name == "exact4x2":
+        jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED]
+    return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1000}]
+
+
+def _build(name: str) -> DispatchShape:
+    shape = SHAPES[name]
+    return DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("name", SHAPES)
+def test_random_configurations_match_the_model(name, simulator):
+    jobs = _random_jobs(name)
+    _checked(run_cosim(_build(name), jobs, simulator), jobs)
+
+
+# -- the bench bites: deliberately broken dispatchers must fail it --------------------------------
+
+class _FlagAlwaysSet(Selector):
+    """a42 done wrong: the chosen channel's flag is set even when every tied flag was set
+    (the others' are never cleared)."""
+
+    def _flag_updates(self, m, flags, channel, tied, clear, priority):
+        for c, flag in enumerate(flags):
+            with m.If(channel == c):
+                m.d.sync += flag.bit_select(priority, 1).eq(1)
+
+
+class _WindowOneLonger(Selector):
+    """Embodiment 2's windows one cycle too long (``position <= end``)."""
+
+    @staticmethod
+    def _in_window(position, start, end):
+        return (position >= start) & (position <= end)
+
+
+class _ReleaseOneShort(ResourceTable):
+    """A release gives back one block fewer than its record holds."""
+
+    @staticmethod
+    def _returned(start, length, n):
+        return block_mask(start, Mux(length == 0, 0, length - 1), n)
+
+
+def _variant(part: str, cls):
+    class Broken(Dispatcher):
+        pass
+
+    setattr(Broken, f"_{part}", lambda self, params: cls(params))
+    return Broken
+
+
+MUTANTS = {
+    "tie_break_flags": (_variant("selector", _FlagAlwaysSet), "ties"),
+    "window_boundary": (_variant("selector", _WindowOneLonger), "windows"),
+    "release_one_short": (_variant("table", _ReleaseOneShort), "full_peus"),
+}
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_bench_rejects_a_broken_dispatcher(mutant, any_simulator):
+    broken, directed = MUTANTS[mutant]
+    shape = _build("exact4x2")
+    jobs = [{"kind": "directed", "name": directed, "cycles": 300}]
+
+    def build(wrap):
+        return broken(shape.gpu, shape.policy, shape.channels, weight_bits=shape.weight_bits,
+                      wrap=wrap)
+
+    with pytest.raises(SystemExit):
+        run_cosim(shape, jobs, any_simulator, component=build, tag=f"_mutant_{mutant}")
+
+
+# -- make cosim: bad input is one line and status 2, before anything is built ---------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["--config", "no_such_file.toml"], "no_such_file.toml"),
+    (["--config", str(CONFIGS / "default.toml"), "--policy", "nope"], "no policy 'nope'"),
+    (["--config", str(CONFIGS / "default.toml"), "--cycles", "0"], "--cycles"),
+    (["--config", str(CONFIGS / "wave_imbalance.toml"), "--policy", "least loaded"],
+     "least_loaded"),
+    (["--config", str(CONFIGS / "llamacpp_rdna4.toml")], "kernel-trace"),
+])
+def test_cosim_refuses_bad_input_in_one_line(argv, words, capsys, monkeypatch):
+    import hw.flow.dispatch_cosim as cosim
+
+    def never(*args, **kwargs):
+        raise AssertionError("nothing may be built for a bad input")
+
+    monkeypatch.setattr(cosim, "run_cosim", never)
+    assert cosim.main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_every_shipped_scenario_is_cosimulated_or_says_why():
+    # Only kernel-trace runs and the model-only least-loaded baseline are left out.
+    assert SHIPPED_JOBS and all(reason == "trace" or "least_loaded" in reason
+                                for _, _, reason in LEFT_OUT), LEFT_OUT
+    covered = {Path(job["path"]).name for jobs in SHIPPED_JOBS.values() for job in jobs}
+    scenarios = {path.name for path in CONFIGS.glob("*.toml")
+                 if load_scenario(path).kernel_trace is None}
+    assert covered == scenarios
+
+
+# -- make cosim end to end: the summary line, and the first differing clock of a mismatch --------
+
+#: A scenario on the reduced default GPU (the build of the reduced shipped scenarios, so no
+#: extra build), two channels that keep it busy.
+SMALL_SCENARIO = """\
+cycles = 400
+[gpu]
+aps = 2
+vgpr = 32
+sgpr = 16
+lds = 12
+[[channels]]
+priority = 0
+arrival = 0.3
+waves = [1, 8]
+vgpr = [1, 4]
+sgpr = [1, 2]
+lds = [0, 3]
+duration = [20, 60]
+[[channels]]
+priority = 1
+arrival = 0.3
+waves = [1, 4]
+vgpr = [1, 6]
+duration = [10, 80]
+independent = 0.5
+[[policies]]
+preset = "emb1"
+windows = [40, 20, 10, 5]
+"""
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("broken", [False, True], ids=["dispatcher", "mutant"])
+def test_make_cosim_prints_the_summary_and_the_first_difference(broken, tmp_path, capsys,
+                                                                monkeypatch, any_simulator):
+    import hw.flow.dispatch_cosim as cosim
+
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_SCENARIO)
+    scenario = load_scenario(path)
+    assert scenario_shape(scenario, scenario.policies[0]).name in SHIPPED_SHAPES
+    if broken:
+        original = cosim.run_cosim
+
+        def run_broken(shape, jobs, simulator, **options):
+            def build(wrap):
+                return MUTANTS["release_one_short"][0](shape.gpu, shape.policy, shape.channels,
+                                                     weight_bits=shape.weight_bits, wrap=wrap)
+            return original(shape, jobs, simulator, component=build,
+                            tag="_mutant_release_one_short", **options)
+        monkeypatch.setattr(cosim, "run_cosim", run_broken)
+    status = cosim.main(["--config", str(path), "--cycles", "400", "--sim", any_simulator])
+    out = capsys.readouterr().out
+    line = [x for x in out.splitlines() if "dispatches compared" in x][-1]
+    if broken:
+        first = [x for x in out.splitlines() if x.startswith("first difference: ")]
+        assert status == 1 and not line.endswith(" 0 mismatches") and first, out
+    else:
+        assert status == 0, out
+        cycles, dispatches, mismatches = (int(x.split()[0]) for x in line.split(", "))
+        assert cycles == 400 and dispatches > 50 and mismatches == 0, line
