@@ -915,7 +915,11 @@ def _single(free: Value) -> dict:
 def _is_wiring(value: Value) -> bool:
     """Whether ``value`` is a constant, a signal or a slice of one: no logic of its own, so
     naming it would only give its net a second name."""
-    return isinstance(value, Const | Signal) or type(value).__name__ == "Slice"
+    if isinstance(value, Const | Signal):
+        return True
+    # A slice of logic is logic: left unnamed, it would be built where it is read (outside
+    # its piece's submodule).
+    return type(value).__name__ == "Slice" and _is_wiring(value.value)
 
 
 def _add_constant(value: Value, constant: int, width: int, share) -> list[Value]:
@@ -1064,17 +1068,20 @@ def _join_piece(name: str, blocks: Sequence[tuple[int, int]], request: tuple,
 
 
 def _build_pipeline(m: Module, pieces: Sequence[_Piece], stage: dict, final: set,
-                    cuts: Sequence[int], enable: Value | None, *, ports: set = frozenset()
+                    cuts: Sequence[int], enable: Value | None, *, drive: dict | None = None
                     ) -> dict:
     """Build ``pieces`` in order into ``m``, with a register on every value that crosses
     boundary ``j`` (before piece ``j``) when ``cuts[j]`` is set.
 
     ``stage`` holds the values available before the first piece, ``final`` the keys read after
-    the last; of those, ``ports`` are driven straight onto ports (they get no name of their
-    own, which would be a second name for the port). Returns every value available after the
-    last piece. A register carries only the
-    values that some later piece (or ``final``) reads, and loads when ``enable`` is high; it
-    has no reset (the data registers never do, see :data:`PIPELINE_CONTRACT`).
+    the last. Each piece is a submodule of ``m`` named after it. ``drive`` maps keys of the last
+    piece's values to ports of the block that the piece drives itself (a combinational
+    block's outputs: a port assigned in ``m`` from the piece's value would make the two one
+    net, and the Verilog would declare the value's name and read it nowhere). Returns every
+    value available after the last piece (the ports for the keys of ``drive``). A register
+    carries only the values that some later piece (or ``final``) reads, and loads when
+    ``enable`` is high; it has no reset (the data registers never do, see
+    :data:`PIPELINE_CONTRACT`).
     """
     stage = dict(stage)
     for index, piece in enumerate(pieces):
@@ -1094,22 +1101,53 @@ def _build_pipeline(m: Module, pieces: Sequence[_Piece], stage: dict, final: set
             for key, value in carried.items():
                 stage[key] = register[offset:offset + len(value)]
                 offset += len(value)
-        def get(key, stage=stage):
+        def outer(key, stage=stage):
             if key in stage:
                 return stage[key]
             if key[0] == "node" and key[-1] == "full":      # the top bit of "pre"
                 return stage[(*key[:-1], "pre")][-1]
             raise KeyError(key)
 
-        values = piece.build(m, get)
+        # Each piece is a submodule of its own (`leaves`, `level5_compare`, ...), so the
+        # netlist and timing reports keep the tree's hierarchy. It reads all its values through
+        # one input, `<piece>_in`, made in this module of exactly the bits it uses (a field,
+        # the "full" bit of a prefix, a leaf's four status bits): a submodule that read a part
+        # of a wider signal (a pipeline register, the status word) would have an input port of
+        # which bits go unread.
+        sub = Module()
+        m.submodules[piece.name] = sub
+        parts = {key: outer(key) for key in piece.consumes}
+        for key, width in piece.consumes.items():
+            assert len(parts[key]) == width, \
+                f"{piece.name} reads {key} as {width} bits, not {len(parts[key])}"
+        if len(parts) >= 2:
+            bundle = _bundle(m, f"{piece.name}_in", list(parts.values()))
+            inputs, offset = {}, 0
+            for key, value in parts.items():
+                inputs[key] = bundle[offset:offset + len(value)]
+                offset += len(value)
+        else:
+            inputs = parts
+
+        def get(key, inputs=inputs):
+            if key in inputs:
+                return inputs[key]
+            if key[0] == "node" and key[-1] == "full":
+                return inputs[(*key[:-1], "pre")][-1]
+            raise KeyError(key)
+
+        values = piece.build(sub, get)
         # Every value a piece makes is one named signal, `level5_node3_best` (the longest run
         # of the fourth node of 32 blocks), which waveforms and timing reports show, and
         # which every reader shares.
         for key, width in piece.produces.items():
             value = values[key]
             assert len(value) == width, f"{key} is {len(value)} bits, not {width}"
-            keep = _is_wiring(value) or (key in ports and index == len(pieces) - 1)
-            stage[key] = value if keep else named(m, _name(key), value)
+            if drive and key in drive and index == len(pieces) - 1:
+                _drive(sub, drive[key], value)
+                stage[key] = drive[key]
+                continue
+            stage[key] = value if _is_wiring(value) else named(sub, _name(key), value)
     return stage
 
 class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
@@ -1241,11 +1279,13 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
                     stage[("bit", address)] = free[address]
         final = {*outputs.values(), ("request", 0)}
         # Combinational, length, start and fit are the last piece's values as they are.
-        straight = set() if self._latency else {outputs[field] for field in ("best", "bst", "fit")
-                                                 if field in outputs}
+        drive = {} if self._latency else {
+            outputs[field]: port for field, port in (("best", self.length),
+                                                     ("bst", self.start), ("fit", self.fit))
+            if field in outputs}
         stage = _build_pipeline(m, pieces, stage, final,
                                 self._cut_positions(len(pieces)),
-                                self.enable if self._latency else None, ports=straight)
+                                self.enable if self._latency else None, drive=drive)
         best, start, ffs = (stage[outputs[field]] for field in ("best", "bst", "ffs"))
         request = stage[("request", 0)]
         fit = stage[outputs["fit"]] if "fit" in outputs else _fits(best, request)
@@ -1258,7 +1298,8 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
             _valid_pipe(m, self)
         else:
             for port, value in zip(ports, values, strict=True):
-                _drive(m, port, value)
+                if value is not port:
+                    _drive(m, port, value)
         return m
 
 

@@ -285,10 +285,17 @@ class SharedMaxFreeBlock(wiring.Component):
             key = request_of(0, low)                # a one-block node: the type alone
             joins.append(_join_piece(f"join_{name}", blocks, ("request", key),
                                      request_widths[key], widths))
-        # A node read whole by one type only needs the ffs bits of that type's port.
+        # A node read whole by one type only needs the ffs bits of that type's port, unless
+        # a join or a larger node of another type reads it too: that one needs its top bit,
+        # "nothing fits here" (a first fit in the half to its right).
+        def read_by_others(node):
+            k, index = node
+            return any(kk > k and index >> (kk - k) == other for kk, other in demands) or any(
+                node in _join_demands(aligned_blocks(*fields[other][1:]))
+                for other in fields if other not in single)
+
         ffs_widths = {node: len(self.fit_start[name]) for name, node in single.items()
-                      if not any(node in _join_demands(aligned_blocks(*fields[other][1:]))
-                                 for other in fields if other not in single)}
+                      if not read_by_others(node)}
         pieces = []
         if demands:
             pieces = _tree_pieces(demands, side_by_side=lambda level: False,

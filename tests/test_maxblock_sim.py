@@ -208,3 +208,34 @@ def test_shared_unit(config):
     sim.add_testbench(bench)
     sim.run()
     assert misses == []
+
+
+def test_shared_exact_fit_in_a_half_that_another_type_reads_whole():
+    # The seed's schedule packs vgpr (128 blocks) in period 0 and sgpr (64) in period 1, so
+    # the tree node of blocks 0..63 is both sgpr's whole field and vgpr's left half. With the
+    # left half occupied and the right half free, vgpr's first fit of 64 blocks is at 64,
+    # which needs that node's "nothing fits" answer (64) in seven bits, not sgpr's six.
+    config = SharedConfig(SharedSchedule(), 1, True)
+    top = Module()
+    top.submodules.dut = dut = config.component()
+    top.domains.sync = ClockDomain()
+    model = config.model()
+    statuses = {"vgpr": ((1 << 64) - 1) << 64, "sgpr": 0, "lds": 0}
+    requests = {"vgpr": 64, "sgpr": 1, "lds": 1}
+    seen = []
+
+    async def bench(ctx):
+        for _ in range(3):
+            for name, word in statuses.items():
+                ctx.set(dut.status[name], word)
+                ctx.set(dut.request[name], requests[name])
+            expected = model.step(statuses, requests)
+            seen.append((ctx.get(dut.fit.vgpr), ctx.get(dut.fit_start.vgpr),
+                         expected["fit"]["vgpr"], expected["fit_start"]["vgpr"]))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen[1] == (1, 64, 1, 64)
