@@ -170,6 +170,19 @@ async def boundaries(dut):
     for pattern in patterns:
         for _ in range(periods):              # hold each pattern for a whole schedule
             await bench.run(1, lambda pattern=pattern: pattern)
+    # Each type free only above (or only below) a power-of-two block p, asking for exactly
+    # that run: the first fit then sits at p (or 0) on a tree node boundary, where a node's
+    # "nothing fits here" answer decides it (a node another type reads whole must keep it).
+    level = bench.config.free_level
+    for name, size in types:
+        for p in (1 << k for k in range(size.bit_length()) if 1 << k < size):
+            for free in (((1 << size) - 1) & ~((1 << p) - 1), (1 << p) - 1):
+                statuses = {other: (1 << width) - 1 if level else 0 for other, width in types}
+                statuses[name] = free if level else ~free & ((1 << size) - 1)
+                requests = {other: max_free_run(statuses[other], width, free_level=level)
+                            for other, width in types}
+                for _ in range(periods):
+                    await bench.step(statuses, requests)
 
 
 @cocotb.test()
