@@ -1109,25 +1109,37 @@ def _build_pipeline(m: Module, pieces: Sequence[_Piece], stage: dict, final: set
             raise KeyError(key)
 
         # Each piece is a submodule of its own (`leaves`, `level5_compare`, ...), so the
-        # netlist and timing reports keep the tree's hierarchy. It reads all its values through
-        # one input, `<piece>_in`, made in this module of exactly the bits it uses (a field,
-        # the "full" bit of a prefix, a leaf's four status bits): a submodule that read a part
-        # of a wider signal (a pipeline register, the status word) would have an input port of
-        # which bits go unread.
+        # netlist and timing reports keep the tree's hierarchy. It reads every value through an
+        # input of exactly the bits it uses (a field, a leaf's four status bits; the single
+        # bits together): a submodule that read a part of a wider signal (a pipeline register,
+        # the status word) would have an input port of which bits go unread. (One wide input
+        # for all would do too, but Icarus then wakes every reader of it on any change, and
+        # ran the benches six times slower.)
         sub = Module()
         m.submodules[piece.name] = sub
         parts = {key: outer(key) for key in piece.consumes}
         for key, width in piece.consumes.items():
             assert len(parts[key]) == width, \
                 f"{piece.name} reads {key} as {width} bits, not {len(parts[key])}"
-        if len(parts) >= 2:
-            bundle = _bundle(m, f"{piece.name}_in", list(parts.values()))
-            inputs, offset = {}, 0
-            for key, value in parts.items():
-                inputs[key] = bundle[offset:offset + len(value)]
-                offset += len(value)
+        inputs, bits = {}, {}
+        for key, value in parts.items():
+            if isinstance(value, Signal | Const):
+                inputs[key] = value                 # a whole value of an earlier piece
+            elif len(value) >= 2:
+                inputs[key] = _bundle(m, f"{piece.name}_{_name(key)}", [value[:1], value[1:]])
+            else:
+                bits[key] = value
+        if len(bits) >= 2:
+            # The single bits (the "full" bit of a prefix, a single block) as one input.
+            bundle = _bundle(m, f"{piece.name}_bits", list(bits.values()))
+            inputs.update({key: bundle[index] for index, key in enumerate(bits)})
         else:
-            inputs = parts
+            # One bit alone: passed as the slice it is, the submodule would take the whole
+            # signal it is cut from as its input; a signal of its own that is another name
+            # for the slice would be the same net. So it goes through a cell (a one-bit OR
+            # reduction, which synthesis removes).
+            for key, value in bits.items():
+                inputs[key] = named(m, f"{piece.name}_{_name(key)}", value.any())
 
         def get(key, inputs=inputs):
             if key in inputs:
