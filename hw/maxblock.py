@@ -56,7 +56,8 @@ the last ``latency`` clocks (the dispatcher model counts these as stale aborts).
 Reset clears only the control state: ``result_valid`` reads 0 until a word presented with
 ``valid`` after the reset has come through. The data registers have no reset (a reset net
 would reach every one of them for nothing); while ``result_valid`` is 0 the other outputs are
-not specified (they show whatever passed through last; zero at power-on in simulation)."""
+not specified (they show whatever passed through last; after power-on, X in a four-state
+simulator such as Icarus, zero in Verilator and Amaranth's simulator)."""
 
 
 def pipeline_ports(latency: int) -> dict:
