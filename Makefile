@@ -28,8 +28,10 @@ help:
 	@echo "make sweep    every configs/sweeps/*.toml on a local pool (the README's multi-seed"
 	@echo "              figures): tables, build/sweeps/*.{sqlite,png,csv}; resumable"
 	@echo "make test     the whole pytest suite, cocotb regression on Verilator and Icarus"
-	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>)"
-	@echo "make verilog  write build/verilog/<block>_<params>.v and lint each with Verilator"
+	@echo "make regress  the cocotb regression alone (SIM=verilator|icarus, K=<name filter>,"
+	@echo "              WAVES=1 for an FST per bench in its build directory)"
+	@echo "make verilog  every block (or BLOCK=exact N=64 LATENCY=1 ...): build/verilog/<name>.v,"
+	@echo "              .vlt waivers, .sv typed wrapper, .json port map; each linted"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
 	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
 	@echo "make cosim CONFIG=FILE [POLICY=NAME] [CYCLES=N] [SIM=verilator|icarus]"
@@ -47,8 +49,9 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
-# Icarus comes from the system. When it is missing and we are root, install it with apt-get;
-# otherwise say so: its benches are then skipped with that reason.
+# Icarus comes from the system, and so do the lz4 headers that Verilator's FST writer needs
+# for WAVES=1. When one is missing and we are root, install it with apt-get; otherwise say so:
+# Icarus's benches (or Verilator's waveforms) are then skipped with that reason.
 icarus:
 	@command -v iverilog >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -56,6 +59,13 @@ icarus:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog; \
 	  else \
 	    echo "Icarus Verilog is missing and we are not root: its benches will be skipped"; \
+	  fi; }
+	@echo '#include <lz4.h>' | $(CXX) -E -x c++ - >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing the lz4 headers (Verilator's FST waveforms) with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liblz4-dev; \
+	  else \
+	    echo "The lz4 headers are missing and we are not root: no Verilator waveforms"; \
 	  fi; }
 
 # The main job synthesizes nothing: no YoWASP (WebAssembly) tool runs here, so it works on a
@@ -103,13 +113,27 @@ report: $(STAMP)
 test: $(STAMP) icarus
 	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
 
+# WAVES=1 records an FST waveform per bench in its build directory (make test and make regress).
 regress: $(STAMP) icarus
 	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py \
-	  tests/test_cocotb_arbiter.py tests/test_cocotb_dispatch.py \
+	  tests/test_cocotb_arbiter.py tests/test_cocotb_dispatch.py tests/test_maxblock_verilog.py \
 	  $(if $(K),-k "$(K)")
 
+# Every block by default; BLOCK=full|grouped|sampled|exact|shared|arbiter and its parameters
+# for one (python -m hw.flow.generate --help lists them):
+#   make verilog BLOCK=exact N=64 LATENCY=1
+#   make verilog BLOCK=shared EXACT=1 SCHEDULE=vgpr:128/sgpr:64,lds:48
+VERILOG_OPTIONS = $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) \
+	$(if $(LATENCY),--latency $(LATENCY)) $(if $(FREE_LEVEL),--free-level $(FREE_LEVEL)) \
+	$(if $(GROUPS),--groups $(GROUPS)) $(if $(SAMPLES),--samples $(SAMPLES)) \
+	$(if $(filter 1 yes true,$(EXACT)),--exact) $(if $(SCHEDULE),--schedule "$(SCHEDULE)") \
+	$(if $(WIDTH),--width $(WIDTH)) $(if $(TASKS),--tasks $(TASKS)) \
+	$(if $(CLASSES),--classes $(CLASSES)) $(if $(FRAC_BITS),--frac-bits $(FRAC_BITS)) \
+	$(if $(TIE_BREAK),--tie-break $(TIE_BREAK)) $(if $(DECAY),--decay $(DECAY)) \
+	$(if $(WEIGHT_BITS),--weight-bits $(WEIGHT_BITS))
+
 verilog: $(STAMP)
-	$(PYTHON) -m hw.flow.generate --out build/verilog --lint
+	$(PYTHON) -m hw.flow.generate --out build/verilog --lint $(VERILOG_OPTIONS)
 
 bench-arbiter: $(STAMP)
 	$(PYTHON) -m hw.flow.arbiter_cost

@@ -8,44 +8,69 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.maxblock import lengthen, lowest_end, named, run_doubling, scan_down
-from model.maxblock import SharedSchedule, check_free_level
+from hw.maxblock import (
+    _LEAF,
+    _at_least,
+    _build_pipeline,
+    _equals,
+    _join_demands,
+    _join_piece,
+    _reset_less_outputs,
+    _tree_pieces,
+    named,
+    scan_down,
+)
+from model.maxblock import SharedSchedule, aligned_blocks, check_free_level
 
 __all__ = ["SharedMaxFreeBlock", "port_layouts"]
 
 
 def port_layouts(schedule: SharedSchedule, *, exact: bool) -> dict[str, data.StructLayout]:
-    """The layouts of the ports of :class:`SharedMaxFreeBlock`: one field per resource type."""
+    """The layouts of the structured ports of :class:`SharedMaxFreeBlock`, one field per
+    resource type, in port order (inputs first)."""
     types = schedule.types
-    layouts = {
-        "status": data.StructLayout(types),
-        "length": data.StructLayout({name: range(size + 1) for name, size in types.items()}),
-        "valid": data.StructLayout(dict.fromkeys(types, 1)),
-    }
+    sizes = {name: range(size + 1) for name, size in types.items()}
+    addresses = {name: range(max(size, 2)) for name, size in types.items()}
+    layouts = {"status": data.StructLayout(types)}
     if exact:
-        layouts["start"] = data.StructLayout({name: range(max(size, 2))
-                                              for name, size in types.items()})
+        layouts["request"] = data.StructLayout(sizes)
+    layouts["length"] = data.StructLayout(sizes)
+    if exact:
+        layouts["start"] = data.StructLayout(addresses)
+        layouts["fit"] = data.StructLayout(dict.fromkeys(types, 1))
+        layouts["fit_start"] = data.StructLayout(addresses)
+    layouts["result_valid"] = data.StructLayout(dict.fromkeys(types, 1))
     return layouts
+
+
+#: The ports of :func:`port_layouts` that are inputs.
+_INPUTS = ("status", "request")
 
 
 class SharedMaxFreeBlock(wiring.Component):
     """One ``width``-bit unit serving every resource type of a static schedule in turn.
 
-    In each clock the unit serves one period of the schedule (period ``t mod C`` in clock
-    ``t``): the status words of that period's types are packed side by side from bit 0, the
-    bits left over read as occupied, and each type's longest free run is found at once. A
-    run never crosses from one type's field into the next: the seed's masks ``m(i)`` force
-    the vacated top bits of every field to "occupied" in each shifted copy; here the same
-    effect comes from one boundary word per period that breaks the running AND at the first
-    bit of every field but the first. At the edge the served types' results are registered
-    and their ``valid`` strobes rise for one clock. The schedule then repeats.
+    In each enabled clock the unit serves one period of the schedule (period ``c`` after ``c``
+    enabled clocks, modulo the schedule's length ``C``): the status words of that period's
+    types are packed side by side from bit 0, the bits left over read as occupied, and each
+    type's answer is found at once and registered at the edge; its ``result_valid`` strobe
+    rises for the next clock. A run never crosses from one type's field into the next. The
+    schedule then repeats, so a type's answer is refreshed every ``C`` clocks and held in
+    between.
 
-    Two circuits can fill the unit: the seed's (``exact=False``): the running AND of
-    embodiment 4 over the packed word, OR-reduced per field segment, and a downward scan
-    per type -- about ``width²`` gates shared by all types; or the exact O(n log n) circuit of
-    :class:`hw.maxblock.ExactMaxFreeBlock` (``exact=True``): run-length doubling over the
-    packed word (shared), and binary lifting per type, which also gives each type's
-    ``start``.
+    Two circuits can fill the unit:
+
+    * the seed's (``exact=False``): the running AND of embodiment 4 over the packed word, in
+      which the first bit of every field but the first never continues a run from below (one
+      boundary word per period, the seed's masks ``m(i)``), OR-reduced per field segment, and
+      a downward scan per type; about ``width²`` gates shared by all types; ports ``status``
+      in, ``length`` out;
+    * the exact tree of :class:`hw.maxblock.ExactMaxFreeBlock` (``exact=True``), one tree
+      over the packed word: each type's answer comes from the tree nodes that lie inside its
+      field (the aligned power-of-two parts of it), joined where the field is not one node,
+      each node answering the request of the type that holds it in the current period. So
+      the shared unit allocates as the exact block does: ``request`` in, ``length``,
+      ``start``, ``fit`` and ``fit_start`` out, for every type; O(width) gates.
 
     Parameters
     ----------
@@ -55,35 +80,55 @@ class SharedMaxFreeBlock(wiring.Component):
     free_level : int
         1 when a free block reads 1, 0 when it reads 0.
     exact : bool
-        Use the exact circuit (and provide ``start``).
+        Use the exact tree (and provide ``request``, ``start``, ``fit``, ``fit_start``).
 
     Attributes
     ----------
     status : In(StructLayout({type: size}))
         One status word per resource type (bit ``i`` = block ``i``), read in its period.
+    request : In(StructLayout({type: range(size + 1)}))
+        With ``exact``: each type's request, read in its period.
+    valid : In(1)
+        The inputs of this clock are meaningful (default 1): a period served without it
+        leaves its types' answers as they were and raises no strobe.
+    enable : In(1)
+        Clock enable (default 1): while it is 0 the unit holds (the period counter, every
+        answer and every strobe), and ignores its inputs.
     length : Out(StructLayout({type: range(size + 1)}))
-        Each type's longest free run, registered at the end of its period and held until its
-        next period.
-    valid : Out(StructLayout({type: 1}))
-        High for the one clock after a type's period, when its ``length`` is fresh.
-    start : Out(StructLayout({type: range(max(size, 2))}))
-        With ``exact``: the lowest start of a longest run (0 when nothing is free).
+        Each type's longest free run, from its last served period.
+    start, fit, fit_start : Out(StructLayout(...))
+        With ``exact``: the lowest start of a longest run (0 when nothing is free), whether a
+        run of ``request`` blocks exists, and its lowest start (0 when none, or for a request
+        of 0), as :class:`hw.maxblock.ExactMaxFreeBlock` gives them.
+    result_valid : Out(StructLayout({type: 1}))
+        High in the clock after a type's period was served with ``valid`` (held while
+        ``enable`` is low): that type's answers are fresh.
 
-    After reset the period counter is 0 and every ``length``, ``start`` and ``valid`` reads 0.
-    Latency: a type's result appears in the clock after its period, so it is at most ``C``
-    clocks old.
+    Reset clears the control state only: the period counter (to period 0) and the strobes.
+    The answers are data registers without reset; each is defined once its type has been
+    served after power-on (zero in simulation before that). Latency: a type's answer appears
+    in the clock after its period, so it describes a status at most ``C`` enabled clocks old
+    (and a block taken since still reads as free: the read-after-write hazard of
+    :data:`hw.maxblock.PIPELINE_CONTRACT`).
     """
 
     def __init__(self, schedule=None, *, free_level=1, exact=False):
         if schedule is None:
             schedule = SharedSchedule()
         if not isinstance(schedule, SharedSchedule):
+            self._MustUse__silence = True
             raise TypeError(f"Schedule must be a SharedSchedule, not {schedule!r}")
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
-        super().__init__({port: (In if port == "status" else Out)(layout)
-                          for port, layout in port_layouts(schedule, exact=self._exact).items()})
+        layouts = port_layouts(schedule, exact=self._exact)
+        members = {port: In(layouts[port]) for port in _INPUTS if port in layouts}
+        members.update({"valid": In(1, init=1), "enable": In(1, init=1)})
+        members.update({port: Out(layout) for port, layout in layouts.items()
+                        if port not in _INPUTS})
+        super().__init__(members)
+        _reset_less_outputs(self, [port for port in layouts
+                                   if port not in (*_INPUTS, "result_valid")])
 
     @property
     def schedule(self) -> SharedSchedule:
@@ -99,91 +144,186 @@ class SharedMaxFreeBlock(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        schedule, width = self._schedule, self._schedule.width
-        periods = schedule.periods
+        periods = self._schedule.periods
 
-        # The period counter and, per period, the packed word and its field boundaries.
-        period = Signal(range(len(periods)), name="period")
-        m.d.sync += period.eq(Mux(period == len(periods) - 1, 0, period + 1))
-        # Continuous multiplexers, not a `Switch`: Icarus never runs a Verilog `always @*` block
-        # whose inputs keep their initial values, so a case statement on a counter that sits
-        # at 0 through reset would leave its outputs X in the first period.
-        word, breaks = Const(0, width), Const(0, width)
-        for index, types in enumerate(periods):
+        # The period counter (control state: it has a reset) and, per period, the packed
+        # word. Continuous multiplexers, not a `Switch`: Icarus never runs a Verilog
+        # `always @*` block whose inputs keep their initial values, so a case statement on a
+        # counter that sits at 0 through reset would leave its outputs X in the first period.
+        # Bits above every period's fields read as occupied in every period: left out.
+        width = max(sum(size for _, size in types) for types in periods)
+
+        def packed(types):
             unused = width - sum(size for _, size in types)
-            fill = Const(0 if self._free_level else (1 << unused) - 1, unused)
+            fill = [Const(0 if self._free_level else (1 << unused) - 1, unused)] if unused else []
+            return Cat(*(self.status[name] for name, _ in types), *fill)
+
+        if len(periods) == 1:                       # no counter: the one period, always
+            serving = [Const(1, 1)]
+            word = packed(periods[0])
+        else:
+            period = Signal(range(len(periods)), name="period")
+            with m.If(self.enable):
+                m.d.sync += period.eq(Mux(_equals(period, len(periods) - 1), 0, period + 1))
+            serving = [named(m, f"serving_period{index}", _equals(period, index))
+                       for index in range(len(periods))]
+            word = Const(0 if self._free_level else (1 << width) - 1, width)
+            for index, types in enumerate(periods):
+                word = Mux(serving[index], packed(types), word)
+            word = named(m, "packed", word)
+        free = word if self._free_level else named(m, "packed_free", ~word)
+
+        results = (self._exact_results(m, free, serving) if self._exact
+                   else self._seed_results(m, free, serving))
+
+        # Register the served types' answers at the end of their period: data registers load
+        # only then (and only with `valid`); the strobes are control state.
+        for index, types in enumerate(periods):
+            load = named(m, f"load_period{index}", self.enable & self.valid & serving[index])
+            for name, _ in types:
+                with m.If(load):
+                    m.d.sync += [getattr(self, port)[name].eq(value)
+                                 for port, value in results[name].items()]
+                with m.If(self.enable):
+                    m.d.sync += self.result_valid[name].eq(self.valid & serving[index])
+        return m
+
+    def _seed_results(self, m, free, serving):
+        # The seed's chain SA_i = SA_(i-1) AND S_i over the packed word, where a field's first
+        # bit never continues a run from the field below it. The OR of each SA_i is taken per
+        # segment (the pieces between all boundaries of all periods), and a type's SAR_i is
+        # the OR of the segments of its field. Each SA_i is built only as wide as the
+        # reductions and the next SA read it.
+        schedule = self._schedule
+        used = len(free)
+        edges = {0}
+        breaks = Const(0, used)
+        for index, types in enumerate(schedule.periods):
             boundary, offset = 0, 0
             for _, size in types:
                 if offset:
                     boundary |= 1 << offset
-                offset += size
-            selected = period == index
-            word = Mux(selected, Cat(*(self.status[name] for name, _ in types), fill), word)
-            breaks = Mux(selected, boundary, breaks)
-        word = named(m, "packed", word)
-        breaks = named(m, "breaks", breaks)
-        free = word if self._free_level else ~word
-
-        if self._exact:
-            results = self._exact_results(m, free, breaks)
-        else:
-            results = self._seed_results(m, free, breaks)
-
-        # Register the served types' results at the end of their period.
-        for index, types in enumerate(periods):
-            for name, _ in types:
-                m.d.sync += self.valid[name].eq(period == index)
-                with m.If(period == index):
-                    for port, value in results[name].items():
-                        m.d.sync += getattr(self, port)[name].eq(value)
-        return m
-
-    def _seed_results(self, m, free, breaks):
-        # The seed's chain SA_i = SA_(i-1) AND S_i over the packed word, where a field's first
-        # bit never continues a run from the field below it. The OR of each SA_i is taken per
-        # segment (the pieces between all boundaries of all periods), and a type's SAR_i is
-        # the OR of the segments of its field.
-        schedule, width = self._schedule, self._schedule.width
-        edges = {0}
-        for types in schedule.periods:
-            offset = 0
-            for _, size in types:
                 edges |= {offset, offset + size}
                 offset += size
+            breaks = Mux(serving[index], boundary, breaks)
         edges = sorted(edges)
-        continues = free & ~breaks
-        windows = [free]
-        for i in range(1, max(schedule.types.values())):
-            windows.append(named(m, f"sa{i}", windows[-1][:width - i] & continues[i:]))
-        results = {}
+        longest = max(schedule.types.values())
+        reads = {}                                  # (type, i) -> the pieces of SA_i it ORs
+        need = [0] * longest                        # bits of SA_i that are read
         for name, size in schedule.types.items():
             _, offset = schedule.placement(name)
-            flags = []
             for i in range(size):
-                pieces = [windows[i][low:min(high, width - i)]
-                          for low, high in zip(edges, edges[1:], strict=False)
-                          if offset <= low < offset + size - i]
-                flags.append((Cat(*(piece.any() for piece in pieces)).any(), i + 1))
+                reads[(name, i)] = [(low, min(high, used - i))
+                                    for low, high in zip(edges, edges[1:], strict=False)
+                                    if offset <= low < offset + size - i]
+                need[i] = max([need[i], *(high for _, high in reads[(name, i)])])
+        for i in reversed(range(longest - 1)):
+            need[i] = max(need[i], need[i + 1])
+        windows = [free]
+        if longest > 1:
+            top = max(i + need[i] for i in range(1, longest))
+            # continues[j - 1]: block j may continue a run from block j - 1.
+            continues = named(m, "continues", free[1:top] & ~breaks[1:top])
+            for i in range(1, longest):
+                windows.append(named(m, f"sa{i}", windows[-1][:need[i]]
+                                     & continues[i - 1:i - 1 + need[i]]))
+        results = {}
+        for name, size in schedule.types.items():
+            flags = [(Cat(*(windows[i][low:high].any() for low, high in reads[(name, i)])).any(),
+                      i + 1) for i in range(size)]
             results[name] = {"length": scan_down(flags)}
         return results
 
-    def _exact_results(self, m, free, breaks):
-        # Run-length doubling over the packed word, broken at the field boundaries, then the
-        # binary lifting of ExactMaxFreeBlock over each type's slice of it.
+    def _exact_results(self, m, free, serving):
+        # One exact tree over the packed word. A type's field is cut into aligned power-of-two
+        # parts; parts of four blocks or more are tree nodes, smaller ones single blocks, and
+        # a join piece merges them when there are several. Each node answers the request of
+        # the type whose field holds it in the current period.
         schedule = self._schedule
-        runs = run_doubling(m, free, breaks=breaks)
-        results = {}
-        for name, size in schedule.types.items():
-            _, offset = schedule.placement(name)
-            ends = Const((1 << (size + 1)) - 1, size + 1)
-            found = []
-            for b in reversed(range(size.bit_length())):
-                step = 1 << b
-                here, longer = lengthen(m, ends, runs[b][offset:offset + size - step + 1],
-                                        step, f"{name}{step}")
-                found.append(here)
-                ends = named(m, f"{name}_ends{step}", longer)
-            length = named(m, f"{name}_length", Cat(*reversed(found)))
-            results[name] = {"length": length, "start": lowest_end(ends) - length}
-        return results
+        fields = {}                                 # type -> (period, low, high)
+        for index, types in enumerate(schedule.periods):
+            offset = 0
+            for name, size in types:
+                fields[name] = (index, offset, offset + size)
+                offset += size
 
+        def holders(k, node):
+            low, high = node << k, (node + 1) << k
+            return tuple(sorted((index, name) for name, (index, first, last) in fields.items()
+                                if first <= low and high <= last))
+
+        requests, request_widths = {}, {}
+
+        def request_of(k, node):
+            # The types whose field holds the node, named by them ("a_c": a's request in
+            # a's period, c's in c's).
+            held = holders(k, node)
+            key = "_".join(name for _, name in held)
+            if key not in requests:
+                value = self.request[held[0][1]]
+                for index, name in held[1:]:
+                    value = Mux(serving[index], self.request[name], value)
+                requests[key] = value if len(held) == 1 else named(m, f"request_{key}", value)
+                request_widths[key] = len(requests[key])
+            return key
+
+        demands, joins, single = {}, [], {}
+        for name, (_, low, high) in fields.items():
+            blocks = aligned_blocks(low, high)
+            widths = {"best": len(self.length[name]), "bst": len(self.start[name]),
+                      "ffs": len(self.fit_start[name]), "fit": 1}
+            if len(blocks) == 1 and blocks[0][1] >= _LEAF:
+                k = blocks[0][1].bit_length() - 1
+                node = (k, low >> k)
+                demands.setdefault(node, set()).update({"best", "bst", "ffs"})
+                single[name] = node
+                request_of(*node)
+                continue
+            for node, wanted in _join_demands(blocks).items():
+                demands.setdefault(node, set()).update(wanted)
+                request_of(*node)
+            key = request_of(0, low)                # a one-block node: the type alone
+            joins.append(_join_piece(f"join_{name}", blocks, ("request", key),
+                                     request_widths[key], widths))
+        # A node read whole by one type only needs the ffs bits of that type's port, unless
+        # a join or a larger node of another type reads it too: that one needs its top bit,
+        # "nothing fits here" (a first fit in the half to its right).
+        def read_by_others(node):
+            k, index = node
+            return any(kk > k and index >> (kk - k) == other for kk, other in demands) or any(
+                node in _join_demands(aligned_blocks(*fields[other][1:]))
+                for other in fields if other not in single)
+
+        ffs_widths = {node: len(self.fit_start[name]) for name, node in single.items()
+                      if not read_by_others(node)}
+        pieces = []
+        if demands:
+            pieces = _tree_pieces(demands, side_by_side=lambda level: False,
+                                  request_of=request_of, request_widths=request_widths,
+                                  ffs_widths=ffs_widths)
+        pieces += joins
+        stage = {("request", key): value for key, value in requests.items()}
+        used_leaves = {index for (k, node) in demands
+                       for index in range(node << (k - 2), (node + 1) << (k - 2))}
+        for index in used_leaves:
+            stage[("free", index)] = free[index * _LEAF:(index + 1) * _LEAF]
+        for piece in joins:
+            for key in piece.consumes:
+                if key[0] == "bit":
+                    stage[key] = free[key[1]]
+        stage = _build_pipeline(m, pieces, stage, set(), [0] * len(pieces), None)
+
+        results = {}
+        for name, (_, low, _) in fields.items():
+            request = requests[request_of(0, low)]
+            if name in single:
+                k, node = single[name]
+                best, start, ffs = (stage[("node", k, node, field)]
+                                    for field in ("best", "bst", "ffs"))
+                fit = named(m, f"{name}_fit", _at_least(best, request))
+            else:
+                best, start, ffs, fit = (stage[(f"join_{name}", field)]
+                                         for field in ("best", "bst", "ffs", "fit"))
+            results[name] = {"length": best, "start": start, "fit": fit,
+                             "fit_start": Mux(fit & request.any(), ffs, 0)}
+        return results

@@ -43,6 +43,7 @@ __all__ = [
     "SeedTrace",
     "SharedMaxFreeBlockModel",
     "SharedSchedule",
+    "aligned_blocks",
     "check_block_count",
     "check_exact_latency",
     "check_request",
@@ -147,14 +148,37 @@ def check_samples(n: int, samples) -> tuple[int, ...]:
     return samples
 
 
-def exact_max_latency(n: int) -> int:
-    """The deepest pipeline of the exact circuit for ``n`` blocks: ``floor(log2 n) + 3``.
+def aligned_blocks(low: int, high: int) -> list[tuple[int, int]]:
+    """Blocks ``low .. high - 1`` as the fewest aligned power-of-two ranges, left to right.
 
-    Kept from the first (run-length doubling) design so that the allowed latencies did not
-    change when the circuit became a tree; ``hw.maxblock.ExactMaxFreeBlock`` says where the
-    registers go.
+    Each is ``(start, size)`` with ``size`` a power of two dividing ``start``: the nodes of a
+    binary tree over the addresses that cover the range exactly. ``aligned_blocks(0, 100)`` is
+    ``[(0, 64), (64, 32), (96, 4)]``.
     """
-    return check_block_count(n).bit_length() + 2
+    blocks = []
+    while low < high:
+        size = 1 << ((high - low).bit_length() - 1)
+        while low % size:
+            size //= 2
+        blocks.append((low, size))
+        low += size
+    return blocks
+
+
+def exact_max_latency(n: int) -> int:
+    """The deepest pipeline of the exact circuit for ``n`` blocks: one register per piece.
+
+    ``hw.maxblock.ExactMaxFreeBlock`` is built from pieces of logic: the leaf tables (when
+    there is a part of four blocks or more), two per tree level above them, and one that joins
+    the power-of-two parts when ``n`` is not a power of two. Its deepest pipeline has a
+    register after every piece: ``2 log2(n) - 3`` for ``n = 2^p >= 4`` (11 for 128),
+    ``2 floor(log2 n) - 2`` for other ``n >= 4`` and 1 below four blocks. More registers would
+    cut no logic.
+    """
+    blocks = aligned_blocks(0, check_block_count(n))
+    top = blocks[0][1].bit_length() - 1               # the level of the largest part
+    tree = 1 + 2 * (top - 2) if top >= 2 else 0
+    return tree + (1 if len(blocks) > 1 or top < 2 else 0)
 
 
 def check_exact_latency(n: int, latency) -> int:
@@ -163,9 +187,15 @@ def check_exact_latency(n: int, latency) -> int:
         raise TypeError(f"Latency must be an integer, not {latency!r}")
     deepest = exact_max_latency(n)
     if not 0 <= latency <= deepest:
+        if deepest == 1:
+            raise ValueError(
+                f"Latency of the exact circuit for {n} blocks must be 0 (combinational) or 1 "
+                f"(registered outputs): it is one piece of logic, with nothing to pipeline, "
+                f"not {latency}")
         raise ValueError(
             f"Latency of the exact circuit for {n} blocks must be 0 (combinational), 1 "
-            f"(registered outputs) or up to {deepest} (pipelined), not {latency}")
+            f"(registered outputs) or up to {deepest} (a register after each of its "
+            f"{deepest} pieces of logic), not {latency}")
     return latency
 
 
@@ -475,14 +505,20 @@ def sampled_seed_procedure(status: int, n: int, samples: Sequence[int], *,
 # -- the clock ------------------------------------------------------------------------------------
 
 class PipelineModel:
-    """Cycle-exact model of a circuit with ``latency`` registered stages.
+    """Cycle-exact model of a block with ``latency`` clocks and its stall interface.
 
-    ``step(*inputs)`` is one clock: it takes the inputs presented during that clock and
-    returns the outputs seen during the same clock (before the edge), then advances. With
-    latency ``L`` the output in clock ``t`` is ``function(*inputs[t - L])``. Every pipeline
-    register resets to the value it would hold for an input of "all blocks occupied" (and a
-    request of 0), so for ``L`` clocks after reset the output is ``reset_output``: 0 for the
-    length-only circuits.
+    The block (``hw.maxblock``, see its ``PIPELINE_CONTRACT``) has ``valid`` and ``enable``
+    inputs and a ``result_valid`` output when ``latency`` is 1 or more. :meth:`cycle` is one
+    clock: it takes the inputs presented during that clock and returns the outputs and
+    ``result_valid`` seen during the same clock (before the edge), then advances. At each edge
+    with ``enable`` high the data move one stage on (``function(*inputs)`` enters) and
+    ``valid`` moves with them; with ``enable`` low nothing moves. So with ``enable`` high
+    every clock, the output in clock ``t`` is ``function(*inputs[t - L])``.
+
+    The reset input clears only the valid stages (the block's control state): the data stages
+    have no reset and keep moving. What they hold at power-on is ``reset_output``; ``None``
+    says it is not known (the hardware does not specify it), and the outputs read ``None``
+    until known data have reached them.
 
     Parameters
     ----------
@@ -493,7 +529,7 @@ class PipelineModel:
         Clocks from input to output, 0 or more (the circuit's constructor says which values
         it accepts).
     reset_output :
-        The output during the first ``latency`` clocks after reset.
+        What every data stage holds at power-on (``None``: unknown).
     """
 
     def __init__(self, function: Callable, latency: int, *, reset_output=0):
@@ -501,28 +537,36 @@ class PipelineModel:
             raise TypeError(f"Latency must be a non-negative integer, not {latency!r}")
         self._function = function
         self._latency = latency
-        self._reset_output = reset_output
-        self.reset()
+        self._data = [reset_output] * latency           # index 0 drives the outputs
+        self._valid = [0] * latency
+
+    @property
+    def latency(self) -> int:
+        return self._latency
 
     def reset(self) -> None:
-        """Return every pipeline register to its reset value."""
-        self._pipe = [self._reset_output] * self._latency
+        """What the reset input does at an edge: every valid stage to 0, the data untouched."""
+        self._valid = [0] * self._latency
 
-    def step(self, *inputs, reset: bool = False):
-        """Advance one clock with ``inputs`` presented; return this clock's outputs.
+    def cycle(self, *inputs, valid: int = 1, enable: int = 1, reset: bool = False):
+        """Advance one clock; return ``(outputs, result_valid)`` seen during it.
 
-        ``reset`` is the synchronous reset input during this clock: the output of this clock
-        is unaffected, and after the edge every register holds its reset value.
+        ``valid`` and ``enable`` are those inputs of the block in this clock, ``reset`` its
+        synchronous reset. A combinational block (latency 0) passes ``valid`` through.
         """
-        result = self._function(*inputs)
         if not self._latency:
-            return result
-        output = self._pipe[0]
+            return self._function(*inputs), int(valid)
+        seen = self._data[0], self._valid[0]
+        if enable:
+            self._data = [*self._data[1:], self._function(*inputs)]
+            self._valid = [*self._valid[1:], int(valid)]
         if reset:
             self.reset()
-        else:
-            self._pipe = self._pipe[1:] + [result]
-        return output
+        return seen
+
+    def step(self, *inputs, valid: int = 1, enable: int = 1, reset: bool = False):
+        """:meth:`cycle`, returning only the outputs."""
+        return self.cycle(*inputs, valid=valid, enable=enable, reset=reset)[0]
 
 
 # -- embodiment 7: one unit shared by several resource types -----------------------------------
@@ -607,45 +651,64 @@ class SharedSchedule:
 class SharedMaxFreeBlockModel:
     """Cycle-exact model of ``hw.shared_maxblock.SharedMaxFreeBlock``.
 
-    One clock is one period. In clock ``t`` the unit serves period ``t mod C``: it reads the
-    status words of that period's types and, at the edge, registers each one's longest free
-    run (and, with ``exact``, its start) and raises that type's ``valid`` strobe for the next
-    clock. So a type's result is one clock old when it appears, is refreshed every ``C``
-    clocks, and stays put in between. After reset the period counter is 0 and every result
-    register and strobe reads 0.
+    One enabled clock is one period. In the ``c``-th enabled clock (modulo the schedule's
+    length) the unit serves period ``c``: when ``valid`` is high it reads the status words
+    (and, with ``exact``, the requests) of that period's types and, at the edge, registers
+    each one's answer and raises that type's ``result_valid`` strobe for the next clock. A
+    clock with ``enable`` low changes nothing. So a type's answer is one clock old when it
+    appears, is refreshed every ``C`` enabled clocks, and stays put in between.
 
-    ``step(statuses, reset=False)`` takes ``{name: status word}`` for this clock and returns
-    ``{"length": {name: ...}, "valid": {name: 0/1}}`` (plus ``"start"`` with ``exact``) as
-    seen during this clock, before the edge.
+    The reset input clears the control state only: the period counter and the strobes. The
+    answers are data registers without reset: what they hold before a type is first served
+    is not specified, and the model says ``None`` for it.
+
+    ``step(statuses, requests=None, *, valid=1, enable=1, reset=False)`` takes
+    ``{name: status word}`` (and, with ``exact``, ``{name: request}``) for this clock and
+    returns ``{"length": {name: ...}, "result_valid": {name: 0/1}}`` (plus ``"start"``,
+    ``"fit"`` and ``"fit_start"`` with ``exact``) as seen during this clock, before the edge.
     """
 
     def __init__(self, schedule: SharedSchedule, *, free_level: int = 1, exact: bool = False):
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
-        self.reset()
+        types = schedule.types
+        ports = ["length", *(["start", "fit", "fit_start"] if self._exact else [])]
+        self._outputs = {port: dict.fromkeys(types) for port in ports}
+        self._outputs["result_valid"] = dict.fromkeys(types, 0)
+        self._period = 0
+
+    def _exact_answer(self, status: int, request: int, size: int) -> ExactOutputs:
+        # The request port of a type holds range(size + 1), so it can carry values above the
+        # size; like the circuit, the model answers them "does not fit".
+        if _is_int(request) and size < request < 1 << size.bit_length():
+            start, length = largest_free_block(status, size, free_level=self._free_level)
+            return ExactOutputs(length, start, 0, 0)
+        return exact_free_block(status, request, size, free_level=self._free_level)
 
     def reset(self) -> None:
-        """Return the period counter and every register to its reset value."""
-        types = self._schedule.types
+        """What the reset input does at an edge: period 0, every strobe 0, answers kept."""
         self._period = 0
-        self._outputs = {"length": dict.fromkeys(types, 0), "valid": dict.fromkeys(types, 0)}
-        if self._exact:
-            self._outputs["start"] = dict.fromkeys(types, 0)
+        self._outputs["result_valid"] = dict.fromkeys(self._schedule.types, 0)
 
-    def step(self, statuses: dict[str, int], *, reset: bool = False) -> dict:
+    def step(self, statuses: dict[str, int], requests: dict[str, int] | None = None, *,
+             valid: int = 1, enable: int = 1, reset: bool = False) -> dict:
         """One clock; see the class documentation."""
         seen = {key: dict(value) for key, value in self._outputs.items()}
+        if enable:
+            served = self._schedule.periods[self._period]
+            self._outputs["result_valid"] = dict.fromkeys(self._schedule.types, 0)
+            if valid:
+                for name, size in served:
+                    self._outputs["result_valid"][name] = 1
+                    if self._exact:
+                        result = self._exact_answer(statuses[name], requests[name], size)
+                        for port in ("length", "start", "fit", "fit_start"):
+                            self._outputs[port][name] = getattr(result, port)
+                    else:
+                        self._outputs["length"][name] = max_free_run(
+                            statuses[name], size, free_level=self._free_level)
+            self._period = (self._period + 1) % len(self._schedule.periods)
         if reset:
             self.reset()
-            return seen
-        served = self._schedule.periods[self._period]
-        self._outputs["valid"] = dict.fromkeys(self._schedule.types, 0)
-        for name, size in served:
-            start, length = largest_free_block(statuses[name], size, free_level=self._free_level)
-            self._outputs["length"][name] = length
-            self._outputs["valid"][name] = 1
-            if self._exact:
-                self._outputs["start"][name] = start
-        self._period = (self._period + 1) % len(self._schedule.periods)
         return seen

@@ -2,10 +2,17 @@
 
 The block and its parameters arrive as JSON in ``MAXBLOCK_CONFIG`` (see
 :class:`hw.flow.catalog.BlockConfig`); ``tests/test_cocotb_maxblock.py`` builds one bench per
-parameter set and simulator. The driver presents new inputs every clock (or holds them for a
-random number of clocks); the scoreboard compares every output in every clock with
-:class:`model.maxblock.PipelineModel`, which carries the reference function through the
-block's latency and its reset.
+parameter set and simulator. The driver presents new inputs every clock (or holds them, or
+stalls the pipeline); two checkers watch every clock:
+
+* the cycle model, :class:`model.maxblock.PipelineModel`, which carries the reference function
+  through the block's latency, its stall interface (``valid``, ``enable``, ``result_valid``)
+  and its reset: every output and ``result_valid`` must match it in every clock (the data
+  outputs from the first clock the model knows them: the data registers have no reset);
+* an in-order scoreboard of transactions, independent of that model: each word accepted
+  (``valid`` and ``enable`` high) must come out once, in order, in a clock with
+  ``result_valid`` and ``enable`` high, with the reference function's answer; a reset drops
+  the words in flight, and nothing may come out that was not put in.
 
 Environment:
 
@@ -18,6 +25,7 @@ Environment:
 
 import os
 import random
+from collections import deque
 
 import cocotb
 from cocotb.clock import Clock
@@ -29,70 +37,156 @@ from tb.stimulus import bench_seed, directed_inputs, exhaustive_inputs, random_i
 
 EXHAUSTIVE_MAX_N = 12
 
+#: The block under test, read when cocotb imports the bench (None outside a simulation).
+CONFIG = (BlockConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
+          if "MAXBLOCK_CONFIG" in os.environ else None)
+
 
 def _unsigned(value) -> int:
     # A one-bit port reads as a Logic, a wider one as a LogicArray.
     return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
+class Stalls:
+    """Random ``enable`` and ``valid`` for a pipelined block: ``enable`` low in bursts (a
+    stalled consumer), ``valid`` low in single clocks and bursts (a producer with gaps)."""
+
+    def __init__(self, rng: random.Random, *, stall: float = 0.15, bubble: float = 0.15):
+        self._rng, self._stall, self._bubble = rng, stall, bubble
+        self._stalled = 0
+
+    def draw(self) -> tuple[int, int]:
+        """``(enable, valid)`` for the next clock."""
+        rng = self._rng
+        if self._stalled:
+            self._stalled -= 1
+        elif rng.random() < self._stall:
+            self._stalled = rng.choice((0, 0, 1, 2, 5))
+        enable = int(not self._stalled and rng.random() >= self._stall / 4)
+        return enable, int(rng.random() >= self._bubble)
+
+
 class MaxBlockBench:
-    """Driver, monitor and in-order scoreboard around one DUT."""
+    """Driver, monitor, cycle model and transaction scoreboard around one DUT."""
 
     def __init__(self, dut):
         self.dut = dut
-        self.config = BlockConfig.from_json(os.environ["MAXBLOCK_CONFIG"])
-        self.model = PipelineModel(self.config.reference(), self.config.latency,
-                                   reset_output=self.config.reset_output)
+        self.config = CONFIG
+        self.reference = self.config.reference()
+        # The data registers have no reset: at power-on the model does not know them.
+        self.model = PipelineModel(self.reference, self.config.latency, reset_output=None)
         self.seed = bench_seed()
         self.rng = random.Random(self.seed)
         self.checked = 0
+        self.in_flight = deque()
+        self.delivered = 0
         dut._log.info("%s, seed %d", self.config.name, self.seed)
 
-    async def reset(self):
-        """Start the clock and hold reset for two clocks (nothing to do when combinational)."""
+    def _junk(self) -> tuple[int, ...]:
+        """Legal inputs that the block must ignore (presented with ``valid`` or ``enable``
+        low)."""
+        n = self.config.n
+        status = self.rng.getrandbits(n)
+        return (status, self.rng.randint(0, n)) if "request" in self.config.inputs else (status,)
+
+    async def start(self):
+        """Start the clock and hold reset for two clocks (nothing to do when combinational).
+
+        A bench may follow another in the same simulation, so nothing is checked before the
+        reset; after it the DUT holds no valid word, as a fresh model does, and its data
+        registers hold what the model does not know."""
         if not self.config.latency:
             return
         cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns").start())
         for port in self.config.inputs:
             getattr(self.dut, port).value = 0
+        self.dut.valid.value = 0
+        self.dut.enable.value = 1
         self.dut.rst.value = 1
         for _ in range(2):
             await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
-        self.model.reset()
+        self.model = PipelineModel(self.reference, self.config.latency, reset_output=None)
+        self.in_flight.clear()
 
-    async def run(self, inputs, *, hold: bool = False, resets: bool = False):
-        """Drive ``inputs`` (tuples in the order of ``config.inputs``), one clock each, and
-        check every output in every clock.
+    def _fail(self, what: str, values, actual, expected) -> str:
+        config = self.config
+        inputs = ", ".join(f"{port} = {value:#x}"
+                           for port, value in zip(config.inputs, values, strict=True))
+        return (f"{config.name}: in clock {self.checked} with {inputs} at the inputs, {what} "
+                f"{actual}; expected {expected}. Replay with: TB_SEED={self.seed} make regress "
+                f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}")
 
-        ``hold`` keeps some inputs for a few clocks; ``resets`` pulses reset at random clocks.
-        """
+    async def clock(self, values, *, valid: int = 1, enable: int = 1, reset: bool = False):
+        """One clock: present ``values`` (in the order of ``config.inputs``) and the stall
+        inputs, check every output, then let the clock edge come."""
         config, dut = self.config, self.dut
+        for port, value in zip(config.inputs, values, strict=True):
+            getattr(dut, port).value = value
+        if config.latency:
+            dut.valid.value = valid
+            dut.enable.value = enable
+            dut.rst.value = int(reset)
+        await ReadOnly()
+        expected, expected_valid = self.model.cycle(*values, valid=valid, enable=enable,
+                                                    reset=reset)
+        actual = None
+        if expected is not None or (config.latency and expected_valid):
+            actual = tuple(_unsigned(getattr(dut, port).value) for port in config.outputs)
+        if expected is not None:
+            assert actual == expected, self._fail(f"{', '.join(config.outputs)} =", values,
+                                                  actual, expected)
+        if config.latency:
+            result_valid = _unsigned(dut.result_valid.value)
+            assert result_valid == expected_valid, self._fail("result_valid =", values,
+                                                              result_valid, expected_valid)
+            self._score(values, valid, enable, reset, result_valid, actual)
+        self.checked += 1
+        if config.latency:
+            await RisingEdge(dut.clk)
+        else:
+            await Timer(1, unit="ns")
+
+    def _score(self, values, valid, enable, reset, result_valid, actual):
+        """The transaction scoreboard: in order, once each, nothing extra."""
+        if result_valid and enable:
+            assert self.in_flight, self._fail("a result came out with nothing in flight:",
+                                              values, actual, "none")
+            word = self.in_flight.popleft()
+            expected = self.reference(*word)
+            assert actual == expected, self._fail(
+                f"the result of the word {tuple(hex(value) for value in word)} is", values,
+                actual, expected)
+            self.delivered += 1
+        if valid and enable:
+            self.in_flight.append(tuple(values))
+        if reset:
+            self.in_flight.clear()
+        assert len(self.in_flight) <= self.config.latency, self._fail(
+            "words in flight:", values, len(self.in_flight), f"at most {self.config.latency}")
+
+    async def run(self, inputs, *, hold: bool = False, resets: bool = False,
+                  stalls: Stalls | None = None):
+        """Drive ``inputs`` (tuples in the order of ``config.inputs``), checking every clock.
+
+        ``hold`` keeps each input for one to three clocks; ``resets`` pulses reset at random
+        clocks; ``stalls`` (pipelined blocks) draws ``enable`` and ``valid`` each clock, and
+        an input is presented until a clock accepts it, with ignored junk in the clocks that
+        do not.
+        """
+        latency = self.config.latency
         for values in inputs:
             for _ in range(self.rng.randint(1, 3) if hold else 1):
-                reset = bool(resets and config.latency and self.rng.random() < 0.02)
-                for port, value in zip(config.inputs, values, strict=True):
-                    getattr(dut, port).value = value
-                if config.latency:
-                    dut.rst.value = int(reset)
-                await ReadOnly()
-                expected = self.model.step(*values, reset=reset)
-                actual = tuple(_unsigned(getattr(dut, port).value) for port in config.outputs)
-                assert actual == expected, (
-                    f"{config.name}: in clock {self.checked} with "
-                    + ", ".join(f"{port} = {value:#x}"
-                                for port, value in zip(config.inputs, values, strict=True))
-                    + f" at the inputs, {', '.join(config.outputs)} = {actual}; the model says "
-                    f"{expected}. Replay with: TB_SEED={self.seed} make regress "
-                    f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}"
-                )
-                self.checked += 1
-                if config.latency:
-                    await RisingEdge(dut.clk)
-                else:
-                    await Timer(1, unit="ns")
-        if config.latency:
-            dut.rst.value = 0
+                while True:
+                    enable, valid = stalls.draw() if stalls and latency else (1, 1)
+                    accepted = enable and valid
+                    reset = bool(resets and latency and self.rng.random() < 0.02)
+                    await self.clock(values if accepted or self.rng.random() < 0.5
+                                     else self._junk(), valid=valid, enable=enable, reset=reset)
+                    if accepted:
+                        break
+        if latency:
+            self.dut.rst.value = 0
 
 
 @cocotb.test()
@@ -100,19 +194,17 @@ async def directed(dut):
     """Corner cases: ends, alternation, every run length, group edges, sample points (and,
     for the exact circuit, the requests 0, 1, n and either side of the longest run)."""
     bench = MaxBlockBench(dut)
-    await bench.reset()
+    await bench.start()
     await bench.run(directed_inputs(bench.config))
 
 
+@cocotb.skipif(CONFIG is None or CONFIG.n > EXHAUSTIVE_MAX_N,
+               reason=f"only blocks of at most {EXHAUSTIVE_MAX_N} blocks are run exhaustively")
 @cocotb.test()
 async def exhaustive(dut):
-    """Every status word (and every request), when there are few enough of them."""
+    """Every status word (and every request)."""
     bench = MaxBlockBench(dut)
-    if bench.config.n > EXHAUSTIVE_MAX_N:
-        dut._log.info("n = %d: not exhaustive (only n <= %d is)", bench.config.n,
-                      EXHAUSTIVE_MAX_N)
-        return
-    await bench.reset()
+    await bench.start()
     await bench.run(exhaustive_inputs(bench.config))
 
 
@@ -120,14 +212,21 @@ async def exhaustive(dut):
 async def seeded_random(dut):
     """Seeded random words at several densities, a new word every clock."""
     bench = MaxBlockBench(dut)
-    await bench.reset()
+    await bench.start()
     count = int(os.environ.get("TB_RANDOM_VECTORS", "10000"))
     await bench.run(random_inputs(bench.config, count, bench.rng))
 
 
 @cocotb.test()
-async def held_inputs_and_resets(dut):
-    """Words held for several clocks, and reset pulsed mid-stream (registered blocks)."""
+async def stalls_holds_and_resets(dut):
+    """Words held for several clocks, the pipeline stalled (``enable`` low) and fed gaps
+    (``valid`` low) at random, and reset pulsed mid-stream; junk inputs in the clocks that do
+    not take a word."""
     bench = MaxBlockBench(dut)
-    await bench.reset()
-    await bench.run(random_inputs(bench.config, 500, bench.rng), hold=True, resets=True)
+    await bench.start()
+    count = max(int(os.environ.get("TB_RANDOM_VECTORS", "10000")) // 10, 50)
+    await bench.run(random_inputs(bench.config, count, bench.rng), hold=True, resets=True,
+                    stalls=Stalls(bench.rng))
+    if bench.config.latency:
+        assert bench.delivered > count // 4, (
+            f"{bench.config.name}: only {bench.delivered} results came out for {count} words")

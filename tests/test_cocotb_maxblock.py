@@ -1,9 +1,14 @@
 """The cocotb regression: every parameter set of ``hw.flow.catalog.REGRESSION`` on both simulators.
 
 ``SIM=verilator`` or ``SIM=icarus`` restricts it to one simulator (``make regress`` does).
-A simulator that is not installed is skipped with the reason; CI has both. The last tests
-feed deliberately broken circuits to the same bench, which must reject each of them.
+A simulator that is not installed is skipped with the reason; CI has both. Each bench must
+report exactly the tests that apply to it as run and passed (the exhaustive test is skipped,
+and counted as skipped, above 12 blocks), and the Verilog it simulated must pass Verilator's
+lint with the waivers ``make verilog`` ships beside it. The last tests feed deliberately
+broken circuits to the same bench, which must reject each of them.
 """
+
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import Cat, Module
@@ -11,21 +16,48 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.flow.catalog import REGRESSION, SHARED_REGRESSION, BlockConfig
-from hw.flow.runner import run_bench
-from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock
+from hw.flow.generate import lint, ports, waivers
+from hw.flow.runner import bench_outcomes, run_bench
+from hw.maxblock import GroupedMaxFreeBlock, MaxFreeBlock, pipeline_ports
+
+#: The tests of tb/test_maxblock.py and tb/test_shared.py.
+BLOCK_TESTS = ("directed", "exhaustive", "seeded_random", "stalls_holds_and_resets")
+SHARED_TESTS = ("boundaries", "seeded_random", "stalls_and_resets")
+
+
+def _lint_clean(config, results: Path) -> None:
+    # The Verilog the bench simulated, with the waivers `make verilog` writes beside it.
+    verilog = results.parent / f"{config.name}.v"
+    text = verilog.read_text()
+    waiver_file = verilog.with_suffix(".vlt")
+    component = config.component()
+    component._MustUse__silence = True          # only its signature is read
+    waiver_file.write_text(waivers(config, text, ports(component.signature, text,
+                                                       config.name)))
+    result = lint(verilog, waiver_file)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("config", REGRESSION, ids=[config.name for config in REGRESSION])
 def test_rtl_matches_model(config, simulator):
-    run_bench(config, simulator)
+    results = run_bench(config, simulator)
+    expected = {test: "passed" for test in BLOCK_TESTS}
+    if config.n > 12:
+        expected["exhaustive"] = "skipped"
+    assert bench_outcomes(results) == expected
+    if simulator == "verilator":
+        _lint_clean(config, results)
 
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("config", SHARED_REGRESSION,
                          ids=[config.name for config in SHARED_REGRESSION])
 def test_shared_unit_matches_model(config, simulator):
-    run_bench(config, simulator, test_module="tb.test_shared")
+    results = run_bench(config, simulator, test_module="tb.test_shared")
+    assert bench_outcomes(results) == dict.fromkeys(SHARED_TESTS, "passed")
+    if simulator == "verilator":
+        _lint_clean(config, results)
 
 
 # -- the bench bites: deliberately broken circuits must fail it -----------------------------------
@@ -47,17 +79,40 @@ class _GroupAnyFree(GroupedMaxFreeBlock):
 
 
 class _OneClockLate(wiring.Component):
-    """A correct circuit with one register too many in front of it."""
+    """A correct circuit with one register too many in front of its data, while ``valid``
+    goes straight in: every answer comes one clock after its ``result_valid``."""
 
     def __init__(self, n, latency):
         self._inner = MaxFreeBlock(n, latency=latency)
-        super().__init__({"status": In(n), "length": Out(range(n + 1))})
+        super().__init__({"status": In(n), "length": Out(range(n + 1)),
+                          **pipeline_ports(latency)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.inner = self._inner
-        m.d.sync += self._inner.status.eq(self.status)
-        m.d.comb += self.length.eq(self._inner.length)
+        m.submodules.inner = inner = self._inner
+        m.d.sync += inner.status.eq(self.status)
+        m.d.comb += [inner.valid.eq(self.valid), inner.enable.eq(self.enable),
+                     self.length.eq(inner.length), self.result_valid.eq(inner.result_valid)]
+        return m
+
+
+class _StallIgnored(wiring.Component):
+    """A correct circuit whose data move on while ``enable`` is low (only ``valid`` and
+    ``result_valid`` obey it): a stalled word is lost."""
+
+    def __init__(self, n, latency):
+        self._data = MaxFreeBlock(n, latency=latency)
+        self._control = MaxFreeBlock(n, latency=latency)
+        super().__init__({"status": In(n), "length": Out(range(n + 1)),
+                          **pipeline_ports(latency)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.data = data = self._data
+        m.submodules.control = control = self._control
+        m.d.comb += [data.status.eq(self.status), data.enable.eq(1),
+                     control.valid.eq(self.valid), control.enable.eq(self.enable),
+                     self.length.eq(data.length), self.result_valid.eq(control.result_valid)]
         return m
 
 
@@ -66,6 +121,7 @@ MUTANTS = {
     "group_any": (BlockConfig("grouped", 32, 1, 1, groups=8),
                   lambda: _GroupAnyFree(32, 8, latency=1)),
     "one_clock_late": (BlockConfig("full", 16, 1, 1), lambda: _OneClockLate(16, 1)),
+    "stall_ignored": (BlockConfig("full", 16, 1, 3), lambda: _StallIgnored(16, 3)),
 }
 
 

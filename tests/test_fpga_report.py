@@ -74,6 +74,7 @@ def test_wrapper_shifts_loads_and_folds():
 
     async def bench(ctx):
         for word in words:
+            # The stall inputs are held at 1; the last bit shifted in lands in bit 0.
             for bit in reversed(range(n)):
                 ctx.set(wrapper.serial_in, (word >> bit) & 1)
                 await ctx.tick("sync")
@@ -81,7 +82,8 @@ def test_wrapper_shifts_loads_and_folds():
             await ctx.tick("sync")
             ctx.set(wrapper.load, 0)
             await ctx.tick("sync").repeat(2)        # the DUT's register, then serial_out's
-            expected = _xor_of_bits(max_free_run(word, n))
+            # The fold covers length and result_valid (high: the loaded word is valid).
+            expected = _xor_of_bits(max_free_run(word, n)) ^ 1
             assert ctx.get(wrapper.serial_out) == expected, f"status {word:#010b}"
 
     simulator = Simulator(wrapper)

@@ -14,6 +14,7 @@ from model.maxblock import (
     PipelineModel,
     SharedMaxFreeBlockModel,
     SharedSchedule,
+    aligned_blocks,
     check_samples,
     default_samples,
     exact_free_block,
@@ -169,9 +170,23 @@ def test_pipeline_model_latency_and_reset():
     with pytest.raises(TypeError, match=r"^Latency must be a non-negative integer, not -1$"):
         PipelineModel(function, -1)
     model = PipelineModel(function, 3)
-    assert [model.step(s) for s in (1, 2, 3, 4, 5)] == [0, 0, 0, 101, 102]
-    assert model.step(6, reset=True) == 103    # the reset takes effect at the edge
-    assert [model.step(s) for s in (7, 8, 9, 10)] == [0, 0, 0, 107]
+    assert [model.cycle(s) for s in (1, 2, 3, 4, 5)] == [
+        (0, 0), (0, 0), (0, 0), (101, 1), (102, 1)]
+    # The reset takes effect at the edge and clears only the valid stages: the data go on.
+    assert model.cycle(6, reset=True) == (103, 1)
+    assert [model.cycle(s) for s in (7, 8, 9, 10)] == [
+        (104, 0), (105, 0), (106, 0), (107, 1)]
+
+
+def test_pipeline_model_stalls():
+    function = lambda status: status + 100   # noqa: E731
+    model = PipelineModel(function, 2, reset_output=None)
+    seen = [model.cycle(1), model.cycle(2, enable=0), model.cycle(3, valid=0),
+            model.cycle(4, enable=0), model.cycle(5), model.cycle(6), model.cycle(7)]
+    # Power-on data are unknown; a stalled clock moves nothing and takes nothing in; a word
+    # without valid moves through as data but with result_valid low.
+    assert seen == [(None, 0), (None, 0), (None, 0), (101, 1), (101, 1), (103, 0), (105, 1)]
+    assert model.step(8) == 106                    # step: the outputs alone
 
 
 # -- parameter errors: the model and the RTL raise the same, pinned messages ----------------------
@@ -292,10 +307,42 @@ def test_exact_parameter_errors():
     with pytest.raises(TypeError, match=r"^Request must be an integer, not None$"):
         first_fit(0, 8, None)
     message = ("Latency of the exact circuit for 128 blocks must be 0 (combinational), 1 "
-               "(registered outputs) or up to 10 (pipelined), not 11")
+               "(registered outputs) or up to 11 (a register after each of its 11 pieces of "
+               "logic), not 12")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        ExactMaxFreeBlock(128, latency=11)
-    assert exact_max_latency(128) == 10 and exact_max_latency(1) == 3
+        ExactMaxFreeBlock(128, latency=12)
+    message = ("Latency of the exact circuit for 4 blocks must be 0 (combinational) or 1 "
+               "(registered outputs): it is one piece of logic, with nothing to pipeline, "
+               "not 2")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        ExactMaxFreeBlock(4, latency=2)
+
+
+@pytest.mark.parametrize(("n", "deepest"), [
+    # One leaf (or single blocks) below five blocks; 2 log2(n) - 3 for a power of two, one
+    # more (the join) for the rest.
+    (1, 1), (3, 1), (4, 1), (5, 2), (8, 3), (12, 4), (16, 5), (32, 7), (100, 10), (128, 11),
+    (256, 13),
+])
+def test_exact_latencies_are_the_cuts_of_the_circuit(n, deepest):
+    # Every latency the constructor accepts puts a register where there is logic to cut: the
+    # deepest pipeline has one register per piece of the circuit, and no more are accepted.
+    assert exact_max_latency(n) == deepest == ExactMaxFreeBlock.max_latency(n)
+    component = ExactMaxFreeBlock(n, latency=deepest)
+    assert len(component._pieces()[0]) == deepest
+    with pytest.raises(ValueError):
+        ExactMaxFreeBlock(n, latency=deepest + 1)
+
+
+def test_aligned_blocks():
+    assert aligned_blocks(0, 100) == [(0, 64), (64, 32), (96, 4)]
+    assert aligned_blocks(64, 112) == [(64, 32), (96, 16)]
+    assert aligned_blocks(5, 8) == [(5, 1), (6, 2)]
+    for low in range(20):
+        for high in range(low, 40):
+            blocks = aligned_blocks(low, high)
+            assert sum(size for _, size in blocks) == high - low
+            assert all(start % size == 0 and size & (size - 1) == 0 for start, size in blocks)
 
 
 # -- the shared unit's schedule -------------------------------------------------------------------
@@ -331,9 +378,21 @@ def test_seed_schedule_and_model():
     assert [schedule.placement(name) for name in schedule.types] == [(0, 0), (1, 0), (1, 64)]
     model = SharedMaxFreeBlockModel(schedule, exact=True)
     words = {"vgpr": 0b1111 << 100, "sgpr": 0b0110, "lds": (1 << 48) - 1}
-    outputs = [model.step(words) for _ in range(3)]
-    assert outputs[0]["valid"] == {"vgpr": 0, "sgpr": 0, "lds": 0}      # reset values
-    assert outputs[1]["valid"] == {"vgpr": 1, "sgpr": 0, "lds": 0}
+    requests = {"vgpr": 3, "sgpr": 3, "lds": 49}
+    outputs = [model.step(words, requests) for _ in range(3)]
+    assert outputs[0]["result_valid"] == {"vgpr": 0, "sgpr": 0, "lds": 0}   # reset values
+    assert outputs[0]["length"] == {"vgpr": None, "sgpr": None, "lds": None}   # no reset
+    assert outputs[1]["result_valid"] == {"vgpr": 1, "sgpr": 0, "lds": 0}
     assert outputs[1]["length"]["vgpr"] == 4 and outputs[1]["start"]["vgpr"] == 100
-    assert outputs[2]["valid"] == {"vgpr": 0, "sgpr": 1, "lds": 1}
+    assert outputs[1]["fit"]["vgpr"] == 1 and outputs[1]["fit_start"]["vgpr"] == 100
+    assert outputs[2]["result_valid"] == {"vgpr": 0, "sgpr": 1, "lds": 1}
     assert outputs[2]["length"] == {"vgpr": 4, "sgpr": 2, "lds": 48}    # vgpr held
+    assert outputs[2]["fit"] == {"vgpr": 1, "sgpr": 0, "lds": 0}        # 49 never fits 48
+    # A stalled clock holds everything (clock 3 shows vgpr served in clock 2, and so does
+    # clock 4); period 1 served without valid in clock 4 keeps sgpr's and lds's answers.
+    stalled = model.step(words, requests, enable=0)
+    assert stalled["result_valid"] == {"vgpr": 1, "sgpr": 0, "lds": 0}
+    assert model.step({"vgpr": 0, "sgpr": 0, "lds": 0}, requests, valid=0) == stalled
+    after = model.step(words, requests)
+    assert after["result_valid"] == {"vgpr": 0, "sgpr": 0, "lds": 0}
+    assert after["length"] == outputs[2]["length"]

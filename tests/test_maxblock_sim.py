@@ -19,30 +19,41 @@ from model.maxblock import PipelineModel, SharedSchedule, default_samples, exact
 from tb.stimulus import directed_inputs, exhaustive_inputs, random_free_masks, random_inputs
 
 
-def simulate(config: BlockConfig, inputs, *, resets=frozenset()):
+def simulate(config: BlockConfig, inputs, *, resets=frozenset(), stalls=None):
     """Run ``inputs`` (tuples in the order of ``config.inputs``) through the RTL, one per
     clock; return the (index, got, expected) misses.
 
-    ``resets`` holds the indices of the clocks in which the synchronous reset is asserted.
+    ``resets`` holds the indices of the clocks in which the synchronous reset is asserted;
+    ``stalls`` maps a clock index to its ``(valid, enable)`` (default ``(1, 1)``). The data
+    outputs are compared from the first clock the model knows them (they have no reset), and
+    ``result_valid`` in every clock.
     """
     top = Module()
     top.submodules.dut = dut = config.component()
     if config.latency:
         top.domains.sync = domain = ClockDomain()
-    model = PipelineModel(config.reference(), config.latency, reset_output=config.reset_output)
+    model = PipelineModel(config.reference(), config.latency, reset_output=None)
+    stalls = stalls or {}
     misses = []
 
     async def bench(ctx):
         for index, values in enumerate(inputs):
             reset = index in resets and bool(config.latency)
+            valid, enable = stalls.get(index, (1, 1))
             for port, value in zip(config.inputs, values, strict=True):
                 ctx.set(getattr(dut, port), value)
             if config.latency:
                 ctx.set(domain.rst, reset)
-            expected = model.step(*values, reset=reset)
+                ctx.set(dut.valid, valid)
+                ctx.set(dut.enable, enable)
+            expected, expected_valid = model.cycle(*values, valid=valid, enable=enable,
+                                                   reset=reset)
             actual = tuple(ctx.get(getattr(dut, port)) for port in config.outputs)
-            if actual != expected:
+            if expected is not None and actual != expected:
                 misses.append((index, actual, expected))
+            if config.latency and ctx.get(dut.result_valid) != expected_valid:
+                misses.append((index, "result_valid", ctx.get(dut.result_valid),
+                               expected_valid))
             if config.latency:
                 await ctx.tick()
             else:
@@ -71,6 +82,10 @@ def small_configs():
     # for area (serial comparisons) and a pipeline builds for speed (side by side).
     for free_level, latency in ((1, 0), (0, 1), (1, exact_max_latency(9))):
         yield BlockConfig("exact", 9, free_level, latency)
+    # Parts joined: 4 + 1 blocks at every latency, 8 + 2 + 1 fully pipelined.
+    for latency in range(exact_max_latency(5) + 1):
+        yield BlockConfig("exact", 5, latency % 2, latency)
+    yield BlockConfig("exact", 11, 0, exact_max_latency(11))
 
 
 @pytest.mark.parametrize("config", list(small_configs()), ids=lambda config: config.name)
@@ -95,7 +110,31 @@ def test_directed_and_random_wide(config):
     rng = random.Random(config.name)
     inputs = directed_inputs(config) + random_inputs(config, 500, rng)
     resets = frozenset(rng.sample(range(len(inputs)), 10))
-    assert simulate(config, inputs, resets=resets) == []
+    # Stalls and gaps in a tenth of the clocks each.
+    stalls = {index: (int(rng.random() >= 0.1), int(rng.random() >= 0.1))
+              for index in range(len(inputs))}
+    assert simulate(config, inputs, resets=resets, stalls=stalls) == []
+
+
+def test_stalls_hold_everything_and_reset_clears_only_valid():
+    # Latency 3: a word enters, the pipeline is stalled for two clocks (the word must wait,
+    # result_valid must stay low), then runs; a reset in flight drops the word's valid but
+    # the data keep moving (no reset on the data registers).
+    config = BlockConfig("full", 8, 1, 3)
+    words = [(0b0000_1111,), (0b0011_1111,), (0,), (0,), (0,), (0,), (0,), (0,)]
+    stalls = {0: (1, 1), 1: (0, 0), 2: (0, 0), 3: (0, 1), 4: (0, 1), 5: (0, 1)}
+    assert simulate(config, words, stalls=stalls) == []
+    model = PipelineModel(config.reference(), 3, reset_output=None)
+    seen = [model.cycle(*word, valid=stalls.get(i, (1, 1))[0], enable=stalls.get(i, (1, 1))[1])
+            for i, word in enumerate(words)]
+    assert [valid for _, valid in seen] == [0, 0, 0, 0, 0, 1, 0, 0]
+    assert seen[5][0] == (4,)                       # the word of clock 0, after 3 + 2 clocks
+    resets = frozenset({1})
+    assert simulate(config, words, resets=resets) == []
+    model = PipelineModel(config.reference(), 3, reset_output=None)
+    seen = [model.cycle(*word, reset=i in resets) for i, word in enumerate(words)]
+    assert [valid for _, valid in seen] == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert seen[3] == ((4,), 0)                     # the data came through without valid
 
 
 def test_a_wrong_model_is_caught():
@@ -133,7 +172,7 @@ def test_shared_unit(config):
     top.domains.sync = domain = ClockDomain()
     model = config.model()
     types = config.schedule.types
-    ports = ["length", "valid"] + (["start"] if config.exact else [])
+    ports = ["length", "result_valid"] + (["start", "fit", "fit_start"] if config.exact else [])
     misses = []
 
     async def bench(ctx):
@@ -145,15 +184,23 @@ def test_shared_unit(config):
                            for name, size in types.items()})
             statuses = {name: mask if config.free_level else ~mask & ((1 << types[name]) - 1)
                         for name, mask in masks.items()}
+            requests = {name: rng.randint(0, size) for name, size in types.items()}
             for name, word in statuses.items():
                 ctx.set(dut.status[name], word)
+                if config.exact:
+                    ctx.set(dut.request[name], requests[name])
             reset = rng.random() < 0.02
+            valid, enable = int(rng.random() >= 0.1), int(rng.random() >= 0.1)
             ctx.set(domain.rst, reset)
-            expected = model.step(statuses, reset=reset)
-            actual = {port: {name: ctx.get(getattr(dut, port)[name]) for name in types}
-                      for port in ports}
-            if actual != expected:
-                misses.append((clock, actual, expected))
+            ctx.set(dut.valid, valid)
+            ctx.set(dut.enable, enable)
+            expected = model.step(statuses, requests if config.exact else None, valid=valid,
+                                  enable=enable, reset=reset)
+            for port in ports:
+                for name in types:
+                    actual = ctx.get(getattr(dut, port)[name])
+                    if expected[port][name] is not None and actual != expected[port][name]:
+                        misses.append((clock, port, name, actual, expected[port][name]))
             await ctx.tick()
 
     sim = Simulator(top)
@@ -161,3 +208,34 @@ def test_shared_unit(config):
     sim.add_testbench(bench)
     sim.run()
     assert misses == []
+
+
+def test_shared_exact_fit_in_a_half_that_another_type_reads_whole():
+    # The seed's schedule packs vgpr (128 blocks) in period 0 and sgpr (64) in period 1, so
+    # the tree node of blocks 0..63 is both sgpr's whole field and vgpr's left half. With the
+    # left half occupied and the right half free, vgpr's first fit of 64 blocks is at 64,
+    # which needs that node's "nothing fits" answer (64) in seven bits, not sgpr's six.
+    config = SharedConfig(SharedSchedule(), 1, True)
+    top = Module()
+    top.submodules.dut = dut = config.component()
+    top.domains.sync = ClockDomain()
+    model = config.model()
+    statuses = {"vgpr": ((1 << 64) - 1) << 64, "sgpr": 0, "lds": 0}
+    requests = {"vgpr": 64, "sgpr": 1, "lds": 1}
+    seen = []
+
+    async def bench(ctx):
+        for _ in range(3):
+            for name, word in statuses.items():
+                ctx.set(dut.status[name], word)
+                ctx.set(dut.request[name], requests[name])
+            expected = model.step(statuses, requests)
+            seen.append((ctx.get(dut.fit.vgpr), ctx.get(dut.fit_start.vgpr),
+                         expected["fit"]["vgpr"], expected["fit_start"]["vgpr"]))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen[1] == (1, 64, 1, 64)

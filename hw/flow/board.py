@@ -25,7 +25,7 @@ from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 
 import hw.maxblock
-from hw.flow.fpga_wrapper import input_ports, output_ports
+from hw.flow.fpga_wrapper import data_inputs, output_ports
 from hw.flow.tools import ToolError, find_tool, run_command, warm
 
 __all__ = ["SHIFT_INTERFACE", "ShiftInterfaceTop", "board_dut", "build", "main", "yowasp_env"]
@@ -60,10 +60,11 @@ class ShiftInterfaceTop(Elaboratable):
     ``result_data`` (its top bit). The input shift register holds the circuit's ``status``
     (low bits) and then its ``request`` if it has one, so the host sends the top bit of
     ``request`` first and bit 0 of ``status`` last. A rising edge of ``load`` copies the
-    input shift register to the circuit's inputs; one clock after the circuit's latency, its
-    outputs (``length``, then ``start``, ``fit`` and ``fit_start`` where present, bit 0
-    first) are captured into the result shift register, ready to be shifted out, top bit
-    first, while the next word is shifted in.
+    input shift register to the circuit's inputs and marks them ``valid`` for one clock; when
+    the circuit's ``result_valid`` says that word has come through, its outputs (``length``,
+    then ``start``, ``fit`` and ``fit_start`` where present, bit 0 first) are captured into
+    the result shift register, ready to be shifted out, top bit first, while the next word is
+    shifted in.
 
     Parameters
     ----------
@@ -94,20 +95,21 @@ class ShiftInterfaceTop(Elaboratable):
         shift_edge = synced["shift_clock"] & ~clock_seen
         load_edge = synced["load"] & ~load_seen
 
-        inputs = Cat(*(signal for _, signal in input_ports(dut)))
-        outputs = Cat(*(signal for _, signal in output_ports(dut)))
+        inputs = Cat(*(signal for _, signal in data_inputs(dut)))
+        outputs = Cat(*(signal for name, signal in output_ports(dut) if name != "result_valid"))
         shift_in = Signal(len(inputs))
         loaded = Signal(len(inputs))
         result = Signal(len(outputs))
-        # A one travels down `pending` from a load to the clock the outputs are valid.
-        pending = Signal(dut.latency + 1)
-        m.d.comb += inputs.eq(loaded)
-        m.d.sync += pending.eq(Cat(load_edge, pending[:-1]))
+        # The word loaded at an edge of `load` is valid for the one clock after it; the
+        # circuit's result_valid says when its answer is at the outputs.
+        fresh = Signal()
+        m.d.comb += [inputs.eq(loaded), dut.valid.eq(fresh), dut.enable.eq(1)]
+        m.d.sync += fresh.eq(load_edge)
         with m.If(shift_edge):
             m.d.sync += shift_in.eq(Cat(synced["shift_data"], shift_in[:-1]))
         with m.If(load_edge):
             m.d.sync += loaded.eq(shift_in)
-        with m.If(pending[-1]):
+        with m.If(dut.result_valid):
             m.d.sync += result.eq(outputs)
         with m.Elif(shift_edge):
             m.d.sync += result.eq(Cat(0, result[:-1]))

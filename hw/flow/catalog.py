@@ -1,9 +1,11 @@
 """Named parameter sets of the RTL blocks, each paired with its golden model.
 
-One :class:`BlockConfig` names a block and its parameters; it can build the Amaranth component,
-give the bit-exact reference function from :mod:`model`, name the generated Verilog module and
-travel to a cocotb bench as JSON. :data:`VERILOG_DEFAULTS` is what ``make verilog`` emits and
-:data:`REGRESSION` is the covering set of parameters the cocotb regression runs.
+One :class:`BlockConfig` names a free-block circuit and its parameters, :class:`SharedConfig`
+a shared unit (:class:`hw.arbiter.ArbiterConfig` does the same for the arbiter); each can
+build the Amaranth component, give the bit-exact model, name the generated Verilog module and
+travel to a cocotb bench as JSON. :data:`VERILOG_DEFAULTS` is what ``make verilog`` emits
+without parameters (every block) and :data:`REGRESSION` is the covering set of parameters
+the cocotb regression runs.
 """
 
 import json
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 
+from hw.arbiter import ArbiterConfig
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from hw.shared_maxblock import SharedMaxFreeBlock, port_layouts
 from model.maxblock import (
@@ -30,8 +33,8 @@ from model.maxblock import (
     sampled_max_free_run,
 )
 
-__all__ = ["KINDS", "REGRESSION", "SHARED_REGRESSION", "VERILOG_DEFAULTS", "BlockConfig",
-           "SharedConfig"]
+__all__ = ["KINDS", "REGRESSION", "SHARED_REGRESSION", "VERILOG_DEFAULTS", "ArbiterConfig",
+           "BlockConfig", "SharedConfig"]
 
 #: Block kinds and the component class of each.
 KINDS = {
@@ -134,11 +137,10 @@ class BlockConfig:
         return lambda status: (length(status),)
 
     @property
-    def reset_output(self) -> tuple[int, ...]:
-        """The outputs while the pipeline holds its reset values: those for "all blocks
-        occupied" (and a request of 0)."""
-        occupied = 0 if self.free_level else (1 << self.n) - 1
-        return self.reference()(occupied, *[0] * (len(self.inputs) - 1))
+    def stalls(self) -> bool:
+        """Whether the block has the stall interface (``valid``, ``enable``,
+        ``result_valid``): every block with a latency of one clock or more."""
+        return self.latency > 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -180,7 +182,8 @@ class SharedConfig:
                                        exact=self.exact)
 
     def layouts(self) -> dict:
-        """The layouts of the component's ports (``status``, ``length``, ``valid``, ``start``)."""
+        """The layouts of the component's structured ports (see
+        :func:`hw.shared_maxblock.port_layouts`)."""
         return port_layouts(self.schedule, exact=self.exact)
 
     def to_json(self) -> str:
@@ -212,7 +215,8 @@ def _exact(n, free_level, latency):
     return BlockConfig("exact", n, free_level, latency)
 
 
-#: What ``make verilog`` writes: each block at the sizes the seed discusses.
+#: What ``make verilog`` writes without parameters: every block, at the sizes the seed
+#: discusses -- each free-block variant, the shared unit with either circuit, the arbiter.
 VERILOG_DEFAULTS = (
     _full(16, 1, 1),
     _full(128, 1, 3),
@@ -220,6 +224,9 @@ VERILOG_DEFAULTS = (
     _sampled(128, default_samples(128), 1, 1),
     _exact(128, 1, 1),
     _exact(128, 1, ExactMaxFreeBlock.max_latency(128)),
+    SharedConfig(SharedSchedule(), 1, False),
+    SharedConfig(SharedSchedule(), 1, True),
+    ArbiterConfig(),
 )
 
 #: The cocotb regression, a covering subset of the parameter space: every value of every
@@ -247,11 +254,11 @@ REGRESSION = (
     _exact(8, 0, 0),                                    # exhaustive, every request
     _exact(12, 1, 4),                                   # exhaustive, every request
     _exact(16, 1, 1),
-    _exact(32, 0, 2),
+    _exact(40, 0, 2),                                   # 32 + 8 blocks: a join, pipelined
     _exact(64, 1, 9),                                   # the deepest pipeline for 64
     _exact(128, 0, 0),
     _exact(128, 1, 5),
-    _exact(128, 0, 10),                                 # the deepest pipeline for 128
+    _exact(128, 0, 11),                                 # the deepest pipeline for 128
 )
 
 #: The cocotb regression of the shared unit: the seed's schedule with both circuits and both

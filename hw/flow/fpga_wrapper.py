@@ -10,7 +10,7 @@ from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegisterWrapper", "input_ports", "output_ports"]
+__all__ = ["STALL_INPUTS", "RegisterWrapper", "data_inputs", "input_ports", "output_ports"]
 
 
 def _ports(component: wiring.Component, flow) -> list[tuple[str, Signal]]:
@@ -21,9 +21,19 @@ def _ports(component: wiring.Component, flow) -> list[tuple[str, Signal]]:
             if member.flow == flow]
 
 
+#: The stall inputs of a pipelined block, which the wrapper holds at 1.
+STALL_INPUTS = ("valid", "enable")
+
+
 def input_ports(component: wiring.Component) -> list[tuple[str, Signal]]:
     """``(name, signal)`` for every input port of ``component``, in signature order."""
     return _ports(component, In)
+
+
+def data_inputs(component: wiring.Component) -> list[tuple[str, Signal]]:
+    """The input ports of ``component`` but its stall inputs."""
+    return [(name, signal) for name, signal in input_ports(component)
+            if name not in STALL_INPUTS]
 
 
 def output_ports(component: wiring.Component) -> list[tuple[str, Signal]]:
@@ -34,13 +44,16 @@ def output_ports(component: wiring.Component) -> list[tuple[str, Signal]]:
 class RegisterWrapper(wiring.Component):
     """Serial-in, parallel-load registers in front of a DUT and a one-bit fold behind it.
 
-    Every clock, ``serial_in`` enters bit 0 of a shift register as wide as all of the DUT's
-    inputs together (its ``status``, and its ``request`` where it has one, in signature
-    order); when ``load`` is high the shift register is copied into the input register, whose
-    bits drive the DUT's inputs. The XOR of every bit of every DUT output is registered and
-    drives ``serial_out``. With a DUT of latency 1 or more the slowest path is therefore the
-    DUT's own logic between the input register and the DUT's first pipeline register (or its
-    output register), which is what the timing report measures.
+    Every clock, ``serial_in`` enters bit 0 of a shift register as wide as all of the DUT's data
+    inputs together (its ``status``, and its ``request`` where it has one, in signature order);
+    when ``load`` is high the shift register is copied into the input register, whose bits drive
+    the DUT's inputs. The stall inputs of a pipelined DUT, ``valid`` and ``enable`` (see
+    :data:`hw.maxblock.PIPELINE_CONTRACT`), are held at 1: the circuit is measured as a free-
+    running pipeline (what driving ``enable`` costs is measured apart, see the README). The XOR
+    of every bit of every DUT output (``result_valid`` too) is registered and drives
+    ``serial_out``. With a DUT of latency 1 or more the slowest path is therefore the DUT's own
+    logic between the input register and the DUT's first pipeline register (or its output
+    register), which is what the timing report measures.
 
     The wrapper owns the ``sync`` clock domain: it has no reset (the registers start from
     their initial values), so a reset net does not load every flip-flop of the design, and its
@@ -77,7 +90,7 @@ class RegisterWrapper(wiring.Component):
         if not isinstance(dut, wiring.Component):
             self._MustUse__silence = True
             raise TypeError(f"The circuit under test must be a wiring.Component, not {dut!r}")
-        if not input_ports(dut) or not output_ports(dut):
+        if not data_inputs(dut) or not output_ports(dut):
             self._MustUse__silence = True
             raise ValueError("The circuit under test must have at least one input and one "
                              "output port")
@@ -91,7 +104,7 @@ class RegisterWrapper(wiring.Component):
 
     @property
     def input_width(self) -> int:
-        return sum(len(signal) for _, signal in input_ports(self._dut))
+        return sum(len(signal) for _, signal in data_inputs(self._dut))
 
     def elaborate(self, platform):
         m = Module()
@@ -107,9 +120,12 @@ class RegisterWrapper(wiring.Component):
             m.d.sync += loaded.eq(shift)
 
         offset = 0
-        for _, signal in input_ports(dut):
+        for _, signal in data_inputs(dut):
             m.d.comb += signal.eq(loaded[offset:offset + len(signal)])
             offset += len(signal)
+        for name, signal in input_ports(dut):
+            if name in STALL_INPUTS:
+                m.d.comb += signal.eq(1)
 
         # XOR of all output bits: it depends on every one of them, so no DUT output (and no
         # logic behind it) can be removed by synthesis.

