@@ -302,6 +302,23 @@ class DispatcherParams:
         return data.StructLayout({"address": ConfigAddress, "index": 8, "data": 32})
 
     @property
+    def _wg_needs(self) -> dict:
+        """The fields a channel's head and a FIFO entry share, in order: priority, waves, and
+        the per-PEU split of the waves with what each PEU then needs (the head is read from
+        the entry, so both must have these widths)."""
+        gpu = self.gpu
+        return {
+            "priority": range(max(gpu.priorities, 2)),
+            "waves": range(self.max_waves + 1),
+            "quot": range(gpu.wave_slots + 1),
+            "rem": range(max(self.peus, 2)),
+            "need_vgpr_lo": range(gpu.vgpr + 2),
+            "need_vgpr_hi": range(gpu.vgpr + 2),
+            "need_sgpr_lo": range(gpu.sgpr + 2),
+            "need_sgpr_hi": range(gpu.sgpr + 2),
+        }
+
+    @property
     def head_layout(self) -> data.StructLayout:
         """A channel's head WG as the matcher, selector and allocator see it (a part of a
         split WG appears as a one-wave WG of the lowest priority). ``quot`` and ``rem`` are
@@ -314,14 +331,7 @@ class DispatcherParams:
             "wg": unsigned(self.id_bits),
             "split": 1,
             "part": range(max(self.max_waves, 2)),
-            "priority": range(max(gpu.priorities, 2)),
-            "waves": range(self.max_waves + 1),
-            "quot": range(gpu.wave_slots + 1),
-            "rem": range(max(self.peus, 2)),
-            "need_vgpr_lo": range(gpu.vgpr + 2),
-            "need_vgpr_hi": range(gpu.vgpr + 2),
-            "need_sgpr_lo": range(gpu.sgpr + 2),
-            "need_sgpr_hi": range(gpu.sgpr + 2),
+            **self._wg_needs,
             "lds": range(gpu.lds + 2),
             "splittable": 1,
         })
@@ -332,14 +342,7 @@ class DispatcherParams:
         gpu = self.gpu
         return data.StructLayout({
             "wg": unsigned(self.id_bits),
-            "priority": range(max(gpu.priorities, 2)),
-            "waves": range(self.max_waves + 1),
-            "quot": range(gpu.wave_slots + 1),
-            "rem": range(max(self.peus, 2)),
-            "need_vgpr_lo": range(gpu.vgpr + 2),
-            "need_vgpr_hi": range(gpu.vgpr + 2),
-            "need_sgpr_lo": range(gpu.sgpr + 2),
-            "need_sgpr_hi": range(gpu.sgpr + 2),
+            **self._wg_needs,
             "vgpr": range(gpu.vgpr + 2),
             "sgpr": range(gpu.sgpr + 2),
             "lds": range(gpu.lds + 2),
