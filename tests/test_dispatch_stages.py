@@ -1,0 +1,44 @@
+"""``python -m hw.flow.dispatch_stages`` without the tools: every part builds inside the
+register wrapper, the table says what each part costs, bad input is one line."""
+
+import pytest
+from amaranth.back import verilog
+
+from hw.flow import dispatch_stages as ds
+from hw.flow.fpga_wrapper import RegisterWrapper, data_inputs
+
+
+def _built(part):
+    component = ds.build_part("small", part)
+    component._MustUse__silence = True          # inspected, not elaborated
+    return component
+
+
+def test_the_one_part_builds_isolate_what_they_say():
+    # The WG choice alone: one AP, so no AP logic; the AP choice alone: one channel.
+    assert len(_built("channel").fit[0]) == 1 and len(_built("ap").fit) == 1
+    assert len(_built("selector").fit) == 2 and len(_built("selector").fit[0]) == 4
+    assert _built("first_fit").n == 32          # the largest resource of the small GPU
+    with pytest.raises(ValueError, match="Part must be one of"):
+        ds.build_part("small", "decoder")
+
+
+@pytest.mark.parametrize("part", ["matcher", "allocator"])
+def test_a_part_converts_inside_the_wrapper(part):
+    component = ds.build_part("small", part)
+    assert data_inputs(component)
+    assert "module top" in verilog.convert(RegisterWrapper(component), name="top",
+                                           emit_src=False)
+
+
+def test_table_and_bad_parts(capsys):
+    rows = [{"part": "matcher", "status": "ok", "luts": 574, "carries": 176, "multipliers": 0,
+             "depth": 14, "device": "25k", "fmax": 80.0},
+            {"part": "ap", "status": "timed out", "luts": 9, "carries": 0, "depth": 3,
+             "device": "45k", "fmax": None}]
+    table = ds.format_table(rows)
+    assert "| matcher | R x P x Q fit compares | 574 | 176 | 0 | 14 | 25k | 80.0 MHz | 12.5 ns |" \
+        in table
+    assert "| timed out | - |" in table
+    assert ds.main(["--parts", "matcher,decoder", "--results", ""]) == 2
+    assert "decoder" in capsys.readouterr().err
