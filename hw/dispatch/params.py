@@ -153,6 +153,11 @@ class DispatcherParams:
             raise ValueError(
                 f'The RTL dispatcher places waves by embodiment 8 (wave_placement = "split"), '
                 f'not {policy.wave_placement!r}')
+        if policy.decision_pipeline:
+            raise ValueError(
+                f"The RTL dispatcher decides in one clock (decision_pipeline = 0), not in a "
+                f"pipeline of {policy.decision_pipeline} (a model definition for now, "
+                f"docs/dispatch_rtl.md)")
         if policy.ap_choice in ("instruction", "combined") and policy.history != "ema":
             raise ValueError(
                 'The RTL dispatcher keeps embodiment 10\'s history as the exponential average '

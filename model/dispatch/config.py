@@ -128,6 +128,8 @@ MIX_FRACTION_BITS = 8
 MAX_BACK_TO_BACK = 1_000_000
 #: Largest instruction weight ``b_s`` and policy weight (8-bit registers).
 MAX_WEIGHT = 255
+#: The deepest decision pipeline (cycles from choice to dispatch) a policy may ask for.
+MAX_PIPELINE = 16
 #: Largest resource weight ``a_h`` given in a file (16-bit registers).
 MAX_RESOURCE_WEIGHT = 0xFFFF
 
@@ -227,6 +229,18 @@ class PolicyConfig:
         same cycle beyond the first ``k`` wait, in (due cycle, WG id) order, and are released
         in the following cycles: a dispatcher that takes one completion per clock, as the RTL
         dispatcher does (``release_limit = 1``, docs/dispatch_rtl.md).
+    decision_pipeline
+        0 (the default): the seed's decision, every step in one cycle on the state of that
+        cycle. ``k >= 2``: the decision as a pipeline of stages (the cut a 50 MHz RTL
+        dispatcher needs, docs/dispatch_rtl.md): in cycle ``t`` the WG and the AP are chosen
+        from the match of cycle ``t - 1`` (the view, free wave slots, pointers, embodiment 9's
+        scores and embodiment 10's history of that cycle, against each channel's first two
+        WGs not already chosen); the first fit runs on the status of cycle ``t + k - 1`` and
+        the WG is dispatched in cycle ``t + k`` if those blocks and its wave slots are still
+        free, otherwise it is a stale abort that also discards every WG chosen after it and
+        the choices of the next two cycles. A channel's WGs stay in order; the selection
+        state (flags, LFSR, pointers) moves when a WG is chosen. Not with the ``miaow``
+        selection or the ``least_loaded`` placement.
     """
 
     name: str = "seed"
@@ -246,6 +260,7 @@ class PolicyConfig:
     lfsr_seed: int = 0xACE1
     release_limit: int = 0
     shared_width: int = 0
+    decision_pipeline: int = 0
 
     def samples(self, n: int) -> tuple[int, ...]:
         return tuple(default_samples(n))
@@ -572,6 +587,8 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
                                   maximum=1 << 16),
         shared_width=fields_.int("shared_width", base.shared_width, minimum=0,
                                  maximum=1 << 16),
+        decision_pipeline=fields_.int("decision_pipeline", base.decision_pipeline,
+                                      minimum=0, maximum=MAX_PIPELINE),
     )
     ignored = ignored_fields(policy)
     for key in fields_.keys():
@@ -641,6 +658,15 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
             if contiguous and size % policy.group_size:
                 raise error("group_size", f"{policy.group_size} must divide every contiguous "
                                           f"resource size ({resource} has {size} blocks)")
+    if policy.decision_pipeline == 1:
+        raise error("decision_pipeline", "must be 0 (one-cycle decision) or 2 .. "
+                                         f"{MAX_PIPELINE} (cycles from choice to dispatch), not 1")
+    if policy.decision_pipeline and policy.selection == "miaow":
+        raise error("decision_pipeline", 'is not defined for selection = "miaow" (its '
+                                         "one-WG buffer); use 0")
+    if policy.decision_pipeline and policy.wave_placement == "least_loaded":
+        raise error("decision_pipeline", 'is not defined for wave_placement = '
+                                         '"least_loaded"; use 0')
     largest = max(gpu.vgpr, gpu.sgpr, gpu.lds)
     if policy.circuit == "shared" and 0 < policy.shared_width < largest:
         raise error("shared_width", f"{policy.shared_width} is narrower than the largest "

@@ -247,6 +247,28 @@ class _Allocation:
 
 
 @dataclass
+class _Decision:
+    """A WG chosen by the decision pipeline and not yet dispatched."""
+    wg: WorkGroup
+    channel: int
+    ap: int
+    waves: tuple                       # per PEU, from the pointer the match saw
+    chosen: int                        # the cycle of the choice
+    plan: tuple | None = None          # the first fit, one cycle before the dispatch
+    planned: bool = False
+
+
+@dataclass
+class _Match:
+    """The pipeline's match stage of one cycle: per channel, its first two WGs not already
+    chosen with the APs each fits (``None`` where the queue had no such WG), and every AP's
+    embodiment 9 and 10 scores and pointer as they were."""
+    rows: list
+    scores: tuple
+    pointers: list
+
+
+@dataclass
 class _Parent:
     wg: WorkGroup
     parts: int
@@ -257,6 +279,7 @@ class _Parent:
 @dataclass
 class _Counters:
     stale_aborts: int = 0
+    flushed: int = 0                   # WGs chosen behind a stale abort, chosen again later
     splits: int = 0
     sub_workgroups: int = 0
     dispatch_cycles: int = 0
@@ -460,6 +483,16 @@ class DispatchSimulator:
         self._runs: list[int] = []
         self._wait_arrivals: list[int] = []
         self.least_loaded = policy.wave_placement == "least_loaded"
+        # The decision pipeline (policy.decision_pipeline = k >= 2): WGs chosen and not yet
+        # dispatched, oldest first; the match of the previous cycle; the channel chosen in the
+        # previous cycle; cycles whose choice is cancelled after a stale abort.
+        self.pipeline = policy.decision_pipeline
+        self._flight: deque[_Decision] = deque()
+        self._match: _Match | None = None
+        self._chosen_last: int | None = None
+        self._squash = 0
+        if self.pipeline:
+            self.skip = False               # every cycle is a step of the pipeline
         if self.shared:
             self._init_shared()
 
@@ -829,8 +862,10 @@ class DispatchSimulator:
         """Embodiment 3 (step c3): split every independent head into one sub-WG per wave."""
         lowest = self.gpu.priorities - 1
         did = False
-        for queue in self.channels:
-            if not queue:
+        # The decision pipeline splits a head only when none of its channel's WGs is chosen.
+        busy = {decision.channel for decision in self._flight}
+        for channel, queue in enumerate(self.channels):
+            if not queue or channel in busy:
                 continue
             head = queue[0]
             if not head.independent or head.waves < 2 or head.parent is not None:
@@ -859,7 +894,10 @@ class DispatchSimulator:
     def _row(self, waves: int, ap: int) -> tuple[int, ...]:
         """Waves per PEU of ``ap`` for a WG of ``waves``: the split table's row, rotated by
         the AP's pointer (embodiment 8), PEU ``q`` taking entry ``(q - p) mod Q``."""
-        pointer = self._pointer[ap] if self.policy.rotate else 0
+        return self._row_for(waves, self._pointer[ap] if self.policy.rotate else 0)
+
+    def _row_for(self, waves: int, pointer: int) -> tuple[int, ...]:
+        """:meth:`_row` with the pointer given (the decision pipeline's snapshot of it)."""
         row = self._rows.get((waves, pointer))
         if row is None:
             entries = self.table[waves].tolist()
@@ -1073,9 +1111,10 @@ class DispatchSimulator:
         the AP's PEUs (VGPR, SGPR), its LDS view and its free wave slots; integers."""
         return [self._resource_score(ap) for ap in range(self.P)]
 
-    def _choose_ap(self, mask: int, cycle: int) -> int:
+    def _choose_ap(self, mask: int, cycle: int, scores=None) -> int:
         """The target AP among the matching ones (bit mask); every score is an integer, ties
-        go to the lowest index."""
+        go to the lowest index. ``scores``: every AP's embodiment 9 and 10 scores as the
+        decision pipeline's match saw them (default: now)."""
         choice = self.policy.ap_choice
         if choice == "lowest":
             return (mask & -mask).bit_length() - 1
@@ -1084,9 +1123,12 @@ class DispatchSimulator:
             chosen = after or mask
             return (chosen & -chosen).bit_length() - 1
         candidates = [ap for ap in range(self.P) if mask >> ap & 1]
-        if choice in ("resource", "combined"):
+        if scores is not None:
+            resource = [scores[0][ap] for ap in candidates]
+            instruction = [scores[1][ap] for ap in candidates]
+        if scores is None and choice in ("resource", "combined"):
             resource = [self._resource_score(ap) for ap in candidates]
-        if choice in ("instruction", "combined"):
+        if scores is None and choice in ("instruction", "combined"):
             if self.policy.history == "ema":
                 self._advance_ema(cycle)
                 instruction = [self.ema[ap] for ap in candidates]
@@ -1113,14 +1155,22 @@ class DispatchSimulator:
         waves = self._placement(wg, ap)
         if waves is None:
             return None
+        slots = self._slots[ap]
+        if any(count > slots[q] for q, count in enumerate(waves)):
+            return None
+        plan = self._plan(wg, ap, waves)
+        if plan is None:
+            return None
+        return self._take(wg, ap, waves, plan, cycle)
+
+    def _plan(self, wg: WorkGroup, ap: int, waves) -> tuple | None:
+        """First-fit starts of every need of ``wg`` on ``ap`` with ``waves`` per PEU in the
+        current status: ``(vgpr plan, sgpr plan, lds)``, ``None`` when one does not fit."""
         Q = self.Q
         base = ap * Q
-        slots = self._slots[ap]
         vgpr_bits, sgpr_bits = self.bits["vgpr"], self.bits["sgpr"]
         vgpr_plan, sgpr_plan = [None] * Q, [None] * Q
         for q, count in enumerate(waves):
-            if count > slots[q]:
-                return None
             need = count * wg.vgpr
             if need:
                 start = first_fit_unchecked(vgpr_bits[base + q], need)
@@ -1139,6 +1189,34 @@ class DispatchSimulator:
             if start is None:
                 return None
             lds = (start, wg.lds)
+        return vgpr_plan, sgpr_plan, lds
+
+    def _still_free(self, ap: int, waves, plan) -> bool:
+        """Every block of ``plan`` and every wave slot ``waves`` needs is free now."""
+        base = ap * self.Q
+        slots = self._slots[ap]
+        vgpr_plan, sgpr_plan, lds = plan
+        for q, count in enumerate(waves):
+            if count > slots[q]:
+                return False
+        for name, instances in (("vgpr", vgpr_plan), ("sgpr", sgpr_plan)):
+            for q, placed in enumerate(instances):
+                if placed is not None:
+                    mask = ((1 << placed[1]) - 1) << placed[0]
+                    if self.bits[name][base + q] & mask != mask:
+                        return False
+        if lds is not None:
+            mask = ((1 << lds[1]) - 1) << lds[0]
+            if self.bits["lds"][ap] & mask != mask:
+                return False
+        return True
+
+    def _take(self, wg: WorkGroup, ap: int, waves, plan, cycle: int) -> "_Allocation":
+        """Take the blocks of ``plan`` and the wave slots: the allocation of ``wg``."""
+        Q = self.Q
+        base = ap * Q
+        slots = self._slots[ap]
+        vgpr_plan, sgpr_plan, lds = plan
         visible = cycle + 1 + self.policy.circuit_latency
         self._change_plan("vgpr", base, vgpr_plan, cycle, visible, True)
         self._change_plan("sgpr", base, sgpr_plan, cycle, visible, True)
@@ -1171,6 +1249,13 @@ class DispatchSimulator:
         for priority, flag_updates, _ in updates:
             for flagged, value in flag_updates:
                 self.selected[flagged, priority] = value
+        self._commit(wg, channel, ap, allocation, cycle)
+        return True, False, True
+
+    def _commit(self, wg: WorkGroup, channel: int, ap: int, allocation: "_Allocation",
+                cycle: int) -> None:
+        """Step 5 after the allocation: the WG leaves its queue (or the buffer), the pointers
+        move, the WG runs."""
         entry = self._masks.pop(wg.id, None)
         if self.policy.selection == "miaow":
             self.buffer = None
@@ -1188,7 +1273,8 @@ class DispatchSimulator:
                         and following.sgpr == wg.sgpr and following.lds == wg.lds
                         and following.id not in self._masks):
                     self._masks[following.id] = entry
-        self.ap_pointer = (ap + 1) % self.P
+        if not self.pipeline:               # the pipeline moves it when the AP is chosen
+            self.ap_pointer = (ap + 1) % self.P
         if self.policy.rotate and not self.least_loaded:
             self._pointer[ap] = (self._pointer[ap] + wg.waves) % self.Q
         received = self._peu_waves[ap]
@@ -1217,7 +1303,130 @@ class DispatchSimulator:
             self._start(allocation, cycle)
         else:
             heapq.heappush(self.completions, (cycle + wg.duration + 1, wg.id, allocation))
-        return True, False, True
+
+    # -- the decision pipeline (policy.decision_pipeline) --------------------------------------
+
+    def _match_stage(self, cycle: int) -> _Match:
+        """What the match stage registers in ``cycle``: each channel's first two WGs behind
+        those in flight, against the view, slots and pointers of this cycle."""
+        in_flight = [0] * self.channel_count
+        busy = 0                            # APs with a WG in flight: one at a time
+        for decision in self._flight:
+            in_flight[decision.channel] += 1
+            busy |= 1 << decision.ap
+        rows = []
+        for channel, queue in enumerate(self.channels):
+            row = []
+            for position in (in_flight[channel], in_flight[channel] + 1):
+                if position >= len(queue):
+                    row.append(None)
+                    continue
+                wg = queue[position]
+                held = wg.barrier and (self._inflight[channel] or position)
+                row.append((wg, 0 if held else self._masks_of(wg) & ~busy))
+            rows.append(row)
+        choice = self.policy.ap_choice
+        resource = (self._resource_scores() if choice in ("resource", "combined")
+                    else [0] * self.P)
+        instruction = (self._history_scores(cycle) if choice in ("instruction", "combined")
+                       else [0] * self.P)
+        return _Match(rows, (resource, instruction), list(self._pointer))
+
+    def _choose(self, cycle: int):
+        """The choice stage: ``(decision or None, any candidate matched, any candidate)``
+        from the previous cycle's match, per the selection rule."""
+        match, last = self._match, self._chosen_last
+        # The AP chosen in the previous cycle was not busy yet when the match ran.
+        free = ~(1 << self._flight[-1].ap) if last is not None else -1
+        in_flight = [0] * self.channel_count
+        for decision in self._flight:
+            in_flight[decision.channel] += 1
+        candidates = {}
+        for channel, row in enumerate(match.rows):
+            entry = row[1 if last == channel else 0]
+            queue = self.channels[channel]
+            # Still the channel's first WG not chosen (a split since changes it).
+            if (entry is not None and in_flight[channel] < len(queue)
+                    and queue[in_flight[channel]] is entry[0]):
+                candidates[channel] = (entry[0], entry[1] & free)
+        if not candidates:
+            return None, False, False
+        selection = self.policy.selection
+        chosen = None
+        if selection == "strict":
+            best = min(wg.priority for wg, _ in candidates.values())
+            channel = next(c for c in self._channel_order()
+                           if c in candidates and candidates[c][0].priority == best)
+            if candidates[channel][1]:
+                chosen = channel
+        elif selection == "gpgpusim":
+            chosen = next((c for c in self._channel_order()
+                           if c in candidates and candidates[c][1]), None)
+        else:
+            matches = [c for c, (_, mask) in candidates.items() if mask]
+            if len(matches) == 1:
+                chosen = matches[0]
+            elif matches:
+                ranks = {c: self._rank(candidates[c][0].priority, cycle) for c in matches}
+                best = min(ranks.values())
+                tied = [c for c in matches if ranks[c] == best]
+                priority = candidates[tied[0]][0].priority
+                chosen, flag_updates = self._tie_break(tied, priority)
+                for flagged, value in flag_updates:
+                    self.selected[flagged, priority] = value
+        if chosen is None:
+            return None, False, True
+        wg, mask = candidates[chosen]
+        ap = self._choose_ap(mask, cycle, match.scores)
+        self.ap_pointer = (ap + 1) % self.P
+        if selection in ("strict", "gpgpusim"):
+            self.channel_pointer = (chosen + 1) % self.channel_count
+        pointer = match.pointers[ap] if self.policy.rotate else 0
+        return _Decision(wg, chosen, ap, self._row_for(wg.waves, pointer), cycle), True, True
+
+    def _pipelined(self, cycle: int) -> tuple[bool, bool, bool | None, bool]:
+        """One cycle of the decision pipeline: match; first fit of the WG dispatched next
+        cycle; dispatch (or stale abort) of the WG chosen ``k`` cycles ago; choice. Returns
+        (dispatched, stale abort, any candidate matched or None when the choice was
+        cancelled, any candidate)."""
+        k = self.pipeline
+        match = self._match_stage(cycle)
+        flight = self._flight
+        for decision in flight:
+            if not decision.planned and decision.chosen + k - 1 == cycle:
+                decision.plan = self._plan(decision.wg, decision.ap, decision.waves)
+                decision.planned = True
+        dispatched = aborted = False
+        if flight and flight[0].chosen + k == cycle:
+            decision = flight.popleft()
+            wg, ap = decision.wg, decision.ap
+            if decision.plan is not None and self._still_free(ap, decision.waves,
+                                                             decision.plan):
+                if self.channels[decision.channel][0] is not wg:
+                    self._violation(f"cycle {cycle}: WG {wg.id} dispatched before the WGs "
+                                    f"ahead of it in channel {decision.channel}")
+                allocation = self._take(wg, ap, decision.waves, decision.plan, cycle)
+                self._commit(wg, decision.channel, ap, allocation, cycle)
+                dispatched = True
+            else:
+                self.counters.stale_aborts += 1
+                self.counters.flushed += len(flight)
+                self._event(cycle, "stale-abort", wg, ap, decision.waves)
+                flight.clear()
+                self._squash = 2            # this cycle's choice and the next one's
+                aborted = True
+        matched, waiting = None, False
+        chosen = None
+        if self._squash:
+            self._squash -= 1
+        elif self._match is not None:
+            decision, matched, waiting = self._choose(cycle)
+            if decision is not None:
+                flight.append(decision)
+                chosen = decision.channel
+        self._chosen_last = chosen
+        self._match = match
+        return dispatched, aborted, matched, waiting
 
     def _release(self, allocation: _Allocation, cycle: int) -> None:
         wg, ap = allocation.wg, allocation.ap
@@ -1355,12 +1564,15 @@ class DispatchSimulator:
             integral["sgpr"] += held["sgpr"]
             integral["lds"] += held["lds"]
             integral["wave_slots"] += total_slots - self.slots_free
-            waiting = self.buffer is not None or any(channels)     # heads at step 4
-            dispatched, aborted, matched = self._dispatch(cycle)
+            if self.pipeline:
+                dispatched, aborted, matched, waiting = self._pipelined(cycle)
+            else:
+                waiting = self.buffer is not None or any(channels)     # heads at step 4
+                dispatched, aborted, matched = self._dispatch(cycle)
             counters.processed_cycles += 1
             counters.dispatch_cycles += dispatched
             split_now = False
-            if splitting:
+            if splitting and matched is not None:
                 if matched or not waiting:
                     self.g = 0
                 else:

@@ -1,0 +1,145 @@
+"""The decision pipeline of the dispatcher model (``decision_pipeline = k``, docs/dispatch.md):
+what it promises and what it costs, on directed cases and random small configurations."""
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from model.config import ConfigError
+from model.dispatch.config import PRESETS, GpuConfig, with_policy
+from model.dispatch.engine import DispatchSimulator
+from tests.test_dispatch_exact import random_case, shared_case, wg
+
+GPU = GpuConfig(aps=8, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=2)
+EMB1 = PRESETS["emb1"]
+
+
+def run(gpu, policy, workload, cycles=400, **options):
+    events = []
+    simulator = DispatchSimulator(gpu, policy, workload, cycles=cycles, debug=True,
+                                  strict=True, events=events, **options)
+    return simulator, simulator.run(), events
+
+
+def dispatches(events):
+    return [(cycle, wg.id, ap) for cycle, kind, wg, ap, *_ in events if kind == "dispatch"]
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_a_lone_wg_is_dispatched_k_plus_one_cycles_after_it_arrives(k):
+    work = [wg(0, waves=2, arrival=7)]
+    _, _, events = run(GPU, with_policy(EMB1, decision_pipeline=k), work)
+    assert dispatches(events) == [(7 + k + 1, 0, 0)]
+    _, _, events = run(GPU, EMB1, work)
+    assert dispatches(events) == [(7, 0, 0)]
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_one_channel_sustains_one_wg_a_cycle_and_an_ap_takes_one_at_a_time(k):
+    # Eight APs, one channel of small long-running WGs: one dispatch every cycle once the
+    # pipeline is full, each AP busy from its choice to its dispatch.
+    # The lowest-index AP choice would take AP 0 every time but for that rule.
+    work = [wg(i, waves=1, duration=500) for i in range(24)]
+    policy = with_policy(EMB1, ap_choice="lowest", decision_pipeline=k)
+    _, result, events = run(GPU, policy, work)
+    cycles = [cycle for cycle, _, _ in dispatches(events)]
+    assert cycles == list(range(k + 1, k + 1 + 24))
+    assert [w for _, w, _ in dispatches(events)] == list(range(24))      # FIFO order
+    last = {}
+    for cycle, _, ap in dispatches(events):
+        assert cycle - last.get(ap, -99) >= k + 2
+        last[ap] = cycle
+    assert result["stale_aborts"] == 0
+
+
+def test_a_channel_split_is_matched_from_the_cycle_after_next():
+    # One AP whose slots a long WG holds: the independent head cannot fit whole, the all-fail
+    # counter splits it; its one-wave parts go once the match has seen them.
+    gpu = GpuConfig(aps=1, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=2)
+    work = [wg(0, waves=6, duration=40), wg(1, waves=4, independent=True, arrival=1)]
+    policy = with_policy(EMB1, split_threshold=2, decision_pipeline=2)
+    _, result, events = run(gpu, policy, work)
+    kinds = [(cycle, kind) for cycle, kind, *_ in events if kind in ("split", "dispatch")]
+    split = min(cycle for cycle, kind in kinds if kind == "split")
+    parts = [cycle for cycle, kind in kinds if kind == "dispatch" and cycle > split]
+    assert parts and min(parts) >= split + 2 + 2
+    assert result["workgroups_completed"] == 2 and result["invariant_violations"] == 0
+
+
+def test_a_stale_abort_discards_what_was_chosen_behind_it():
+    # A view four cycles late on a full AP: the pipeline chooses WGs the status no longer
+    # holds; after an abort in cycle t nothing is dispatched before the choice of t + 2 is,
+    # in t + 2 + k (the WGs chosen behind it are discarded, two choices cancelled).
+    gpu = GpuConfig(aps=2, peus=1, vgpr=8, sgpr=8, lds=8, wave_slots=8, priorities=1)
+    work = [wg(i, i % 2, waves=1, vgpr=3, duration=rnd, arrival=i // 3)
+            for i, rnd in enumerate(random.Random(5).choices(range(3, 30), k=60))]
+    k = 3
+    policy = with_policy(EMB1, ap_choice="lowest", circuit="grouped", group_size=4,
+                         circuit_latency=4, decision_pipeline=k)
+    simulator, result, events = run(gpu, policy, work, cycles=2000)
+    aborts = [cycle for cycle, kind, *_ in events if kind == "stale-abort"]
+    assert aborts and result["stale_aborts"] == len(aborts)
+    done = [cycle for cycle, _, _ in dispatches(events)]
+    for cycle in aborts:
+        assert not [d for d in done if cycle < d < cycle + k + 2], cycle
+    assert simulator.counters.flushed >= 0
+    assert result["workgroups_completed"] == 60 and result["invariant_violations"] == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_configurations_keep_every_invariant(seed):
+    # Odd seeds: the shared-issue execution, barriers, work per wave (issue 15 §3).
+    case = shared_case(seed) if seed % 2 else (*random_case(seed), "fixed")
+    gpu, channels, workload, cycles, policies, interval, execution = case
+    rng = random.Random(f"{seed}/pipeline")
+    for policy in policies:
+        if policy.selection == "miaow" or policy.wave_placement == "least_loaded":
+            continue
+        policy = replace(policy, decision_pipeline=rng.choice([2, 3, 6]))
+        simulator = DispatchSimulator(gpu, policy, [replace(w) for w in workload],
+                                      channels=channels, cycles=cycles, debug=True,
+                                      strict=True, sample_interval=interval,
+                                      execution=execution)
+        result = simulator.run()
+        assert result["invariant_violations"] == 0
+        # Nothing is lost: every WG submitted completed, was refused or is still counted.
+        accounted = (result["workgroups_completed"] + result["workgroups_rejected"]
+                     + result["workgroups_unfinished"])
+        assert accounted == result["workgroups_submitted"]
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"decision_pipeline": 1}, "not 1"),
+    ({"decision_pipeline": 2, "selection": "miaow", "ap_choice": "lowest", "rotate": False,
+      "windows": (), "split_threshold": 0}, "miaow"),
+    ({"decision_pipeline": 2, "wave_placement": "least_loaded"}, "least_loaded"),
+])
+def test_undefined_pipelines_are_refused(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        DispatchSimulator(GPU, replace(EMB1, **changes), [], cycles=10)
+
+
+def test_the_scenario_field_is_checked(tmp_path):
+    from model.dispatch.config import load_scenario
+    path = tmp_path / "s.toml"
+    path.write_text('cycles = 100\n[[channels]]\ncount = 2\n'
+                    '[[policies]]\npreset = "emb1"\ndecision_pipeline = 40\n')
+    with pytest.raises(ConfigError, match="decision_pipeline"):
+        load_scenario(path)
+    path.write_text('cycles = 100\n[[channels]]\ncount = 2\n'
+                    '[[policies]]\npreset = "emb1"\ndecision_pipeline = 3\n')
+    assert load_scenario(path).policies[0].decision_pipeline == 3
+
+
+def test_the_rtl_and_make_cosim_refuse_a_pipelined_policy():
+    from hw.dispatch.params import DispatcherParams
+    from hw.flow.dispatch_cosim import unsupported
+    from model.dispatch.config import load_scenario
+    policy = with_policy(EMB1, decision_pipeline=2)
+    with pytest.raises(ValueError, match="one clock"):
+        DispatcherParams.build(GPU, policy, 2)
+    scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
+    assert "decision_pipeline = 2" in unsupported(scenario, policy)
+    assert unsupported(scenario, EMB1) is None
