@@ -341,6 +341,7 @@ def _reference_choice(sim, mask, cycle):
     (``mask``: bit ``a`` for each matching AP ``a``)."""
     gpu, policy = sim.gpu, sim.policy
     candidates = [ap for ap in range(sim.P) if mask >> ap & 1]
+    scaled = candidates if policy.combined_scale == "candidates" else list(range(sim.P))
     capacities = (gpu.peus * gpu.vgpr, gpu.peus * gpu.sgpr, gpu.lds, gpu.peus * gpu.wave_slots)
     weights = ([Fraction(1, c) for c in capacities] if gpu.resource_weights is None
                else gpu.resource_weights)
@@ -350,12 +351,12 @@ def _reference_choice(sim, mask, cycle):
     slots = sim.slots
     r = {ap: (weights[0] * view["vgpr"][ap] + weights[1] * view["sgpr"][ap]
               + weights[2] * sim.view["lds"][ap] + weights[3] * int(slots[ap].sum()))
-         for ap in candidates}
+         for ap in scaled}
     if policy.history == "window":
-        b = {ap: sim.history[ap].window(cycle, policy.history_cycles) for ap in candidates}
+        b = {ap: sim.history[ap].window(cycle, policy.history_cycles) for ap in scaled}
     else:
         sim._advance_ema(cycle)
-        b = {ap: sim.ema[ap] for ap in candidates}
+        b = {ap: sim.ema[ap] for ap in scaled}
     if policy.ap_choice == "resource":
         score = r
     elif policy.ap_choice == "instruction":
@@ -369,19 +370,22 @@ def _reference_choice(sim, mask, cycle):
     return min(ap for ap in candidates if score[ap] == best)
 
 
-@pytest.mark.parametrize("choice, history", [("resource", "window"), ("instruction", "window"),
-                                             ("instruction", "ema"), ("combined", "window"),
-                                             ("combined", "ema")])
-def test_ap_choice_equals_exact_rational_arithmetic(choice, history):
+@pytest.mark.parametrize("choice, history, scale", [
+    ("resource", "window", "candidates"), ("instruction", "window", "candidates"),
+    ("instruction", "ema", "candidates"), ("combined", "window", "candidates"),
+    ("combined", "ema", "candidates"), ("combined", "ema", "all"),
+    ("combined", "window", "all")])
+def test_ap_choice_equals_exact_rational_arithmetic(choice, history, scale):
     # Every AP choice of random runs against the documented formulas in exact rationals (the
-    # combined score w_r R / Rmax - w_i B / Bmax with its divisions); every score an integer
-    # within its stated width.
+    # combined score w_r R / Rmax - w_i B / Bmax with its divisions, the maxima over the
+    # candidates or over every AP); every score an integer within its stated width.
     checked = 0
     for seed in range(12):
         gpu, channels, workload, cycles, _, _ = random_case(1000 + seed)
         gpu = replace(gpu, aps=3)
         changes = {"ap_choice": choice, "resource_weight": 1 + seed % 3,
-                   "instruction_weight": 1 + seed % 2} if choice == "combined" else \
+                   "instruction_weight": 1 + seed % 2,
+                   "combined_scale": scale} if choice == "combined" else \
             {"ap_choice": choice}
         if choice != "resource":
             changes.update(history=history, history_cycles=16)
@@ -853,3 +857,20 @@ def test_a_binary_trace_is_one_line_not_a_traceback(tmp_path):
     with pytest.raises(ConfigError, match=r"t.csv: not a UTF-8 text file \(byte 66: invalid "
                                           r"start byte\); a trace is CSV text"):
         read_trace(trace, GpuConfig())
+
+
+@pytest.mark.parametrize("scale, expected", [("candidates", 2), ("all", 1)])
+def test_combined_scale_is_the_candidates_or_every_ap(scale, expected):
+    # APs 1 and 2 fit; AP 0 (full, busy) has the most power. Scaled by the candidates, AP 1's
+    # power is the largest there is (1 - 1 = 0 < 4/10): AP 2. Scaled by every AP, AP 1's
+    # power is small next to AP 0's (1 - 2/20 = 0.9 > 0.4): AP 1.
+    policy = with_policy(EMB1, ap_choice="combined", history="ema", combined_scale=scale)
+    sim = DispatchSimulator(replace(SMALL, aps=3), policy, [], cycles=10)
+    assert sim._choose_ap(0b110, 0, ([10, 10, 4], [20, 2, 0])) == expected
+
+
+def test_combined_scale_is_refused_where_it_is_not_read(tmp_path):
+    path = _scenario(tmp_path, 'cycles = 100\n[[channels]]\ncount = 1\n'
+                               '[[policies]]\npreset = "emb1"\ncombined_scale = "all"\n')
+    with pytest.raises(ConfigError, match="combined_scale is ignored"):
+        load_scenario(path)

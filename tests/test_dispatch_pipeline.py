@@ -143,3 +143,14 @@ def test_the_rtl_and_make_cosim_refuse_a_pipelined_policy():
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
     assert "decision_pipeline = 2" in unsupported(scenario, policy)
     assert unsupported(scenario, EMB1) is None
+
+
+def test_the_rtl_and_make_cosim_refuse_the_other_combined_scale():
+    from hw.dispatch.params import DispatcherParams
+    from hw.flow.dispatch_cosim import unsupported
+    from model.dispatch.config import load_scenario
+    policy = with_policy(EMB1, ap_choice="combined", history="ema", combined_scale="all")
+    with pytest.raises(ValueError, match="candidates"):
+        DispatcherParams.build(GPU, policy, 2)
+    scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
+    assert "combined_scale" in unsupported(scenario, policy)

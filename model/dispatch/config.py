@@ -57,6 +57,7 @@ __all__ = [
     "PRESETS",
     "RESOURCES",
     "SELECTIONS",
+    "COMBINED_SCALES",
     "HISTORIES",
     "EXECUTIONS",
     "WAVE_PLACEMENTS",
@@ -106,6 +107,10 @@ AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
 #: Embodiment 10's history of instruction power: the seed's sliding window of ``Nx`` cycles, or
 #: an exponential average with a shift of ``log2(Nx)`` (one register per AP; docs/dispatch.md).
 HISTORIES = ("window", "ema")
+#: What the combined AP score (embodiments 9 + 10) divides each term by: its largest value
+#: among the candidate APs (the seed's reading) or among every AP (a scale that does not
+#: depend on which APs the WG fits, so that a pipelined RTL can compute the scores ahead).
+COMBINED_SCALES = ("candidates", "all")
 #: How a WG's run time is decided: ``fixed`` (its ``duration``, wherever it runs) or ``shared``
 #: (each PEU issues at most ``issue_width`` wave-instructions per cycle, shared equally among
 #: its issuing waves; a WG is done when its waves have issued their ``work``, + ``drain``).
@@ -229,6 +234,9 @@ class PolicyConfig:
         same cycle beyond the first ``k`` wait, in (due cycle, WG id) order, and are released
         in the following cycles: a dispatcher that takes one completion per clock, as the RTL
         dispatcher does (``release_limit = 1``, docs/dispatch_rtl.md).
+    combined_scale
+        ``ap_choice = "combined"``: the candidates' largest ``R`` and ``B`` scale the two
+        terms (``candidates``, the default), or every AP's (``all``).
     decision_pipeline
         0 (the default): the seed's decision, every step in one cycle on the state of that
         cycle. ``k >= 2``: the decision as a pipeline of stages (the cut a 50 MHz RTL
@@ -261,6 +269,7 @@ class PolicyConfig:
     release_limit: int = 0
     shared_width: int = 0
     decision_pipeline: int = 0
+    combined_scale: str = "candidates"
 
     def samples(self, n: int) -> tuple[int, ...]:
         return tuple(default_samples(n))
@@ -589,6 +598,8 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
                                  maximum=1 << 16),
         decision_pipeline=fields_.int("decision_pipeline", base.decision_pipeline,
                                       minimum=0, maximum=MAX_PIPELINE),
+        combined_scale=fields_.str("combined_scale", base.combined_scale,
+                                   choices=COMBINED_SCALES),
     )
     ignored = ignored_fields(policy)
     for key in fields_.keys():
@@ -613,7 +624,7 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
         ignored["split_threshold"] = why.format("embodiment 3's split")
         ignored["lfsr_seed"] = why.format("the a42 tie-break")
     if policy.ap_choice != "combined":
-        for key in ("resource_weight", "instruction_weight"):
+        for key in ("resource_weight", "instruction_weight", "combined_scale"):
             ignored[key] = f'ap_choice = "{policy.ap_choice}" (only "combined" weighs 9 and 10)'
     if policy.ap_choice not in ("instruction", "combined"):
         for key in ("history", "history_cycles"):

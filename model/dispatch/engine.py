@@ -1141,7 +1141,13 @@ class DispatchSimulator:
             return candidates[instruction.index(min(instruction))]
         # combined: w_r R / Rmax - w_i B / Bmax, cross-multiplied by Rmax Bmax (> 0), which
         # orders the candidates the same way without a division.
-        top_r, top_i = max(max(resource), 1), max(max(instruction), 1)
+        if self.policy.combined_scale == "all":
+            resource_all = scores[0] if scores is not None else self._resource_scores()
+            instruction_all = (scores[1] if scores is not None
+                               else self._history_scores(cycle))
+            top_r, top_i = max(max(resource_all), 1), max(max(instruction_all), 1)
+        else:
+            top_r, top_i = max(max(resource), 1), max(max(instruction), 1)
         w_r, w_i = self.policy.resource_weight, self.policy.instruction_weight
         score = [w_r * r * top_i - w_i * b * top_r
                  for r, b in zip(resource, instruction, strict=True)]
