@@ -47,12 +47,14 @@ class Shape:
         """The structural policy fields a run on this shape must keep."""
         return {"circuit": self.policy.circuit, "group_size": self.policy.group_size,
                 "circuit_latency": self.policy.circuit_latency,
-                "shared_width": self.policy.shared_width}
+                "shared_width": self.policy.shared_width,
+                "combined_scale": self.policy.combined_scale}
 
 
-def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64, **gpu) -> Shape:
+def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64,
+           combined_scale="candidates", **gpu) -> Shape:
     fields = {"history": "ema", "history_cycles": history_cycles, "circuit": circuit,
-              "circuit_latency": latency,
+              "circuit_latency": latency, "combined_scale": combined_scale,
               "windows": PRESETS["seed"].windows[:gpu.get("priorities", 4)]}
     if circuit == "grouped":
         fields["group_size"] = 4
@@ -60,13 +62,15 @@ def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64, **gp
 
 
 #: The shapes of the random set: every circuit, latencies 0 to 4, 1 to 4 PEUs, 2 to 4
-#: channels, 1 to 4 priorities; small enough to build and simulate in seconds.
+#: channels, 1 to 4 priorities, both scales of the combined score; small enough to build and
+#: simulate in seconds.
 SHAPES = {
     shape.name: shape for shape in (
         _shape("exact4x2", aps=4, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4,
                priorities=4, channels=3),
+        # Built with the combined score scaled by every AP (combined_scale = "all").
         _shape("grouped3x3", "grouped", 2, aps=3, peus=3, vgpr=16, sgpr=8, lds=12,
-               wave_slots=2, priorities=3, channels=2),
+               wave_slots=2, priorities=3, channels=2, combined_scale="all"),
         _shape("sampled2x4", "sampled", 1, aps=2, peus=4, vgpr=20, sgpr=10, lds=10,
                wave_slots=3, priorities=2, channels=4),
         _shape("full3x1", "full", 4, aps=3, peus=1, vgpr=12, sgpr=6, lds=6, wave_slots=4,

@@ -145,12 +145,14 @@ def test_the_rtl_and_make_cosim_refuse_a_pipelined_policy():
     assert unsupported(scenario, EMB1) is None
 
 
-def test_the_rtl_and_make_cosim_refuse_the_other_combined_scale():
-    from hw.dispatch.params import DispatcherParams
+def test_the_other_combined_scale_is_a_build_choice_of_the_rtl():
+    from hw.flow.dispatch_build import DispatchShape
     from hw.flow.dispatch_cosim import unsupported
     from model.dispatch.config import load_scenario
     policy = with_policy(EMB1, ap_choice="combined", history="ema", combined_scale="all")
-    with pytest.raises(ValueError, match="candidates"):
-        DispatcherParams.build(GPU, policy, 2)
+    every = DispatchShape.of(GPU, policy, 2)
+    assert every.policy.combined_scale == "all"
+    assert every.name != DispatchShape.of(GPU, replace(policy, combined_scale="candidates"),
+                                          2).name
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
-    assert "combined_scale" in unsupported(scenario, policy)
+    assert unsupported(scenario, policy) is None

@@ -1,6 +1,8 @@
 """``python -m hw.flow.dispatch_stages`` without the tools: every part builds inside the
 register wrapper, the table says what each part costs, bad input is one line."""
 
+import json
+
 import pytest
 from amaranth.back import verilog
 
@@ -42,3 +44,14 @@ def test_table_and_bad_parts(capsys):
     assert "| timed out | - |" in table
     assert ds.main(["--parts", "matcher,decoder", "--results", ""]) == 2
     assert "decoder" in capsys.readouterr().err
+
+
+def test_results_file_keeps_what_was_not_measured_again(tmp_path):
+    path = tmp_path / "stages.json"
+    row = {"configuration": "small", "status": "ok", "luts": 1, "carries": 0, "ffs": 0,
+           "multipliers": 0, "depth": 1, "device": "25k", "fmax": 50.0, "critical_cells": 1}
+    ds.write_results(path, [{**row, "part": "matcher"}, {**row, "part": "ap"}])
+    ds.write_results(path, [{**row, "part": "ap", "fmax": 60.0},
+                            {**row, "part": "selector", "status": "timed out"}])
+    rows = json.loads(path.read_text())["rows"]
+    assert [(r["part"], r["fmax"]) for r in rows] == [("matcher", 50.0), ("ap", 60.0)]

@@ -158,10 +158,6 @@ class DispatcherParams:
                 f"The RTL dispatcher decides in one clock (decision_pipeline = 0), not in a "
                 f"pipeline of {policy.decision_pipeline} (a model definition for now, "
                 f"docs/dispatch_rtl.md)")
-        if policy.combined_scale != "candidates":
-            raise ValueError(f"The RTL dispatcher scales the combined score by the candidates' "
-                             f"largest values (combined_scale = \"candidates\"), not "
-                             f"{policy.combined_scale!r}")
         if policy.ap_choice in ("instruction", "combined") and policy.history != "ema":
             raise ValueError(
                 'The RTL dispatcher keeps embodiment 10\'s history as the exponential average '

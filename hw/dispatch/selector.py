@@ -251,9 +251,14 @@ class Selector(wiring.Component):
         _, round_robin_ap = at_or_after(fit, ap_pointer)
         _, resource_ap = arg_best(m, fit, resource, lambda a, b: a > b, "emb9")
         _, instruction_ap = arg_best(m, fit, history, lambda a, b: a < b, "emb10")
-        # Combined: w_r R / max R - w_i B / max B, cross-multiplied by max R max B (> 0).
-        top_r = _max_tree(m, [Mux(fit[ap], resource[ap], 0) for ap in range(P)], "max_r")
-        top_b = _max_tree(m, [Mux(fit[ap], history[ap], 0) for ap in range(P)], "max_b")
+        # Combined: w_r R / max R - w_i B / max B, cross-multiplied by max R max B (> 0); the
+        # maxima among the candidates, or (combined_scale = "all", a build choice) among every
+        # AP, which leaves the products independent of the match and the chosen channel.
+        every = p.policy.combined_scale == "all"
+        top_r = _max_tree(m, [resource[ap] if every else Mux(fit[ap], resource[ap], 0)
+                              for ap in range(P)], "max_r")
+        top_b = _max_tree(m, [history[ap] if every else Mux(fit[ap], history[ap], 0)
+                              for ap in range(P)], "max_b")
         top_r1 = Mux(top_r == 0, 1, top_r)
         top_b1 = Mux(top_b == 0, 1, top_b)
         width = p.widths["resource_score"] + p.widths["history"] + 9

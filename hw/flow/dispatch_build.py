@@ -141,7 +141,8 @@ class DispatchShape:
         the circuit, its group size, latency and shared-unit width, a history of at least
         1024 cycles, the channel count. The rest is written through the configuration port."""
         structural = {name: getattr(policy, name)
-                      for name in ("circuit", "group_size", "circuit_latency", "shared_width")}
+                      for name in ("circuit", "group_size", "circuit_latency", "shared_width",
+                                   "combined_scale")}
         history = max(1024, policy.history_cycles)
         policy = with_policy(PRESETS["seed"], history="ema", history_cycles=history,
                              windows=PRESETS["seed"].windows[:gpu.priorities], **structural)

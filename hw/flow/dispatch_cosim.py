@@ -95,9 +95,6 @@ def unsupported(scenario, policy, seed: int = 1) -> str | None:
     if policy.decision_pipeline:
         return (f"decision_pipeline = {policy.decision_pipeline} is a model definition; the "
                 f"RTL dispatcher decides in one clock")
-    if policy.combined_scale != "candidates":
-        return (f'combined_scale = "{policy.combined_scale}" is a model definition; the RTL '
-                f"scales the combined score by the candidates' largest values")
     if any(wg.barrier for wg in scenario.workload(seed)):
         return "its workload has in-order barriers, which the RTL dispatcher does not keep"
     return None

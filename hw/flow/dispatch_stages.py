@@ -17,6 +17,9 @@ one-clock decision's period:
 * ``AP choice``: the selector built for one channel, so that the WG choice is a constant and
   what remains is the AP choice (round robin, lowest, embodiment 9's products, embodiment 10's
   history, the combined score);
+* ``selector_all``, ``ap_all``: the same two built with ``combined_scale = "all"`` (the
+  combined score's maxima taken over every AP, so that its products do not wait for the match
+  and the chosen channel);
 * ``allocator``: the chosen AP's status words (P:1 multiplexers) through ``2Q + 1`` exact
   first-fit trees;
 * ``first fit``: one exact first-fit tree of the largest resource, alone.
@@ -45,7 +48,7 @@ from hw.flow.fpga_report import DEFAULT_TIMEOUT, FAMILIES, run_flow, synth_scrip
 from hw.flow.fpga_wrapper import RegisterWrapper
 from hw.maxblock import ExactMaxFreeBlock
 
-__all__ = ["PARTS", "build_part", "format_table", "main"]
+__all__ = ["PARTS", "build_part", "format_table", "main", "write_results"]
 
 FLOW_VERSION = 1
 
@@ -55,6 +58,8 @@ PARTS = {
     "selector": "WG choice and AP choice",
     "channel": "selector, WG choice only (P = 1)",
     "ap": "selector, AP choice only (R = 1)",
+    "selector_all": "selector, combined score scaled by every AP",
+    "ap_all": "AP choice only, scaled by every AP",
     "allocator": "P:1 mux + 2Q+1 first-fit trees",
     "first_fit": "one exact first-fit tree",
 }
@@ -62,9 +67,11 @@ PARTS = {
 STAGES_RESULTS = RESULTS.with_name("dispatch_stages.json")
 
 
-def _params(configuration: str, *, aps: int | None = None, channels: int | None = None
-            ) -> DispatcherParams:
+def _params(configuration: str, *, aps: int | None = None, channels: int | None = None,
+            every: bool = False) -> DispatcherParams:
     build = shape(configuration, "exact")
+    if every:
+        build = replace(build, policy=replace(build.policy, combined_scale="all"))
     gpu = build.gpu if aps is None else replace(build.gpu, aps=aps)
     count = len(build.channels) if channels is None else channels
     return DispatcherParams.build(gpu, build.policy, count, queue_depth=build.queue_depth,
@@ -81,6 +88,10 @@ def build_part(configuration: str, part: str):
         return Selector(_params(configuration, aps=1))
     if part == "ap":
         return Selector(_params(configuration, channels=1))
+    if part == "selector_all":
+        return Selector(_params(configuration, every=True))
+    if part == "ap_all":
+        return Selector(_params(configuration, channels=1, every=True))
     if part == "allocator":
         return Allocator(_params(configuration))
     if part == "first_fit":
@@ -156,14 +167,28 @@ def main(argv=None) -> int:
     (args.out / "dispatch_stages.md").write_text(table + "\n")
     (args.out / "dispatch_stages.json").write_text(json.dumps(results, indent=1))
     if args.results:
-        kept = [{k: r[k] for k in ("configuration", "part", "status", "luts", "carries",
-                                   "ffs", "multipliers", "depth", "device", "fmax",
-                                   "critical_cells")}
-                | {"tools": tool_versions(FAMILIES["ecp5"])}
-                for r in results if r["status"] == "ok"]
-        Path(args.results).write_text(json.dumps({"command": "python -m hw.flow.dispatch_stages",
-                                                  "rows": kept}, indent=1) + "\n")
+        write_results(Path(args.results), results)
     return 0
+
+
+def write_results(path: Path, results: list[dict]) -> None:
+    """Merge the measured rows of ``results`` into the results file at ``path`` (a row per
+    configuration and part; rows not measured this time are kept, failed ones not written)."""
+    rows = {}
+    if path.exists():
+        rows = {(r["configuration"], r["part"]): r
+                for r in json.loads(path.read_text()).get("rows", [])}
+    for r in results:
+        if r["status"] == "ok":
+            rows[(r["configuration"], r["part"])] = (
+                {k: r.get(k) for k in ("configuration", "part", "status", "luts", "carries",
+                                       "ffs", "multipliers", "depth", "device", "fmax",
+                                       "critical_cells")}
+                | {"tools": tool_versions(FAMILIES["ecp5"])})
+    order = {part: index for index, part in enumerate(PARTS)}
+    kept = sorted(rows.values(), key=lambda r: (r["configuration"], order.get(r["part"], 99)))
+    path.write_text(json.dumps({"command": "python -m hw.flow.dispatch_stages", "rows": kept},
+                               indent=1) + "\n")
 
 
 if __name__ == "__main__":
