@@ -84,7 +84,7 @@ def test_a_stale_abort_discards_what_was_chosen_behind_it():
     done = [cycle for cycle, _, _ in dispatches(events)]
     for cycle in aborts:
         assert not [d for d in done if cycle < d < cycle + k + 2], cycle
-    assert simulator.counters.flushed >= 0
+    assert result["flushed"] == simulator.counters.flushed > 0
     assert result["workgroups_completed"] == 60 and result["invariant_violations"] == 0
 
 

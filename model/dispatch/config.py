@@ -390,7 +390,7 @@ _SUMMARY = ("count", "mean", "p50", "p99", "max")
 _SCALARS = ("cycles", "workgroups_submitted", "workgroups_completed", "workgroups_rejected",
             "workgroups_unfinished", "workgroups_waiting_at_end", "workgroups_after_end",
             "throughput", "peu_imbalance", "fragmentation", "splits", "sub_workgroups",
-            "stale_aborts", "invariant_violations", "processed_cycles", "makespan")
+            "stale_aborts", "flushed", "invariant_violations", "processed_cycles", "makespan")
 
 
 def metric_paths(priorities: int, channels: int) -> list[str]:

@@ -1705,6 +1705,7 @@ class DispatchSimulator:
             "splits": self.counters.splits,
             "sub_workgroups": self.counters.sub_workgroups,
             "stale_aborts": self.counters.stale_aborts,
+            "flushed": self.counters.flushed,
             "invariant_violations": len(self.counters.violations),
             "violations": self.counters.violations[:20],
             "processed_cycles": self.counters.processed_cycles,
