@@ -14,8 +14,8 @@ combinational (latency 0); embodiment 7's shared unit per AP):
 * **default**: the model's 16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16
   wave slots. Synthesized only (LUTs, FFs), hierarchically: the dispatcher with every
   free-block circuit as a black box, plus each distinct circuit once per role (a view reads
-  only the length, so its first-fit logic is removed; the allocator's trees keep it),
-  multiplied by its instance count.
+  only the length, so its first-fit logic is removed; the allocator reads only the first
+  fit, so the longest-run logic is), multiplied by its instance count.
 
 For both, the LUT4s by part: queues (admission, FIFOs, split state), views, matcher, selector
 (WG and AP choice with embodiments 9 and 10), allocator (the first-fit trees on the chosen AP),
@@ -118,6 +118,31 @@ class _LengthOnly(wiring.Component):
         if isinstance(circuit, ExactMaxFreeBlock):
             m.d.comb += circuit.request.eq(0)
         return m
+
+
+class _FirstFitOnly(wiring.Component):
+    """The allocator's use of an exact tree: ``status`` and ``request`` in, ``fit`` and
+    ``fit_start`` out; the longest free run (``length``) is not read, so synthesis removes
+    what only it needs (as inside the allocator)."""
+
+    def __init__(self, circuit: ExactMaxFreeBlock):
+        self._circuit = circuit
+        super().__init__({"status": In(circuit.status.shape()),
+                          "request": In(circuit.request.shape()),
+                          "fit": Out(circuit.fit.shape()),
+                          "fit_start": Out(circuit.fit_start.shape())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.circuit = circuit = self._circuit
+        m.d.comb += [circuit.status.eq(self.status), circuit.request.eq(self.request),
+                     self.fit.eq(circuit.fit), self.fit_start.eq(circuit.fit_start)]
+        return m
+
+
+#: A circuit as its role uses it (:attr:`BlockLibrary.roles`): only the ports the dispatcher
+#: reads, so that a circuit synthesized alone is not charged for outputs nobody reads.
+ROLE_USE = {"view": _LengthOnly, "allocator": _FirstFitOnly}
 
 
 class _FlatPorts(wiring.Component):
@@ -303,7 +328,7 @@ def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: 
         script = _circuit_script(family)
         for (module, role), count in roles:
             component = library.modules[module]
-            role_top = _LengthOnly(component) if role == "view" else component
+            role_top = ROLE_USE[role](component)
             text = verilog.convert(role_top, name="top", emit_src=False)
             result = _synthesize_cached(cache, family, root / f"{module}_{role}",
                                         {"top.v": text}, script)
@@ -475,7 +500,7 @@ def format_details(results: list[dict]) -> list[str]:
     the free-block circuits each synthesized once per role (counts of one instance)."""
     rows = [r for r in results if r["kind"] == "hierarchy" and r["status"] == "ok"]
     lines = ["| configuration | view | family | part | LUT4 | carries | FF | multipliers | "
-             "RAM cells | seconds |", "| --- | --- | --- | --- | " + "---: | " * 6]
+             "RAM cells | seconds |", "| --- | --- | --- | --- |" + " ---: |" * 6]
     for r in rows:
         for part, counts in r["parts"].items():
             seconds = r.get("part_seconds", {}).get(part)
@@ -489,7 +514,7 @@ def format_details(results: list[dict]) -> list[str]:
                      + f" | {_number(r.get('seconds'))} |")
     parts = "\n".join(lines)
     lines = ["| configuration | view | family | circuit | role | instances | LUT4 | carries | "
-             "FF | seconds |", "| --- | --- | --- | --- | --- | " + "---: | " * 5]
+             "FF | seconds |", "| --- | --- | --- | --- | --- |" + " ---: |" * 5]
     for r in rows:
         for c in r.get("circuits", []):
             lines.append(f"| {r['configuration']} | {VIEWS[r['view']][0]} | {r['family']} | "
@@ -516,14 +541,15 @@ def _markdown(results: list[dict], timeout: float) -> str:
         "of the last table.", "", small, "",
         "Default configuration (16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16 "
         "wave slots), synthesized hierarchically: the dispatcher with its free-block circuits "
-        "as black boxes, plus each distinct circuit synthesized once per role (view: length "
-        "only; allocator: with its first fit) times its instance count.", "", default, "",
+        "as black boxes, plus each distinct circuit synthesized once per role (view: the "
+        "length only; allocator: the first fit only) times its instance count.", "", default, "",
         "ECP5 LUT4s by part (hierarchical synthesis).", "", by_part, "",
         "Every count by part (hierarchical synthesis; views and allocator include their "
         "circuits times their instances; seconds: Yosys's time for that part, as first "
         f"measured, cached or not). LUT mapping: {MAPPER}, after `{UNESCAPE}`.", "", counts,
-        "", "The free-block circuits, each synthesized once per role (one instance's counts; "
-        "view: length only; allocator: with its first fit).", "", circuits, "",
+        "", "The free-block circuits, each synthesized once per role, with only the ports "
+        "that role reads (one instance's counts; view: the length; allocator: the first "
+        "fit).", "", circuits, "",
         f"Time limit of one nextpnr run: {timeout:g} s.", *([""] + notes if notes else []), ""])
 
 
