@@ -89,3 +89,32 @@ def test_circuits_are_counted_per_instance_in_their_role():
         "status": "ok", **result, "circuits": circuits, "seconds": 3.0}])
     assert "| 6,401 | 192 | 449 | 0 | 0 |" in counts and "**7,607**" in counts
     assert "| exact128 | allocator | 4 | 300 | 5 | 0 | 2.0 |" in listed
+
+
+def test_each_role_keeps_only_the_ports_it_reads():
+    from amaranth.hdl import Module
+    from amaranth.sim import Simulator
+
+    from hw.maxblock import ExactMaxFreeBlock
+
+    view = fd.ROLE_USE["view"](ExactMaxFreeBlock(8, latency=0))
+    assert set(view.signature.members) == {"status", "length"}
+    allocator = fd.ROLE_USE["allocator"](ExactMaxFreeBlock(8, latency=0))
+    assert set(allocator.signature.members) == {"status", "request", "fit", "fit_start"}
+
+    async def bench(ctx):
+        # Free blocks 1-2 and 4-7 (bit i = block i): the longest run is 4, a request of 3
+        # fits first at block 4, one of 5 nowhere.
+        ctx.set(view.status, 0b11110110)
+        assert ctx.get(view.length) == 4
+        ctx.set(allocator.status, 0b11110110)
+        ctx.set(allocator.request, 3)
+        assert (ctx.get(allocator.fit), ctx.get(allocator.fit_start)) == (1, 4)
+        ctx.set(allocator.request, 5)
+        assert ctx.get(allocator.fit) == 0
+
+    top = Module()
+    top.submodules.view, top.submodules.allocator = view, allocator
+    simulator = Simulator(top)
+    simulator.add_testbench(bench)
+    simulator.run()
