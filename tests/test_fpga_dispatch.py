@@ -118,3 +118,20 @@ def test_each_role_keeps_only_the_ports_it_reads():
     simulator = Simulator(top)
     simulator.add_testbench(bench)
     simulator.run()
+
+
+def test_cache_identity_of_the_circuits_does_not_depend_on_the_hash_seed():
+    # Amaranth orders a submodule's ports by string hashes, so the Verilog of the same tree
+    # differs between Python processes; the cache key must not (or no run is ever warm).
+    import os
+    import subprocess
+    import sys
+
+    program = ("from hw.flow import fpga_dispatch as fd; from hw.flow.dispatch_build import "
+               "BlockLibrary; from hw.maxblock import ExactMaxFreeBlock; "
+               "library = BlockLibrary(); library.wrap(ExactMaxFreeBlock(12), 'allocator'); "
+               "print(fd._cache_key(fd._library_identity(library)))")
+    keys = {subprocess.run([sys.executable, "-c", program], check=True, capture_output=True,
+                           text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2")}
+    assert len(keys) == 1 and len(keys.pop().strip()) == 64

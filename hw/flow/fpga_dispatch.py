@@ -32,6 +32,7 @@ Results are cached in ``<out>/cache/`` by a key over the Verilog, the tools and 
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -47,7 +48,7 @@ from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.flow.dispatch_build import BlockLibrary, DispatchShape
+from hw.flow.dispatch_build import BlockLibrary, DispatchShape, _source_digest
 from hw.flow.fpga_report import (
     ABC9_SCRIPT,
     DEFAULT_TIMEOUT,
@@ -272,12 +273,19 @@ def _synthesize(family, directory: Path, files: dict[str, str], script: str) -> 
 
 
 def _synthesize_cached(cache: Path, family, directory: Path, files: dict[str, str],
-                       script: str) -> dict:
-    """:func:`_synthesize`, cached by a key over the files, the script and the tools."""
+                       script: str, identity: dict) -> dict:
+    """:func:`_synthesize`, cached by a key over ``identity`` (what decides the files), the
+    script and the tools."""
     material = {"kind": "synthesis", "script": script, "tools": tool_versions(family),
-                "files": {name: hashlib.sha256(text.encode()).hexdigest()
-                          for name, text in sorted(files.items())}}
+                "identity": identity}
     return _cached(cache, material, partial(_synthesize, family, directory, files, script))
+
+
+def _library_identity(library: BlockLibrary) -> dict:
+    """What decides the library's Verilog: its modules (named by their parameters) and the
+    sources that generate them. Not the text: Amaranth orders a submodule's ports by string
+    hashes, so the text of the same circuit differs from one Python process to the next."""
+    return {"modules": sorted(library.modules), "sources": _source_digest()}
 
 
 def combine(parts: dict[str, dict], circuits: list[dict]) -> dict:
@@ -306,9 +314,10 @@ def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: 
     roles = sorted(library.roles.items())
     tools = tool_versions(family)
     digest = {"top": hashlib.sha256(top_text.encode()).hexdigest(),
-              "blocks": hashlib.sha256(blocks_text.encode()).hexdigest()}
+              "blocks": _library_identity(library)}
     material = {"kind": "hierarchy", **digest, "script": _part_script(family, build.name, "table"),
-                "circuit_script": _circuit_script(family), "tools": tools, "roles": roles}
+                "circuit_script": _circuit_script(family), "tools": tools, "roles": roles,
+                "uses": {role: inspect.getsource(use) for role, use in ROLE_USE.items()}}
     root = work / f"{configuration}_{view}_{family_name}_parts"
 
     def compute() -> dict:
@@ -317,7 +326,8 @@ def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: 
             name = part or "control"
             script = _part_script(family, build.name, part)
             result = _synthesize_cached(cache, family, root / name,
-                                        {"top.v": top_text, "blocks.v": blocks_text}, script)
+                                        {"top.v": top_text, "blocks.v": blocks_text}, script,
+                                        digest)
             if result["status"] == "failed":
                 return {"status": "failed", "error": f"yosys on {name}: {result['error']}"}
             parts[name] = {key: result[key] for key in COUNTS}
@@ -330,8 +340,10 @@ def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: 
             component = library.modules[module]
             role_top = ROLE_USE[role](component)
             text = verilog.convert(role_top, name="top", emit_src=False)
+            identity = {"module": module, "sources": _source_digest(),
+                        "use": inspect.getsource(ROLE_USE[role])}
             result = _synthesize_cached(cache, family, root / f"{module}_{role}",
-                                        {"top.v": text}, script)
+                                        {"top.v": text}, script, identity)
             if result["status"] == "failed":
                 return {"status": "failed",
                         "error": f"yosys on {module} ({role}): {result['error']}"}
