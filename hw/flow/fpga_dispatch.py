@@ -379,14 +379,19 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
     the design (as :func:`hw.flow.fpga_report.run_flow`)."""
     family = FAMILIES[family_name]
     build = shape(configuration, view)
-    text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
-                           emit_src=False)
-    material = {"kind": "flat", "verilog": hashlib.sha256(text.encode()).hexdigest(),
+    # Keyed by what decides the Verilog (the build, the generating sources, the wrappers), not
+    # by its text, which changes from process to process (see :func:`_library_identity`).
+    wrapper = Path(sys.modules[RegisterWrapper.__module__].__file__).read_bytes()
+    material = {"kind": "flat", "shape": build.to_json(), "sources": _source_digest(),
+                "wrapper": hashlib.sha256(wrapper).hexdigest(),
+                "ports": inspect.getsource(_FlatPorts),
                 "script": synth_script(family), "tools": tool_versions(family),
                 "devices": [[d.name, *d.args] for d in family.devices],
                 "nextpnr": nextpnr_command(family, family.devices[0]), "timeout": timeout}
 
     def compute() -> dict:
+        text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
+                               emit_src=False)
         directory = work / f"{configuration}_{view}_{family_name}_flat"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "top.v").write_text(text)
