@@ -27,7 +27,10 @@ Every part and circuit is renamed with ``rename -unescape`` before synthesis (:d
 Yosys 0.70's ABC9 otherwise fails an internal assertion on the resource table) and mapped with
 the same ABC9 script (:data:`MAPPER`).
 
-Results are cached in ``<out>/cache/`` by a key over the Verilog, the tools and the flow.
+Results are cached in ``<out>/cache/`` by a key over what decides the Verilog (the build, the
+generating sources), the tools and the flow; not over the Verilog text, which Amaranth
+changes from one Python process to the next (a submodule's port order follows string
+hashes).
 """
 
 import argparse
