@@ -43,3 +43,106 @@ def test_tables_and_results_file(tmp_path):
     assert "default/full/ice40/hierarchy" in keys and "small/shared/ecp5/flat" not in keys
     assert {"small/exact/ecp5/flat", "small/full/ice40/flat"} <= set(keys)
     assert data["configurations"]["small"]["gpu"]["aps"] == 4
+
+
+@pytest.mark.parametrize("part", [*fd.PARTS, None])
+def test_every_part_is_renamed_and_keeps_its_circuits_as_black_boxes(part):
+    # Yosys 0.70's ABC9 fails an assertion on wires named like another wire's bit
+    # (``x[0]`` next to ``x``) unless they are renamed before synthesis; the allocator too
+    # keeps its first-fit trees as black boxes (they are counted once per role).
+    lines = fd._part_script(fd.FAMILIES["ecp5"], "top", part).splitlines()
+    assert lines[0] == "read_verilog -lib blocks.v"
+    assert lines.index(fd.UNESCAPE) == lines.index(next(
+        line for line in lines if line.startswith("hierarchy"))) + 1
+    assert lines.index(fd.UNESCAPE) < lines.index(next(
+        line for line in lines if line.startswith("synth_ecp5")))
+    assert [line for line in lines if line.startswith("blackbox")] == (
+        [] if part else [f"blackbox top.{p}" for p in fd.PARTS])
+    circuit = fd._circuit_script(fd.FAMILIES["ecp5"]).splitlines()
+    assert circuit.index(fd.UNESCAPE) < circuit.index("synth_ecp5 -top top")
+
+
+def test_cell_counts_include_multipliers_and_distributed_ram():
+    cells = {"LUT4": 7, "CCU2C": 2, "TRELLIS_FF": 3, "MULT18X18D": 4, "TRELLIS_DPR16X4": 5,
+             "PFUMX": 9}
+    assert fd.cell_counts(fd.FAMILIES["ecp5"], cells) == {
+        "luts": 7, "carries": 2, "ffs": 3, "multipliers": 4, "rams": 5}
+    assert fd.cell_counts(fd.FAMILIES["ice40"], {"SB_LUT4": 1, "SB_MAC16": 2})["multipliers"] == 2
+
+
+def test_circuits_are_counted_per_instance_in_their_role():
+    one = {"luts": 1, "carries": 0, "ffs": 1, "multipliers": 0, "rams": 0}
+    parts = {p: dict(one) for p in (*fd.PARTS, "control")}
+    circuits = [{"module": "exact128", "role": "view", "instances": 64, "luts": 100, "ffs": 7,
+                 "carries": 3, "seconds": 1.0},
+                {"module": "exact128", "role": "allocator", "instances": 4, "luts": 300,
+                 "ffs": 0, "carries": 5, "seconds": 2.0}]
+    result = fd.combine(parts, circuits)
+    assert result["parts"]["views"] == {"luts": 1 + 6400, "carries": 192, "ffs": 1 + 448,
+                                        "multipliers": 0, "rams": 0}
+    assert result["parts"]["allocator"]["luts"] == 1 + 1200
+    assert result["parts"]["table"] == one and parts["views"] == one    # inputs unchanged
+    assert result["luts"] == 7 + 6400 + 1200 and result["carries"] == 192 + 20
+    assert result["ffs"] == 7 + 448
+    counts, listed = fd.format_details([{
+        "configuration": "default", "view": "exact", "family": "ecp5", "kind": "hierarchy",
+        "status": "ok", **result, "circuits": circuits, "seconds": 3.0}])
+    assert "| 6,401 | 192 | 449 | 0 | 0 |" in counts and "**7,607**" in counts
+    assert "| exact128 | allocator | 4 | 300 | 5 | 0 | 2.0 |" in listed
+
+
+def test_each_role_keeps_only_the_ports_it_reads():
+    from amaranth.hdl import Module
+    from amaranth.sim import Simulator
+
+    from hw.maxblock import ExactMaxFreeBlock
+
+    view = fd.ROLE_USE["view"](ExactMaxFreeBlock(8, latency=0))
+    assert set(view.signature.members) == {"status", "length"}
+    allocator = fd.ROLE_USE["allocator"](ExactMaxFreeBlock(8, latency=0))
+    assert set(allocator.signature.members) == {"status", "request", "fit", "fit_start"}
+
+    async def bench(ctx):
+        # Free blocks 1-2 and 4-7 (bit i = block i): the longest run is 4, a request of 3
+        # fits first at block 4, one of 5 nowhere.
+        ctx.set(view.status, 0b11110110)
+        assert ctx.get(view.length) == 4
+        ctx.set(allocator.status, 0b11110110)
+        ctx.set(allocator.request, 3)
+        assert (ctx.get(allocator.fit), ctx.get(allocator.fit_start)) == (1, 4)
+        ctx.set(allocator.request, 5)
+        assert ctx.get(allocator.fit) == 0
+
+    top = Module()
+    top.submodules.view, top.submodules.allocator = view, allocator
+    simulator = Simulator(top)
+    simulator.add_testbench(bench)
+    simulator.run()
+
+
+def test_cache_identity_of_the_circuits_does_not_depend_on_the_hash_seed():
+    # Amaranth orders a submodule's ports by string hashes, so the Verilog of the same tree
+    # differs between Python processes; the cache key must not (or no run is ever warm).
+    import os
+    import subprocess
+    import sys
+
+    from hw.flow.dispatch_build import BlockLibrary
+    from hw.maxblock import ExactMaxFreeBlock
+
+    def key():
+        library = BlockLibrary()
+        instance = library.wrap(ExactMaxFreeBlock(12), "allocator")
+        instance._MustUse__silence = True           # only its module is asked for
+        return fd._cache_key(fd._library_identity(library))
+
+    # This process's hash seed is random (or whatever the caller set); the other's is fixed.
+    other = subprocess.run(
+        [sys.executable, "-c", "from hw.flow import fpga_dispatch as fd; "
+         "from hw.flow.dispatch_build import BlockLibrary; "
+         "from hw.maxblock import ExactMaxFreeBlock; library = BlockLibrary(); "
+         "library.wrap(ExactMaxFreeBlock(12), 'allocator')._MustUse__silence = True; "
+         "print(fd._cache_key(fd._library_identity(library)))"],
+        check=True, capture_output=True, text=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout.strip()
+    assert other == key()

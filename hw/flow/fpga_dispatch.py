@@ -13,9 +13,9 @@ combinational (latency 0); embodiment 7's shared unit per AP):
   register wrapper): LUT4s, FFs, device, fmax.
 * **default**: the model's 16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16
   wave slots. Synthesized only (LUTs, FFs), hierarchically: the dispatcher with every
-  free-block circuit as a black box, plus each distinct view circuit once (a view reads only
-  the length, so its first-fit logic is removed), multiplied by its instance count; the
-  allocator is synthesized with its first-fit trees inlined (:data:`INLINED`).
+  free-block circuit as a black box, plus each distinct circuit once per role (a view reads
+  only the length, so its first-fit logic is removed; the allocator reads only the first
+  fit, so the longest-run logic is), multiplied by its instance count.
 
 For both, the LUT4s by part: queues (admission, FIFOs, split state), views, matcher, selector
 (WG and AP choice with embodiments 9 and 10), allocator (the first-fit trees on the chosen AP),
@@ -23,15 +23,19 @@ resource table (status registers, slots, power and history, allocation records a
 control (configuration registers, pointers, embodiment 3, output registers); they come from
 the hierarchical synthesis, each part alone, so that their sum misses the optimisations across
 the parts' boundaries and exceeds the flat total (by about 40 % for the small full view).
-Yosys 0.70's ABC9 reintegration fails an internal assertion on the resource table synthesized
-alone, so the hierarchical rows fail until that is worked around (the README gives the parts
-measured).
+Every part and circuit is renamed with ``rename -unescape`` before synthesis (:data:`UNESCAPE`:
+Yosys 0.70's ABC9 otherwise fails an internal assertion on the resource table) and mapped with
+the same ABC9 script (:data:`MAPPER`).
 
-Results are cached in ``<out>/cache/`` by a key over the Verilog, the tools and the flow.
+Results are cached in ``<out>/cache/`` by a key over what decides the Verilog (the build, the
+generating sources), the tools and the flow; not over the Verilog text, which Amaranth
+changes from one Python process to the next (a submodule's port order follows string
+hashes).
 """
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -39,6 +43,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -46,7 +51,7 @@ from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.flow.dispatch_build import BlockLibrary, DispatchShape
+from hw.flow.dispatch_build import BlockLibrary, DispatchShape, _source_digest
 from hw.flow.fpga_report import (
     ABC9_SCRIPT,
     DEFAULT_TIMEOUT,
@@ -66,7 +71,7 @@ from model.dispatch.config import PRESETS, GpuConfig, with_policy
 
 __all__ = ["CONFIGURATIONS", "PARTS", "VIEWS", "main", "shape"]
 
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 
 #: The measured rows, kept in the repository.
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "dispatch_fpga.json"
@@ -119,6 +124,31 @@ class _LengthOnly(wiring.Component):
         return m
 
 
+class _FirstFitOnly(wiring.Component):
+    """The allocator's use of an exact tree: ``status`` and ``request`` in, ``fit`` and
+    ``fit_start`` out; the longest free run (``length``) is not read, so synthesis removes
+    what only it needs (as inside the allocator)."""
+
+    def __init__(self, circuit: ExactMaxFreeBlock):
+        self._circuit = circuit
+        super().__init__({"status": In(circuit.status.shape()),
+                          "request": In(circuit.request.shape()),
+                          "fit": Out(circuit.fit.shape()),
+                          "fit_start": Out(circuit.fit_start.shape())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.circuit = circuit = self._circuit
+        m.d.comb += [circuit.status.eq(self.status), circuit.request.eq(self.request),
+                     self.fit.eq(circuit.fit), self.fit_start.eq(circuit.fit_start)]
+        return m
+
+
+#: A circuit as its role uses it (:attr:`BlockLibrary.roles`): only the ports the dispatcher
+#: reads, so that a circuit synthesized alone is not charged for outputs nobody reads.
+ROLE_USE = {"view": _LengthOnly, "allocator": _FirstFitOnly}
+
+
 class _FlatPorts(wiring.Component):
     """The dispatcher with every port a plain signal (the register wrapper counts bits)."""
 
@@ -141,28 +171,59 @@ class _FlatPorts(wiring.Component):
 
 # -- Yosys ----------------------------------------------------------------------------------------
 
-#: The parts synthesized with their free-block circuits inlined: Yosys 0.70's ABC9
-#: reintegration fails an internal assertion on the allocator with its first-fit trees as
-#: black boxes (``count_id(wire->name) == 0``), so its trees are counted inside it.
-INLINED = ("allocator",)
+#: Yosys 0.70's ABC9 reintegration names the bits of a multi-bit wire ``name[i]`` and asserts
+#: that no wire of that name exists yet (``count_id(wire->name) == 0``, YosysHQ/yosys issues
+#: 4349 and 4451). Amaranth's Verilog holds such wires: a field or element of a structured
+#: signal is its own named wire (``\\record.sgpr_length[0]`` next to ``record.sgpr_length``),
+#: so the resource table, and the allocator with its first-fit trees as black boxes, failed.
+#: ``rename -unescape`` turns every name that needs escaping into a plain one (``[`` and ``]``
+#: become ``_``) before synthesis: it renames, the netlist is the same.
+UNESCAPE = "rename -unescape"
+
+#: The cell types counted besides LUT4s, carries and flip-flops, per family: hard multipliers
+#: and distributed (LUT) RAM, which :meth:`Family.cell_counts` leaves out.
+EXTRA_CELLS = {"ecp5": {"multipliers": ("MULT18X18D",), "rams": ("TRELLIS_DPR16X4",)},
+               "ice40": {"multipliers": ("SB_MAC16",), "rams": ("SB_RAM40_4K",)}}
+
+#: The keys of a part's counts.
+COUNTS = ("luts", "carries", "ffs", "multipliers", "rams")
+
+#: The LUT mapper of every part and circuit (recorded in the results).
+MAPPER = f"abc9 (script {ABC9_SCRIPT}, that of abc9 -fast)"
+
+
+def cell_counts(family, cells: dict[str, int]) -> dict[str, int]:
+    """LUT4s, carries and flip-flops (:meth:`Family.cell_counts`), hard multipliers and
+    distributed RAM cells among the mapped ``cells`` (type to count)."""
+    counts = family.cell_counts(cells)
+    for key, kinds in EXTRA_CELLS[family.name].items():
+        counts[key] = sum(cells.get(kind, 0) for kind in kinds)
+    return counts
 
 
 def _part_script(family, top: str, part: str | None) -> str:
     """Synthesize one part of the dispatcher (``part`` None: the top level alone, every part
-    a black box), with the free-block circuits as black boxes (but for :data:`INLINED`);
-    cells to ``stat.json``."""
+    a black box), with the free-block circuits as black boxes; cells to ``stat.json``."""
     target = f"{top}.{part}" if part else top
     hide = [] if part else [f"blackbox {top}.{p}" for p in PARTS]
     return "\n".join([
-        "read_verilog blocks.v" if part in INLINED else "read_verilog -lib blocks.v",
+        "read_verilog -lib blocks.v",
         "read_verilog top.v",
         *hide,
         f"hierarchy -top {target}",
+        UNESCAPE,
         f"scratchpad -set abc9.script {ABC9_SCRIPT}",
         f"{family.synth} -top {target}",
         "tee -q -o stat.json stat -json",
         "",
     ])
+
+
+def _circuit_script(family) -> str:
+    """Synthesize one free-block circuit (module ``top`` in ``top.v``) flat."""
+    return "\n".join(["read_verilog top.v", UNESCAPE,
+                      f"scratchpad -set abc9.script {ABC9_SCRIPT}",
+                      f"{family.synth} -top top", "tee -q -o stat.json stat -json", ""])
 
 
 def _cache_key(material: dict) -> str:
@@ -197,68 +258,114 @@ def _yosys(directory: Path) -> tuple[bool, str]:
                                    log=directory / "synth.log")
 
 
+def _synthesize(family, directory: Path, files: dict[str, str], script: str) -> dict:
+    """Yosys on ``script`` with ``files`` written into ``directory``: the counts of
+    :func:`cell_counts` and the seconds, or ``status`` "failed" and the error."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    (directory / "synth.ys").write_text(script)
+    started = time.monotonic()
+    ok, error = _yosys(directory)
+    seconds = round(time.monotonic() - started, 1)
+    if not ok:
+        return {"status": "failed", "error": error, "seconds": seconds}
+    stat = json.loads((directory / "stat.json").read_text())
+    return {"status": "ok", **cell_counts(family, stat["design"]["num_cells_by_type"]),
+            "seconds": seconds}
+
+
+def _synthesize_cached(cache: Path, family, directory: Path, files: dict[str, str],
+                       script: str, identity: dict) -> dict:
+    """:func:`_synthesize`, cached by a key over ``identity`` (what decides the files), the
+    script and the tools."""
+    material = {"kind": "synthesis", "script": script, "tools": tool_versions(family),
+                "identity": identity}
+    return _cached(cache, material, partial(_synthesize, family, directory, files, script))
+
+
+def _library_identity(library: BlockLibrary) -> dict:
+    """What decides the library's Verilog: its modules (named by their parameters) and the
+    sources that generate them. Not the text: Amaranth orders a submodule's ports by string
+    hashes, so the text of the same circuit differs from one Python process to the next."""
+    return {"modules": sorted(library.modules), "sources": _source_digest()}
+
+
+def combine(parts: dict[str, dict], circuits: list[dict]) -> dict:
+    """The hierarchical total: every part's counts plus each distinct circuit's counts times
+    its instance count, added to its role's part (``view`` to the views, ``allocator`` to the
+    allocator). Returns the parts (new dictionaries) and the total of every count."""
+    parts = {name: {key: counts.get(key, 0) for key in COUNTS} for name, counts in parts.items()}
+    for circuit in circuits:
+        part = "views" if circuit["role"] == "view" else circuit["role"]
+        for key in COUNTS:
+            parts[part][key] += circuit["instances"] * circuit.get(key, 0)
+    total = {key: sum(counts[key] for counts in parts.values()) for key in COUNTS}
+    return {"parts": parts, **total}
+
+
 def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: Path,
                          cache: Path) -> dict:
-    """LUT4s and FFs of one configuration, hierarchically (see the module docstring)."""
+    """LUT4s, carries, FFs, multipliers and RAM cells of one configuration, hierarchically
+    (see the module docstring); each part and each distinct circuit is cached on its own, so
+    a run that stops part way keeps what it measured."""
     family = FAMILIES[family_name]
     build = shape(configuration, view)
     library = BlockLibrary()
     top_text = verilog.convert(build.dispatcher(library.wrap), name=build.name, emit_src=False)
     blocks_text = library.verilog()
     roles = sorted(library.roles.items())
-    material = {"kind": "hierarchy", "top": hashlib.sha256(top_text.encode()).hexdigest(),
-                "blocks": hashlib.sha256(blocks_text.encode()).hexdigest(),
-                "script": _part_script(family, build.name, "table"),
-                "tools": tool_versions(family), "roles": roles, "inlined": INLINED}
+    tools = tool_versions(family)
+    digest = {"top": hashlib.sha256(top_text.encode()).hexdigest(),
+              "blocks": _library_identity(library)}
+    material = {"kind": "hierarchy", **digest, "script": _part_script(family, build.name, "table"),
+                "circuit_script": _circuit_script(family), "tools": tools, "roles": roles,
+                "uses": {role: inspect.getsource(use) for role, use in ROLE_USE.items()}}
+    root = work / f"{configuration}_{view}_{family_name}_parts"
 
     def compute() -> dict:
-        root = work / f"{configuration}_{view}_{family_name}_parts"
-        started = time.monotonic()
-        parts = {}
+        parts, seconds = {}, {}
         for part in (*PARTS, None):
-            directory = root / (part or "control")
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / "top.v").write_text(top_text)
-            (directory / "blocks.v").write_text(blocks_text)
-            (directory / "synth.ys").write_text(_part_script(family, build.name, part))
-            ok, error = _yosys(directory)
-            if not ok:
-                return {"status": "failed", "error": f"yosys on {part or 'control'}: {error}"}
-            stat = json.loads((directory / "stat.json").read_text())
-            parts[part or "control"] = family.cell_counts(stat["design"]["num_cells_by_type"])
+            name = part or "control"
+            script = _part_script(family, build.name, part)
+            result = _synthesize_cached(cache, family, root / name,
+                                        {"top.v": top_text, "blocks.v": blocks_text}, script,
+                                        digest)
+            if result["status"] == "failed":
+                return {"status": "failed", "error": f"yosys on {name}: {result['error']}"}
+            parts[name] = {key: result[key] for key in COUNTS}
+            seconds[name] = result["seconds"]
+            _progress(f"{configuration} {view} {family_name}: {name}", result)
         # The free-block circuits, each once per role, synthesized flat.
-        for (name, role), count in roles:
-            if role == "allocator" and "allocator" in INLINED:
-                continue                    # counted in the allocator's own synthesis
-            component = library.modules[name]
-            role_top = _LengthOnly(component) if role == "view" else component
+        circuits = []
+        script = _circuit_script(family)
+        for (module, role), count in roles:
+            component = library.modules[module]
+            role_top = ROLE_USE[role](component)
             text = verilog.convert(role_top, name="top", emit_src=False)
-            cells = _flat_cells(text, family, root / f"{name}_{role}")
-            if cells is None:
-                return {"status": "failed", "error": f"yosys on {name} ({role}) failed"}
-            part = "views" if role == "view" else "allocator"
-            for key in ("luts", "ffs", "carries"):
-                parts[part][key] += count * cells[key]
-        total = {key: sum(p[key] for p in parts.values()) for key in ("luts", "ffs", "carries")}
-        return {"status": "ok", "parts": parts, **total,
-                "seconds": round(time.monotonic() - started, 1)}
+            identity = {"module": module, "sources": _source_digest(),
+                        "use": inspect.getsource(ROLE_USE[role])}
+            result = _synthesize_cached(cache, family, root / f"{module}_{role}",
+                                        {"top.v": text}, script, identity)
+            if result["status"] == "failed":
+                return {"status": "failed",
+                        "error": f"yosys on {module} ({role}): {result['error']}"}
+            circuits.append({"module": module, "role": role, "instances": count,
+                             **{key: result[key] for key in (*COUNTS, "seconds")}})
+            _progress(f"{configuration} {view} {family_name}: {module} ({role}) x {count}",
+                      result)
+        # The seconds Yosys took for everything, cached pieces included (as first measured).
+        synthesis = sum(seconds.values()) + sum(c["seconds"] for c in circuits)
+        return {"status": "ok", **combine(parts, circuits), "part_seconds": seconds,
+                "circuits": circuits, "mapper": MAPPER, "seconds": round(synthesis, 1)}
 
     return {"configuration": configuration, "view": view, "family": family_name,
             "kind": "hierarchy", **_cached(cache, material, compute)}
 
 
-def _flat_cells(text: str, family, directory: Path) -> dict | None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "top.v").write_text(text)
-    script = "\n".join([
-        "read_verilog top.v", f"scratchpad -set abc9.script {ABC9_SCRIPT}",
-        f"{family.synth} -top top", "tee -q -o stat.json stat -json", ""])
-    (directory / "synth.ys").write_text(script)
-    ok, _ = _yosys(directory)
-    if not ok:
-        return None
-    stat = json.loads((directory / "stat.json").read_text())
-    return family.cell_counts(stat["design"]["num_cells_by_type"])
+def _progress(what: str, result: dict) -> None:
+    print(f"    {what}: {result['luts']:,} LUT4, {result['seconds']} s"
+          f"{' (cached)' if result.get('cached') else ''}", flush=True)
 
 
 def _placed_fmax(log: Path) -> float | None:
@@ -275,14 +382,19 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
     the design (as :func:`hw.flow.fpga_report.run_flow`)."""
     family = FAMILIES[family_name]
     build = shape(configuration, view)
-    text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
-                           emit_src=False)
-    material = {"kind": "flat", "verilog": hashlib.sha256(text.encode()).hexdigest(),
+    # Keyed by what decides the Verilog (the build, the generating sources, the wrappers), not
+    # by its text, which changes from process to process (see :func:`_library_identity`).
+    wrapper = Path(sys.modules[RegisterWrapper.__module__].__file__).read_bytes()
+    material = {"kind": "flat", "shape": build.to_json(), "sources": _source_digest(),
+                "wrapper": hashlib.sha256(wrapper).hexdigest(),
+                "ports": inspect.getsource(_FlatPorts),
                 "script": synth_script(family), "tools": tool_versions(family),
                 "devices": [[d.name, *d.args] for d in family.devices],
                 "nextpnr": nextpnr_command(family, family.devices[0]), "timeout": timeout}
 
     def compute() -> dict:
+        text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
+                               emit_src=False)
         directory = work / f"{configuration}_{view}_{family_name}_flat"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "top.v").write_text(text)
@@ -294,7 +406,7 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
         if not ok:
             return {**result, "error": f"yosys: {error}"}
         stat = json.loads((directory / "stat.json").read_text())
-        counts = family.cell_counts(stat["design"]["num_cells_by_type"])
+        counts = cell_counts(family, stat["design"]["num_cells_by_type"])
         result.update(counts)
         depth = re.search(r"Longest topological path in \S+ \(length=(\d+)\)",
                           (directory / "synth.log").read_text())
@@ -403,8 +515,38 @@ def format_tables(results: list[dict]) -> list[str]:
     return [small, default, by_part]
 
 
+def format_details(results: list[dict]) -> list[str]:
+    """Markdown: every count of every part of the hierarchical rows, with Yosys's seconds, and
+    the free-block circuits each synthesized once per role (counts of one instance)."""
+    rows = [r for r in results if r["kind"] == "hierarchy" and r["status"] == "ok"]
+    lines = ["| configuration | view | family | part | LUT4 | carries | FF | multipliers | "
+             "RAM cells | seconds |", "| --- | --- | --- | --- |" + " ---: |" * 6]
+    for r in rows:
+        for part, counts in r["parts"].items():
+            seconds = r.get("part_seconds", {}).get(part)
+            label = PART_LABELS[part] + (" (with the circuits below)"
+                                         if part in ("views", "allocator") else "")
+            lines.append(f"| {r['configuration']} | {VIEWS[r['view']][0]} | {r['family']} | "
+                         f"{label} | " + " | ".join(_number(counts.get(k)) for k in COUNTS)
+                         + f" | {_number(seconds)} |")
+        lines.append(f"| {r['configuration']} | {VIEWS[r['view']][0]} | {r['family']} | "
+                     "**total** | " + " | ".join(f"**{_number(r.get(k))}**" for k in COUNTS)
+                     + f" | {_number(r.get('seconds'))} |")
+    parts = "\n".join(lines)
+    lines = ["| configuration | view | family | circuit | role | instances | LUT4 | carries | "
+             "FF | seconds |", "| --- | --- | --- | --- | --- |" + " ---: |" * 5]
+    for r in rows:
+        for c in r.get("circuits", []):
+            lines.append(f"| {r['configuration']} | {VIEWS[r['view']][0]} | {r['family']} | "
+                         f"{c['module']} | {c['role']} | {c['instances']} | "
+                         + " | ".join(_number(c.get(k)) for k in ("luts", "carries", "ffs",
+                                                                   "seconds")) + " |")
+    return [parts, "\n".join(lines)]
+
+
 def _markdown(results: list[dict], timeout: float) -> str:
     small, default, by_part = format_tables(results)
+    counts, circuits = format_details(results)
     gpu, channels = CONFIGURATIONS["small"]
     notes = [f"- {r['configuration']} {VIEWS[r['view']][0]} {r['family']} ({r['kind']}): "
              f"{r['status']}: {r.get('error', '')}"
@@ -419,9 +561,15 @@ def _markdown(results: list[dict], timeout: float) -> str:
         "of the last table.", "", small, "",
         "Default configuration (16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48, 16 "
         "wave slots), synthesized hierarchically: the dispatcher with its free-block circuits "
-        "as black boxes, plus each distinct circuit synthesized once per role (view: length "
-        "only; allocator: with its first fit) times its instance count.", "", default, "",
+        "as black boxes, plus each distinct circuit synthesized once per role (view: the "
+        "length only; allocator: the first fit only) times its instance count.", "", default, "",
         "ECP5 LUT4s by part (hierarchical synthesis).", "", by_part, "",
+        "Every count by part (hierarchical synthesis; views and allocator include their "
+        "circuits times their instances; seconds: Yosys's time for that part, as first "
+        f"measured, cached or not). LUT mapping: {MAPPER}, after `{UNESCAPE}`.", "", counts,
+        "", "The free-block circuits, each synthesized once per role, with only the ports "
+        "that role reads (one instance's counts; view: the length; allocator: the first "
+        "fit).", "", circuits, "",
         f"Time limit of one nextpnr run: {timeout:g} s.", *([""] + notes if notes else []), ""])
 
 
@@ -439,8 +587,8 @@ def write_results(path: Path, results: list[dict]) -> None:
         key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
         keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
                 "fmax_placed",
-                "luts", "ffs", "carries", "depth", "parts", "error", "synth_seconds",
-                "pnr_seconds", "seconds")
+                "luts", "ffs", "carries", "multipliers", "rams", "depth", "parts", "circuits",
+                "mapper", "error", "synth_seconds", "pnr_seconds", "part_seconds", "seconds")
         rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
                      "date": date.today().isoformat()}
     tools = {name: tool_versions(FAMILIES[name]) for name in FAMILIES}
