@@ -156,3 +156,28 @@ def test_the_other_combined_scale_is_a_build_choice_of_the_rtl():
                                           2).name
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
     assert unsupported(scenario, policy) is None
+
+
+def test_the_match_keeps_the_scores_of_score_latency_cycles_before():
+    work = [wg(i, i % 2, waves=1 + i % 3, duration=5 + i % 7, arrival=i // 2)
+            for i in range(40)]
+    policy = with_policy(EMB1, ap_choice="combined", history="ema", decision_pipeline=2,
+                         score_latency=3)
+    simulator = DispatchSimulator(GPU, policy, work, cycles=200, debug=True, strict=True)
+    kept, current = {}, {}
+    original = simulator._match_stage
+
+    def match_stage(cycle):
+        now = (simulator._resource_scores(), simulator._history_scores(cycle))
+        match = original(cycle)
+        kept[cycle], current[cycle] = match.scores, now
+        return match
+    simulator._match_stage = match_stage
+    assert simulator.run()["invariant_violations"] == 0
+    assert all(kept[c] == current[max(c - 3, 0)] for c in kept)
+    assert any(current[c] != current[c - 3] for c in current if c >= 3)  # it does change
+    with pytest.raises(ConfigError, match="score_latency"):
+        DispatchSimulator(GPU, replace(policy, decision_pipeline=0), [], cycles=10)
+    with pytest.raises(ConfigError, match="score_latency is ignored"):
+        DispatchSimulator(GPU, replace(EMB1, decision_pipeline=2, score_latency=1), [],
+                          cycles=10)

@@ -237,6 +237,10 @@ class PolicyConfig:
     combined_scale
         ``ap_choice = "combined"``: the candidates' largest ``R`` and ``B`` scale the two
         terms (``candidates``, the default), or every AP's (``all``).
+    score_latency
+        With ``decision_pipeline``: the match keeps embodiment 9's and 10's scores of this
+        many cycles before (0: its own cycle's), so that an RTL can compute their products in
+        a pipeline of their own.
     decision_pipeline
         0 (the default): the seed's decision, every step in one cycle on the state of that
         cycle. ``k >= 2``: the decision as a pipeline of stages (the cut a 50 MHz RTL
@@ -270,6 +274,7 @@ class PolicyConfig:
     shared_width: int = 0
     decision_pipeline: int = 0
     combined_scale: str = "candidates"
+    score_latency: int = 0
 
     def samples(self, n: int) -> tuple[int, ...]:
         return tuple(default_samples(n))
@@ -600,6 +605,8 @@ def _policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
                                       minimum=0, maximum=MAX_PIPELINE),
         combined_scale=fields_.str("combined_scale", base.combined_scale,
                                    choices=COMBINED_SCALES),
+        score_latency=fields_.int("score_latency", base.score_latency, minimum=0,
+                                  maximum=MAX_PIPELINE),
     )
     ignored = ignored_fields(policy)
     for key in fields_.keys():
@@ -626,6 +633,9 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
     if policy.ap_choice != "combined":
         for key in ("resource_weight", "instruction_weight", "combined_scale"):
             ignored[key] = f'ap_choice = "{policy.ap_choice}" (only "combined" weighs 9 and 10)'
+    if policy.ap_choice in ("round_robin", "lowest"):
+        ignored["score_latency"] = (f'ap_choice = "{policy.ap_choice}" (it reads no '
+                                    f"embodiment 9 or 10 score)")
     if policy.ap_choice not in ("instruction", "combined"):
         for key in ("history", "history_cycles"):
             ignored[key] = (f'ap_choice = "{policy.ap_choice}" (only "instruction" and '
@@ -672,6 +682,9 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
     if policy.decision_pipeline == 1:
         raise error("decision_pipeline", "must be 0 (one-cycle decision) or 2 .. "
                                          f"{MAX_PIPELINE} (cycles from choice to dispatch), not 1")
+    if policy.score_latency and not policy.decision_pipeline:
+        raise error("score_latency", "is read only by the decision pipeline "
+                                     "(decision_pipeline >= 2); use 0")
     if policy.decision_pipeline and policy.selection == "miaow":
         raise error("decision_pipeline", 'is not defined for selection = "miaow" (its '
                                          "one-WG buffer); use 0")

@@ -254,7 +254,7 @@ class _Decision:
     ap: int
     waves: tuple                       # per PEU, from the pointer the match saw
     chosen: int                        # the cycle of the choice
-    plan: tuple | None = None          # the first fit, one cycle before the dispatch
+    plan: tuple | None = None          # the first fit, in the cycle after the choice
     planned: bool = False
 
 
@@ -491,6 +491,7 @@ class DispatchSimulator:
         self._match: _Match | None = None
         self._chosen_last: int | None = None
         self._squash = 0
+        self._scores: deque = deque()
         if self.pipeline:
             self.skip = False               # every cycle is a step of the pipeline
         if self.shared:
@@ -1336,7 +1337,13 @@ class DispatchSimulator:
                     else [0] * self.P)
         instruction = (self._history_scores(cycle) if choice in ("instruction", "combined")
                        else [0] * self.P)
-        return _Match(rows, (resource, instruction), list(self._pointer))
+        # The scores the match keeps are those of score_latency cycles before (an idle GPU's
+        # before cycle 0): an RTL computes them in a pipeline of their own.
+        ring = self._scores
+        if not ring:
+            ring.extend([(resource, instruction)] * self.policy.score_latency)
+        ring.append((resource, instruction))
+        return _Match(rows, ring.popleft(), list(self._pointer))
 
     def _choose(self, cycle: int):
         """The choice stage: ``(decision or None, any candidate matched, any candidate)``
@@ -1391,15 +1398,16 @@ class DispatchSimulator:
         return _Decision(wg, chosen, ap, self._row_for(wg.waves, pointer), cycle), True, True
 
     def _pipelined(self, cycle: int) -> tuple[bool, bool, bool | None, bool]:
-        """One cycle of the decision pipeline: match; first fit of the WG dispatched next
-        cycle; dispatch (or stale abort) of the WG chosen ``k`` cycles ago; choice. Returns
+        """One cycle of the decision pipeline: match; first fit of the WG chosen in the
+        previous cycle; dispatch (or stale abort) of the WG chosen ``k`` cycles ago; choice.
+        Returns
         (dispatched, stale abort, any candidate matched or None when the choice was
         cancelled, any candidate)."""
         k = self.pipeline
         match = self._match_stage(cycle)
         flight = self._flight
         for decision in flight:
-            if not decision.planned and decision.chosen + k - 1 == cycle:
+            if not decision.planned and decision.chosen + 1 == cycle:
                 decision.plan = self._plan(decision.wg, decision.ap, decision.waves)
                 decision.planned = True
         dispatched = aborted = False
