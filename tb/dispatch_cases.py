@@ -25,7 +25,7 @@ from model.dispatch.config import (
 )
 from tb.dispatch_bench import ModelRun, model_run
 
-__all__ = ["DIRECTED", "SHAPES", "Shape", "random_run"]
+__all__ = ["DIRECTED", "DIRECTED_SHAPE", "SHAPES", "Shape", "random_run"]
 
 
 @dataclass(frozen=True)
@@ -152,11 +152,11 @@ def random_run(shape: Shape, seed: int, cycles: int = 600) -> ModelRun:
 
 # -- directed runs, each aimed at one mechanism (on the exact4x2 shape) ---------------------------
 
-def _directed(name: str, policy_changes: dict, channels: list[ChannelConfig], cycles: int
-              ) -> ModelRun:
-    shape = SHAPES["exact4x2"]
+def _directed(name: str, policy_changes: dict, channels: list[ChannelConfig], cycles: int,
+              shape: str = "exact4x2", seed: int = 7) -> ModelRun:
+    shape = SHAPES[shape]
     policy = with_policy(PRESETS["emb1"], name=name, **shape.knobs(), **policy_changes)
-    workload = generate_workload(channels, cycles, 7)
+    workload = generate_workload(channels, cycles, seed)
     return model_run(f"directed {name}", shape.gpu, policy, workload, channels, cycles)
 
 
@@ -187,5 +187,24 @@ def _full_peus(cycles: int) -> ModelRun:
     return _directed("full PEUs", {"ap_choice": "lowest"}, [ChannelConfig(**big)], cycles)
 
 
-#: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``.
-DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus}
+def _combined_all(cycles: int) -> ModelRun:
+    # Embodiments 9 + 10 with both weights on ``grouped3x3``, built with the combined score
+    # scaled by every AP: a channel of long high-power WGs fills APs that then drop out of the
+    # candidates while keeping the largest history, so the two scales choose different APs
+    # (in 75 of this workload's 91 dispatches; a test keeps it that way).
+    heavy = {"arrival": 0.08, "count": 200, "waves": (3, 6), "vgpr": (1, 2), "sgpr": (0, 2),
+             "duration": (20, 90), "mix": (0, 0, 0, 0, 0.9, 0, 0)}
+    light = {"arrival": 0.25, "count": 400, "waves": (1, 3), "vgpr": (1, 3), "sgpr": (0, 1),
+             "duration": (2, 20), "mix": (0.3, 0.1, 0, 0, 0, 0.1, 0)}
+    return _directed("combined all", {"ap_choice": "combined", "history": "ema",
+                                      "history_cycles": 16, "resource_weight": 1,
+                                      "instruction_weight": 1},
+                     [ChannelConfig(priority=0, **heavy), ChannelConfig(priority=1, **light)],
+                     cycles, shape="grouped3x3", seed=4)
+
+
+#: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``
+#: (``combined_all`` on ``grouped3x3``: :data:`DIRECTED_SHAPE`).
+DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus,
+            "combined_all": _combined_all}
+DIRECTED_SHAPE = {"combined_all": "grouped3x3"}

@@ -16,6 +16,7 @@ one is replayed by its shape and seed (``tb.dispatch_cases.random_run``).
 """
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import DispatchShape
 from hw.flow.dispatch_cosim import run_cosim, scenario_shape, unsupported
 from model.dispatch import load_scenario
-from tb.dispatch_cases import DIRECTED, SHAPES
+from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 #: Cycles of each reduced shipped scenario (the reduced scenarios' time runs 8 times faster:
@@ -89,8 +90,8 @@ def test_shipped_scenarios_match_the_model(name, simulator):
 def _random_jobs(name: str) -> list[dict]:
     jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
             for seed in range(RANDOM_SEEDS)]
-    if name == "exact4x2":
-        jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED]
+    jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED
+             if DIRECTED_SHAPE.get(directed, "exact4x2") == name]
     return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1000}]
 
 
@@ -134,6 +135,15 @@ class _ReleaseOneShort(ResourceTable):
         return block_mask(start, Mux(length == 0, 0, length - 1), n)
 
 
+class _CandidatesScale(Selector):
+    """The combined score scaled by the candidates' maxima in a build that says every AP's
+    (``combined_scale = "all"``)."""
+
+    def __init__(self, params):
+        super().__init__(replace(params, policy=replace(params.policy,
+                                                        combined_scale="candidates")))
+
+
 def _variant(part: str, cls):
     class Broken(Dispatcher):
         pass
@@ -146,6 +156,7 @@ MUTANTS = {
     "tie_break_flags": (_variant("selector", _FlagAlwaysSet), "ties"),
     "window_boundary": (_variant("selector", _WindowOneLonger), "windows"),
     "release_one_short": (_variant("table", _ReleaseOneShort), "full_peus"),
+    "combined_scale": (_variant("selector", _CandidatesScale), "combined_all"),
 }
 
 
@@ -153,7 +164,7 @@ MUTANTS = {
 @pytest.mark.parametrize("mutant", MUTANTS)
 def test_bench_rejects_a_broken_dispatcher(mutant, any_simulator):
     broken, directed = MUTANTS[mutant]
-    shape = _build("exact4x2")
+    shape = _build(DIRECTED_SHAPE.get(directed, "exact4x2"))
     jobs = [{"kind": "directed", "name": directed, "cycles": 300}]
 
     def build(wrap):
@@ -260,3 +271,18 @@ def test_make_cosim_prints_the_summary_and_the_first_difference(broken, tmp_path
         assert status == 0, out
         cycles, dispatches, mismatches = (int(x.split()[0]) for x in line.split(", "))
         assert cycles == 400 and dispatches > 50 and mismatches == 0, line
+
+
+def test_the_combined_all_run_tells_the_two_scales_apart():
+    # The directed run on the grouped3x3 build (combined_scale = "all") must choose other APs
+    # than the candidates' scale would, or the co-simulation could not see a wrong scale.
+    from model.dispatch.engine import DispatchSimulator
+    run = DIRECTED["combined_all"](400)
+    assert run.policy.combined_scale == "all" and DIRECTED_SHAPE["combined_all"] == "grouped3x3"
+    events = []
+    DispatchSimulator(run.gpu, replace(run.policy, combined_scale="candidates"),
+                      [replace(w) for w in run.workload], channels=run.channels,
+                      cycles=run.cycles, events=events).run()
+    other = [(c, w.id, ap) for c, kind, w, ap, *_ in events if kind == "dispatch"]
+    mine = [(c, w.id, ap) for c, kind, w, ap, *_ in run.events if kind == "dispatch"]
+    assert len(mine) > 50 and sum(a != b for a, b in zip(mine, other, strict=False)) > 20
