@@ -21,7 +21,7 @@ from hw.dispatch.params import (
 )
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
-from hw.dispatch.selector import MULTI, Selector
+from hw.dispatch.selector import MULTI, Selector, window_end_bits
 from hw.dispatch.views import FreeBlockViews, identity
 from model.dispatch.config import AP_CHOICES, SELECTIONS
 
@@ -217,8 +217,17 @@ class Dispatcher(wiring.Component):
         ]
         for ap in range(P):
             m.d.comb += matcher.pointer[ap].eq(effective[ap])
+        # Embodiment 2's windows also as running sums, registers written with them (the value
+        # a write leaves), so that the selector adds nothing in the decision's clock.
+        writing_window = written & (config.payload.address == ConfigAddress.WINDOW)
+        total = 0
         for y in range(Y):
-            m.d.comb += selector.windows[y].eq(windows[y])
+            following = Mux(writing_window & (index == y), value[:WINDOW_BITS], windows[y])
+            total = total + following
+            end = Signal(window_end_bits(Y), name=f"cfg_window_end{y}",
+                         init=sum(policy.windows[:y + 1]))
+            m.d.sync += end.eq(total)
+            m.d.comb += selector.window_ends[y].eq(end)
         for h in range(4):
             m.d.comb += selector.ap_weights[h].eq(ap_weights[h])
         for c in range(R):

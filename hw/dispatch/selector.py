@@ -19,7 +19,12 @@ from hw.dispatch.views import view_layout
 from model.dispatch.config import AP_CHOICES, SELECTIONS
 from model.dispatch.engine import Lfsr
 
-__all__ = ["Selector"]
+__all__ = ["Selector", "window_end_bits"]
+
+
+def window_end_bits(priorities: int) -> int:
+    """Width of the running sum of ``priorities`` window lengths (and of the counter)."""
+    return WINDOW_BITS + max(priorities - 1, 0).bit_length()
 
 MULTI, STRICT, MIAOW, GPGPUSIM = (SELECTIONS.index(name)
                                   for name in ("multi", "strict", "miaow", "gpgpusim"))
@@ -57,8 +62,11 @@ class Selector(wiring.Component):
         PEUs (VGPR, SGPR), its LDS view and its free wave slots.
     history : In(ArrayLayout(history bits, aps))
         Embodiment 10's history of every AP (the exponential average).
-    selection, ap_choice, rotate, resource_weight, instruction_weight, windows, ap_weights :
+    selection, ap_choice, rotate, resource_weight, instruction_weight, ap_weights :
         The configuration registers (see :class:`hw.dispatch.params.ConfigAddress`).
+    window_ends : In(ArrayLayout(window_end_bits(priorities), priorities))
+        Embodiment 2's windows as running sums: entry ``y`` is the sum of the lengths of
+        windows ``0 .. y`` (the dispatcher's registers, written with the windows).
     lfsr_load, lfsr_value : In
         A configuration write of the LFSR's state.
     start : In(1)
@@ -93,7 +101,7 @@ class Selector(wiring.Component):
             "ap_choice": In(3),
             "resource_weight": In(8),
             "instruction_weight": In(8),
-            "windows": In(data.ArrayLayout(WINDOW_BITS, Y)),
+            "window_ends": In(data.ArrayLayout(window_end_bits(Y), Y)),
             "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4)),
             "lfsr_load": In(1),
             "lfsr_value": In(16),
@@ -114,14 +122,13 @@ class Selector(wiring.Component):
 
     def _windows(self, m: Module):
         """Embodiment 2: the window counter (cycle mod the windows' sum) and the priority it
-        promotes."""
+        promotes. The windows arrive as their running sums (``window_ends``), registers the
+        dispatcher keeps with the window registers, so no adder lies in the decision's path."""
         p = self._params
         Y = p.priorities
-        period_bits = WINDOW_BITS + max(Y - 1, 0).bit_length()
+        period_bits = window_end_bits(Y)
         position = Signal(period_bits, name="window_position")
-        prefix = [Const(0, period_bits)]
-        for y in range(Y):
-            prefix.append(prefix[-1] + self.windows[y])
+        prefix = [Const(0, period_bits)] + [self.window_ends[y] for y in range(Y)]
         period = Signal(period_bits, name="window_period")
         m.d.comb += period.eq(prefix[-1])
         with m.If(self.start):
@@ -131,7 +138,7 @@ class Selector(wiring.Component):
         promoted = Const(0, max((Y - 1).bit_length(), 1))
         for y in reversed(range(Y)):
             promoted = Mux(self._in_window(position, prefix[y], prefix[y + 1]), y, promoted)
-        m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(self.windows[0] != 0)]
+        m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(self.window_ends[0] != 0)]
 
     @staticmethod
     def _in_window(position, start, end):
