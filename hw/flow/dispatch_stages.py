@@ -43,6 +43,7 @@ from hw.dispatch.allocator import Allocator
 from hw.dispatch.matcher import Matcher
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.selector import Selector
+from hw.flow.dispatch_build import _source_digest
 from hw.flow.fpga_dispatch import CONFIGURATIONS, RESULTS, shape
 from hw.flow.fpga_report import DEFAULT_TIMEOUT, FAMILIES, run_flow, synth_script, tool_versions
 from hw.flow.fpga_wrapper import RegisterWrapper
@@ -50,7 +51,7 @@ from hw.maxblock import ExactMaxFreeBlock
 
 __all__ = ["PARTS", "build_part", "format_table", "main", "write_results"]
 
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 
 #: The parts, in table order, with what each one is.
 PARTS = {
@@ -78,39 +79,54 @@ def _params(configuration: str, *, aps: int | None = None, channels: int | None 
                                   id_bits=build.id_bits, weight_bits=build.weight_bits)
 
 
+#: The component each part is.
+BUILDERS = {"matcher": Matcher, "selector": Selector, "channel": Selector, "ap": Selector,
+            "selector_all": Selector, "ap_all": Selector, "allocator": Allocator,
+            "first_fit": ExactMaxFreeBlock}
+
+
+def _part_params(configuration: str, part: str):
+    """What ``part`` is built from: :class:`DispatcherParams` (one AP for ``channel``, one
+    channel for ``ap`` and ``ap_all``, every AP's scale for the ``_all`` parts), or the block
+    count of the largest resource for ``first_fit``."""
+    if part not in PARTS:
+        raise ValueError(f"Part must be one of {', '.join(PARTS)}, not {part!r}")
+    if part == "first_fit":
+        return max(_params(configuration).sizes.values())
+    return _params(configuration, aps=1 if part == "channel" else None,
+                   channels=1 if part in ("ap", "ap_all") else None,
+                   every=part in ("selector_all", "ap_all"))
+
+
 def build_part(configuration: str, part: str):
     """A new component for ``part`` (a key of :data:`PARTS`) of ``configuration``."""
-    if part == "matcher":
-        return Matcher(_params(configuration))
-    if part == "selector":
-        return Selector(_params(configuration))
-    if part == "channel":
-        return Selector(_params(configuration, aps=1))
-    if part == "ap":
-        return Selector(_params(configuration, channels=1))
-    if part == "selector_all":
-        return Selector(_params(configuration, every=True))
-    if part == "ap_all":
-        return Selector(_params(configuration, channels=1, every=True))
-    if part == "allocator":
-        return Allocator(_params(configuration))
-    if part == "first_fit":
-        return ExactMaxFreeBlock(max(_params(configuration).sizes.values()))
-    raise ValueError(f"Part must be one of {', '.join(PARTS)}, not {part!r}")
+    parameters = _part_params(configuration, part)          # checks the name
+    return BUILDERS[part](parameters)
+
+
+def _identity(configuration: str, part: str) -> dict:
+    """What decides the Verilog of ``part``: its parameters and the sources that build it. Not
+    the text, which Amaranth changes from one Python process to the next (a submodule's port
+    order follows string hashes), so a key over it never hits in a new run."""
+    own = [sys.modules[RegisterWrapper.__module__].__file__, __file__]
+    return {"part": part, "parameters": repr(_part_params(configuration, part)),
+            "sources": _source_digest(),
+            "flow": [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in own]}
 
 
 def measure(configuration: str, part: str, work: Path, cache: Path, timeout: float) -> dict:
-    """Synthesis and place-and-route of ``part`` in the register wrapper (cached)."""
+    """Synthesis and place-and-route of ``part`` in the register wrapper (cached by
+    :func:`_identity`, the flow, the tools and the time limit)."""
     family = FAMILIES["ecp5"]
-    text = verilog.convert(RegisterWrapper(build_part(configuration, part)), name="top",
-                           emit_src=False)
-    material = {"flow": FLOW_VERSION, "verilog": hashlib.sha256(text.encode()).hexdigest(),
+    material = {"version": FLOW_VERSION, "identity": _identity(configuration, part),
                 "script": synth_script(family), "tools": tool_versions(family),
                 "timeout": timeout}
     key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
     path = cache / f"stage_{key}.json"
     if path.exists():
         return json.loads(path.read_text())
+    text = verilog.convert(RegisterWrapper(build_part(configuration, part)), name="top",
+                           emit_src=False)
     directory = work / f"{configuration}_{part}"
     result = run_flow(part, 0, family.name, text, str(directory), timeout, key=key)
     stat = directory / "stat.json"
