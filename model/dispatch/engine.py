@@ -255,7 +255,6 @@ class _Decision:
     waves: tuple                       # per PEU, from the pointer the match saw
     chosen: int                        # the cycle of the choice
     plan: tuple | None = None          # the first fit, in the cycle after the choice
-    planned: bool = False
 
 
 @dataclass
@@ -1043,6 +1042,16 @@ class DispatchSimulator:
         chosen = channels[self.lfsr.pick(len(channels))]
         return chosen, [(c, False) for c in channels if c != chosen]
 
+    def _highest(self, matches: list[int], priorities: dict, cycle: int):
+        """Embodiment 1 with embodiment 2's ranks among the channels ``matches`` (two or
+        more) whose heads have ``priorities``: ``(channel, priority, a42 flag updates)``."""
+        ranks = {c: self._rank(priorities[c], cycle) for c in matches}
+        best = min(ranks.values())
+        tied = [c for c in matches if ranks[c] == best]
+        priority = priorities[tied[0]]
+        channel, flag_updates = self._tie_break(tied, priority)
+        return channel, priority, flag_updates
+
     def _select(self, cycle: int):
         """``(picked, matched)``: the target ``(channel, matching APs as a bit mask,
         selection-state updates)`` or ``None``, and whether any head matched, per the
@@ -1089,12 +1098,9 @@ class DispatchSimulator:
         if len(matches) == 1:
             channel, mask = next(iter(matches.items()))
             return (channel, mask, ()), True
-        ranks = {c: self._rank(channels[c][0].priority, cycle) for c in matches}
-        best = min(ranks.values())
-        tied = [c for c in matches if ranks[c] == best]
-        priority = channels[tied[0]][0].priority
         lfsr_state = self.lfsr.state
-        channel, flag_updates = self._tie_break(tied, priority)
+        channel, priority, flag_updates = self._highest(
+            list(matches), {c: channels[c][0].priority for c in matches}, cycle)
         return (channel, matches[channel], ((priority, flag_updates, lfsr_state),)), True
 
     def _channel_order(self) -> list[int]:
@@ -1380,11 +1386,8 @@ class DispatchSimulator:
             if len(matches) == 1:
                 chosen = matches[0]
             elif matches:
-                ranks = {c: self._rank(candidates[c][0].priority, cycle) for c in matches}
-                best = min(ranks.values())
-                tied = [c for c in matches if ranks[c] == best]
-                priority = candidates[tied[0]][0].priority
-                chosen, flag_updates = self._tie_break(tied, priority)
+                chosen, priority, flag_updates = self._highest(
+                    matches, {c: candidates[c][0].priority for c in matches}, cycle)
                 for flagged, value in flag_updates:
                     self.selected[flagged, priority] = value
         if chosen is None:
@@ -1406,10 +1409,9 @@ class DispatchSimulator:
         k = self.pipeline
         match = self._match_stage(cycle)
         flight = self._flight
-        for decision in flight:
-            if not decision.planned and decision.chosen + 1 == cycle:
-                decision.plan = self._plan(decision.wg, decision.ap, decision.waves)
-                decision.planned = True
+        if flight and flight[-1].chosen + 1 == cycle:       # the one chosen last cycle
+            decision = flight[-1]
+            decision.plan = self._plan(decision.wg, decision.ap, decision.waves)
         dispatched = aborted = False
         if flight and flight[0].chosen + k == cycle:
             decision = flight.popleft()
