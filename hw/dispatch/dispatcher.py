@@ -161,34 +161,25 @@ class Dispatcher(wiring.Component):
         with m.If(starting):
             m.d.sync += self.running.eq(1)
         value, index = config.payload.data, config.payload.index
+        # Each address writes one register, or the ``index``-th of an array of them.
+        registers = {ConfigAddress.SELECTION: selection, ConfigAddress.AP_CHOICE: ap_choice,
+                     ConfigAddress.ROTATE: rotate,
+                     ConfigAddress.RESOURCE_WEIGHT: resource_weight,
+                     ConfigAddress.INSTRUCTION_WEIGHT: instruction_weight,
+                     ConfigAddress.SPLIT_THRESHOLD: threshold,
+                     ConfigAddress.HISTORY_SHIFT: shift}
+        arrays = {ConfigAddress.WINDOW: windows, ConfigAddress.AP_WEIGHT: ap_weights,
+                  ConfigAddress.WAVE_POWER: wave_powers}
         with m.If(written):
             with m.Switch(config.payload.address):
-                with m.Case(ConfigAddress.SELECTION):
-                    m.d.sync += selection.eq(value)
-                with m.Case(ConfigAddress.AP_CHOICE):
-                    m.d.sync += ap_choice.eq(value)
-                with m.Case(ConfigAddress.ROTATE):
-                    m.d.sync += rotate.eq(value)
-                with m.Case(ConfigAddress.RESOURCE_WEIGHT):
-                    m.d.sync += resource_weight.eq(value)
-                with m.Case(ConfigAddress.INSTRUCTION_WEIGHT):
-                    m.d.sync += instruction_weight.eq(value)
-                with m.Case(ConfigAddress.SPLIT_THRESHOLD):
-                    m.d.sync += threshold.eq(value)
-                with m.Case(ConfigAddress.HISTORY_SHIFT):
-                    m.d.sync += shift.eq(value)
-                with m.Case(ConfigAddress.WINDOW):
-                    for y in range(Y):
-                        with m.If(index == y):
-                            m.d.sync += windows[y].eq(value)
-                with m.Case(ConfigAddress.AP_WEIGHT):
-                    for h in range(4):
-                        with m.If(index == h):
-                            m.d.sync += ap_weights[h].eq(value)
-                with m.Case(ConfigAddress.WAVE_POWER):
-                    for c in range(R):
-                        with m.If(index == c):
-                            m.d.sync += wave_powers[c].eq(value)
+                for address, register in registers.items():
+                    with m.Case(address):
+                        m.d.sync += register.eq(value)
+                for address, array in arrays.items():
+                    with m.Case(address):
+                        for position, register in enumerate(array):
+                            with m.If(index == position):
+                                m.d.sync += register.eq(value)
 
         # -- embodiment 8's pointers ----------------------------------------------------------
         pointers = [Signal(range(max(Q, 2)), name=f"rotation{ap}") for ap in range(P)]
