@@ -48,13 +48,16 @@ class Shape:
         return {"circuit": self.policy.circuit, "group_size": self.policy.group_size,
                 "circuit_latency": self.policy.circuit_latency,
                 "shared_width": self.policy.shared_width,
-                "combined_scale": self.policy.combined_scale}
+                "combined_scale": self.policy.combined_scale,
+                "decision_pipeline": self.policy.decision_pipeline,
+                "score_latency": self.policy.score_latency}
 
 
 def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64,
-           combined_scale="candidates", **gpu) -> Shape:
+           combined_scale="candidates", pipeline=0, score_latency=0, **gpu) -> Shape:
     fields = {"history": "ema", "history_cycles": history_cycles, "circuit": circuit,
               "circuit_latency": latency, "combined_scale": combined_scale,
+              "decision_pipeline": pipeline, "score_latency": score_latency,
               "windows": PRESETS["seed"].windows[:gpu.get("priorities", 4)]}
     if circuit == "grouped":
         fields["group_size"] = 4
@@ -77,6 +80,12 @@ SHAPES = {
                priorities=1, channels=2),
         _shape("shared3x2", "shared", 1, aps=3, peus=2, vgpr=12, sgpr=6, lds=6,
                wave_slots=3, priorities=3, channels=3),
+        # The pipelined decision: k = 3 with scores 4 cycles old (the 50 MHz build), and
+        # k = 2 on a stale view (stale aborts, flushes) with the scores in one clock.
+        _shape("pipelined4x2", aps=4, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4,
+               priorities=4, channels=3, combined_scale="all", pipeline=3, score_latency=4),
+        _shape("pipelined3x2", "grouped", 3, aps=3, peus=2, vgpr=16, sgpr=8, lds=8,
+               wave_slots=3, priorities=2, channels=3, combined_scale="all", pipeline=2),
     )
 }
 
@@ -85,7 +94,9 @@ def random_policy(shape: Shape, rng: random.Random) -> tuple[PolicyConfig, GpuCo
     """Every run-time knob drawn at random; the fields a selection rule does not read keep
     their defaults (or are off), as the model requires."""
     gpu = shape.gpu
-    selection = rng.choice(SELECTIONS)
+    # The pipelined decision is not defined for the MIAOW-like buffer.
+    selection = rng.choice([s for s in SELECTIONS
+                            if s != "miaow" or not shape.policy.decision_pipeline])
     ap_choice = rng.choice(AP_CHOICES)
     changes = {"name": f"{selection}/{ap_choice}", "selection": selection,
                "ap_choice": ap_choice, "rotate": rng.random() < 0.6, "history": "ema",

@@ -133,16 +133,33 @@ def test_the_scenario_field_is_checked(tmp_path):
     assert load_scenario(path).policies[0].decision_pipeline == 3
 
 
-def test_the_rtl_and_make_cosim_refuse_a_pipelined_policy():
+def test_the_rtl_builds_a_pipeline_with_every_ap_scale_only():
     from hw.dispatch.params import DispatcherParams
     from hw.flow.dispatch_cosim import unsupported
     from model.dispatch.config import load_scenario
     policy = with_policy(EMB1, decision_pipeline=2)
-    with pytest.raises(ValueError, match="one clock"):
-        DispatcherParams.build(GPU, policy, 2)
+    assert DispatcherParams.build(GPU, policy, 2).queue_depth == 5
+    with pytest.raises(ValueError, match="queue_depth must be at least 6"):
+        DispatcherParams.build(GPU, replace(policy, decision_pipeline=3), 2, queue_depth=5)
+    combined = with_policy(EMB1, ap_choice="combined", history="ema", decision_pipeline=2)
+    with pytest.raises(ValueError, match='combined_scale = "all"'):
+        DispatcherParams.build(GPU, combined, 2)
+    DispatcherParams.build(GPU, replace(combined, combined_scale="all"), 2)
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
-    assert "decision_pipeline = 2" in unsupported(scenario, policy)
-    assert unsupported(scenario, EMB1) is None
+    assert unsupported(scenario, policy) is None
+    assert 'combined_scale = "all"' in unsupported(scenario, combined)
+
+
+@pytest.mark.parametrize("selection", ["strict", "gpgpusim"])
+def test_the_channel_pointer_moves_once_a_wg_when_it_is_chosen(selection):
+    # WGs 0 and 1 are chosen in cycles 1 and 2 (the pointer back at channel 0), 2 and 3
+    # arrive in cycle 3 and are chosen from cycle 4, when WG 0 is dispatched: the pointer
+    # must not move again then. (It did, which the RTL co-simulation caught: 0, 1, 3, 2.)
+    work = [wg(0, 0), wg(1, 1), wg(2, 0, arrival=3), wg(3, 1, arrival=3)]
+    policy = with_policy(EMB1, selection=selection, windows=(), split_threshold=0,
+                         decision_pipeline=3)
+    _, _, events = run(GPU, policy, work)
+    assert [w for _, w, _ in dispatches(events)] == [0, 1, 2, 3]
 
 
 def test_the_other_combined_scale_is_a_build_choice_of_the_rtl():

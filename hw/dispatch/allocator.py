@@ -6,6 +6,9 @@ its ports: ``status``, ``request`` in, ``fit``, ``fit_start`` out). Only ``2Q + 
 the whole GPU: the search follows the choice of the AP in the same clock instead of running on
 every AP. When a need does not fit (possible only when the view was stale), ``fits`` is 0: the
 dispatcher aborts the dispatch.
+
+With a latency (the pipelined decision), each tree is pipelined as deep as it allows
+(:meth:`hw.maxblock.ExactMaxFreeBlock.max_latency`) and registers after it make up the rest.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -20,7 +23,11 @@ __all__ = ["Allocator"]
 
 
 class Allocator(wiring.Component):
-    """First fit of every need of one WG on one AP; combinational.
+    """First fit of every need of one WG on one AP.
+
+    Latency: ``latency`` clocks (0: combinational); the outputs of clock ``t + latency``
+    answer the inputs of clock ``t``. ``enable`` (with a latency) is the clock enable of
+    every register: while it is 0 they hold.
 
     Attributes
     ----------
@@ -36,9 +43,10 @@ class Allocator(wiring.Component):
         The lowest start of a free run long enough for each need (0 for a need of 0).
     """
 
-    def __init__(self, params: DispatcherParams, wrap=identity):
+    def __init__(self, params: DispatcherParams, wrap=identity, latency: int = 0):
         self._params = params
         self._wrap = wrap
+        self._latency = latency
         gpu, Q = params.gpu, params.peus
         super().__init__({
             "status": In(status_layout(params)),
@@ -50,21 +58,35 @@ class Allocator(wiring.Component):
             "vgpr_start": Out(data.ArrayLayout(range(max(gpu.vgpr, 2)), Q)),
             "sgpr_start": Out(data.ArrayLayout(range(max(gpu.sgpr, 2)), Q)),
             "lds_start": Out(range(max(gpu.lds, 2))),
+            "enable": In(1, init=1),
         })
+
+    def _delay(self, m: Module, value, clocks: int, name: str):
+        """``value`` of ``clocks`` enabled clocks before."""
+        for index in range(clocks):
+            register = Signal.like(value, name=f"{name}_d{index}")
+            with m.If(self.enable):
+                m.d.sync += register.eq(value)
+            value = register
+        return value
 
     def _first_fit(self, m: Module, name: str, words, need, start) -> Signal:
         n = len(words[0])
-        finder = self._wrap(ExactMaxFreeBlock(n), "allocator")
+        latency = min(self._latency, ExactMaxFreeBlock.max_latency(n))
+        finder = self._wrap(ExactMaxFreeBlock(n, latency=latency), "allocator")
         m.submodules[name] = finder
+        if latency:
+            m.d.comb += finder.enable.eq(self.enable)
+        extra = self._latency - latency
         word = Signal(n, name=f"{name}_status")
         m.d.comb += word.eq(Cat(*words).word_select(self.ap, n) if len(words) > 1
                             else words[0])
-        too_large = need > n
+        too_large = self._delay(m, need > n, self._latency, f"{name}_too_large")
         m.d.comb += [finder.status.eq(word),
                      finder.request.eq(need[:len(finder.request)]),
-                     start.eq(finder.fit_start)]
+                     start.eq(self._delay(m, finder.fit_start, extra, f"{name}_start"))]
         fits = Signal(name=f"{name}_fits")
-        m.d.comb += fits.eq(finder.fit & ~too_large)
+        m.d.comb += fits.eq(self._delay(m, finder.fit, extra, f"{name}_fit") & ~too_large)
         return fits
 
     def elaborate(self, platform):

@@ -7,7 +7,9 @@ the dispatch-out stream. Its cycle is the model's (:mod:`model.dispatch.engine`)
 per cycle: the co-simulation holds the two equal clock for clock.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,6 +21,7 @@ from hw.dispatch.params import (
     ConfigAddress,
     DispatcherParams,
 )
+from hw.dispatch.pipeline import PipelinedSelector, ScorePipeline
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import MULTI, Selector, window_end_bits
@@ -78,7 +81,7 @@ class Dispatcher(wiring.Component):
     ``t`` and on ``dispatch`` from clock ``t + 1``; one WG per clock sustained.
     """
 
-    def __init__(self, gpu, policy, channels, *, queue_depth: int = 4, id_bits: int = 16,
+    def __init__(self, gpu, policy, channels, *, queue_depth: int = 0, id_bits: int = 16,
                  weight_bits: int = 0, wrap=identity):
         self._params = DispatcherParams.build(gpu, policy, channels, queue_depth=queue_depth,
                                               id_bits=id_bits, weight_bits=weight_bits)
@@ -103,7 +106,7 @@ class Dispatcher(wiring.Component):
 
     # The parts a variant may replace (the benches' deliberately broken dispatchers do).
     def _selector(self, params: DispatcherParams) -> Selector:
-        return Selector(params)
+        return PipelinedSelector(params) if params.pipeline else Selector(params)
 
     def _table(self, params: DispatcherParams) -> ResourceTable:
         return ResourceTable(params)
@@ -116,9 +119,10 @@ class Dispatcher(wiring.Component):
 
         m.submodules.queues = queues = ChannelQueues(p)
         m.submodules.views = views = FreeBlockViews(p, self._wrap)
-        m.submodules.matcher = matcher = Matcher(p)
+        m.submodules.matcher = matcher = Matcher(p, 2 * R if p.pipeline else R)
         m.submodules.selector = selector = self._selector(p)
-        m.submodules.allocator = allocator = Allocator(p, self._wrap)
+        m.submodules.allocator = allocator = Allocator(p, self._wrap,
+                                                       max(p.pipeline - 1, 0))
         m.submodules.table = table = self._table(p)
 
         # -- configuration registers (reset values: the policy the dispatcher was built with) --
@@ -141,8 +145,10 @@ class Dispatcher(wiring.Component):
                        for c, w in enumerate(p.wave_powers)]
 
         # START waits until the view's pipelines hold the all-free status (and the shared
-        # unit's schedule is at its last period, so that cycle 0 is period 0).
-        prime = views.prime_clocks
+        # unit's schedule is at its last period, so that cycle 0 is period 0); with a
+        # pipelined decision, until the score pipeline holds the scores of the idle GPU with
+        # the registers as they will be in cycle 0 (what the model keeps before cycle 0).
+        prime = views.prime_clocks + (p.score_layers + 1 if p.pipeline else 0)
         age = Signal(range(prime + 2), name="age")
         with m.If(age < prime):
             m.d.sync += age.eq(age + 1)
@@ -154,8 +160,15 @@ class Dispatcher(wiring.Component):
             start_ok = start_ok & (phase == periods - 1)
         config = self.config
         is_start = config.payload.address == ConfigAddress.START
-        m.d.comb += config.ready.eq(~is_start | start_ok | self.running)
         written = config.valid & config.ready
+        if p.pipeline:
+            quiet = Signal(range(p.score_layers + 2), name="config_quiet")
+            with m.If(written & ~is_start):
+                m.d.sync += quiet.eq(0)
+            with m.Elif(quiet <= p.score_layers):
+                m.d.sync += quiet.eq(quiet + 1)
+            start_ok = start_ok & (quiet > p.score_layers)
+        m.d.comb += config.ready.eq(~is_start | start_ok | self.running)
         starting = Signal(name="starting")
         m.d.comb += starting.eq(written & is_start & ~self.running)
         with m.If(starting):
@@ -185,17 +198,11 @@ class Dispatcher(wiring.Component):
         pointers = [Signal(range(max(Q, 2)), name=f"rotation{ap}") for ap in range(P)]
         effective = [Mux(rotate, pointer, 0) for pointer in pointers]
 
-        # -- the cycle: view, match, select, allocate -----------------------------------------
+        # -- what both decisions share ----------------------------------------------------------
         m.d.comb += [
             views.status.eq(table.status),
-            matcher.heads.eq(queues.heads), matcher.view.eq(views.view),
-            matcher.slots.eq(table.slots),
-            selector.heads.eq(queues.heads), selector.fit.eq(matcher.fit),
-            selector.view.eq(views.view), selector.slots.eq(table.slots),
-            selector.history.eq(table.history),
+            matcher.view.eq(views.view), matcher.slots.eq(table.slots),
             selector.selection.eq(selection), selector.ap_choice.eq(ap_choice),
-            selector.resource_weight.eq(resource_weight),
-            selector.instruction_weight.eq(instruction_weight),
             selector.lfsr_load.eq(written & (config.payload.address == ConfigAddress.LFSR)),
             selector.lfsr_value.eq(value),
             selector.start.eq(starting), selector.running.eq(self.running),
@@ -205,6 +212,7 @@ class Dispatcher(wiring.Component):
             table.history_shift.eq(shift), table.running.eq(self.running),
             self.error.eq(table.error),
             queues.splitting.eq((threshold != 0) & (selection == MULTI)),
+            allocator.status.eq(table.status),
         ]
         for ap in range(P):
             m.d.comb += matcher.pointer[ap].eq(effective[ap])
@@ -219,77 +227,44 @@ class Dispatcher(wiring.Component):
                          init=sum(policy.windows[:y + 1]))
             m.d.sync += end.eq(total)
             m.d.comb += selector.window_ends[y].eq(end)
-        for h in range(4):
-            m.d.comb += selector.ap_weights[h].eq(ap_weights[h])
         for c in range(R):
             wiring.connect(m, wiring.flipped(self.wg_in[c]), queues.wg_in[c])
 
         stall = self.dispatch.valid & ~self.dispatch.ready
         evaluate = Signal(name="evaluate")
         m.d.comb += evaluate.eq(self.running & ~stall)
-        channel, ap = selector.channel, selector.ap
-        head = Signal(p.head_layout, name="target")
-        m.d.comb += head.eq(Cat(*(queues.heads[c].as_value() for c in range(R)))
-                            .word_select(channel, p.head_layout.size))
-        pointer = Signal(range(max(Q, 2)), name="target_rotation")
-        m.d.comb += pointer.eq(Cat(*effective).word_select(ap, len(pointer)) if P > 1
-                               else effective[0])
-        waves = Signal(data.ArrayLayout(range(gpu.wave_slots + 1), Q), name="target_waves")
-        for q in range(Q):
-            extra = extra_wave(q, pointer, head.rem, Q)
-            m.d.comb += [
-                waves[q].eq(head.quot + extra),
-                allocator.need_vgpr[q].eq(Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)),
-                allocator.need_sgpr[q].eq(Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)),
-            ]
-        m.d.comb += [allocator.status.eq(table.status), allocator.ap.eq(ap),
-                     allocator.need_lds.eq(head.lds)]
-
-        commit = Signal(name="commit")
-        abort = Signal(name="stale")
-        m.d.comb += [commit.eq(evaluate & selector.picked & allocator.fits & table.tag_valid),
-                     abort.eq(evaluate & selector.picked & ~allocator.fits),
-                     selector.evaluate.eq(evaluate), selector.commit.eq(commit)]
+        scores = {"view": views.view, "slots": table.slots, "history": table.history,
+                  "resource_weight": resource_weight, "instruction_weight": instruction_weight,
+                  "ap_weights": Cat(*ap_weights), "ap_choice": ap_choice}
+        parts = SimpleNamespace(queues=queues, matcher=matcher, selector=selector,
+                                allocator=allocator, table=table, scores=scores,
+                                threshold=threshold, selection=selection)
+        if p.pipeline:
+            decided = self._pipelined(m, parts, evaluate, effective)
+        else:
+            decided = self._one_clock(m, parts, evaluate, effective)
+        commit, abort, channel, ap, head, waves, starts, split_now = decided
 
         # The record of the allocation (what a release gives back).
         power = Signal(p.widths["ap_power"], name="target_power")
         m.d.comb += power.eq(Cat(*wave_powers).word_select(channel, len(wave_powers[0]))
                              * head.waves)
         record = table.record
+        vgpr_start, sgpr_start, lds_start, need_vgpr, need_sgpr = starts
         m.d.comb += [table.allocate.eq(commit), record.wg.eq(head.wg), record.ap.eq(ap),
                      record.waves.eq(waves), record.power.eq(power),
-                     record.lds_start.eq(allocator.lds_start), record.lds_length.eq(head.lds)]
+                     record.lds_start.eq(lds_start), record.lds_length.eq(head.lds)]
         for q in range(Q):
-            m.d.comb += [record.vgpr_start[q].eq(allocator.vgpr_start[q]),
-                         record.vgpr_length[q].eq(allocator.need_vgpr[q]),
-                         record.sgpr_start[q].eq(allocator.sgpr_start[q]),
-                         record.sgpr_length[q].eq(allocator.need_sgpr[q])]
+            m.d.comb += [record.vgpr_start[q].eq(vgpr_start[q]),
+                         record.vgpr_length[q].eq(need_vgpr[q]),
+                         record.sgpr_start[q].eq(sgpr_start[q]),
+                         record.sgpr_length[q].eq(need_sgpr[q])]
         m.d.comb += queues.take.eq(Mux(commit, 1 << channel, 0))
         with m.If(commit & rotate):
-            for index in range(P):
-                with m.If(ap == index):
-                    total = pointers[index] + head.rem
-                    m.d.sync += pointers[index].eq(Mux(total >= Q, total - Q, total))
-
-        # -- embodiment 3: the all-fail counter and the split --------------------------------
-        g = Signal(THRESHOLD_BITS + 1, name="all_fail_count")
-        split_now = Signal(R, name="split_now")
-        waiting = Cat(*(queues.heads[c].valid for c in range(R))).any()
-        splittable = Cat(*(queues.heads[c].valid & queues.heads[c].splittable
-                           for c in range(R)))
-        splitting = (threshold != 0) & (selection == MULTI)
-        with m.If(evaluate & splitting):
-            with m.If(waiting & ~selector.matched):
-                with m.If(g + 1 > threshold):
-                    m.d.comb += split_now.eq(splittable)
-                    m.d.sync += g.eq(0)
-                with m.Else():
-                    m.d.sync += g.eq(g + 1)
-            with m.Else():
-                m.d.sync += g.eq(0)
-        with m.Elif(~splitting):
-            m.d.sync += g.eq(0)
-        m.d.comb += queues.split.eq(split_now)
+            for position in range(P):
+                with m.If(ap == position):
+                    turned = pointers[position] + head.rem
+                    m.d.sync += pointers[position].eq(Mux(turned >= Q, turned - Q, turned))
 
         # -- outputs ----------------------------------------------------------------------------
         out = self.dispatch
@@ -300,9 +275,9 @@ class Dispatcher(wiring.Component):
                 out.payload.channel.eq(channel), out.payload.split.eq(head.split),
                 out.payload.part.eq(head.part), out.payload.ap.eq(ap),
                 out.payload.waves.eq(waves),
-                out.payload.vgpr_start.eq(allocator.vgpr_start),
-                out.payload.sgpr_start.eq(allocator.sgpr_start),
-                out.payload.lds_start.eq(allocator.lds_start),
+                out.payload.vgpr_start.eq(vgpr_start),
+                out.payload.sgpr_start.eq(sgpr_start),
+                out.payload.lds_start.eq(lds_start),
             ]
         with m.Elif(out.ready):
             m.d.sync += out.valid.eq(0)
@@ -310,3 +285,200 @@ class Dispatcher(wiring.Component):
                      self.split.eq(split_now)]
         m.d.comb += self.reject.eq(queues.reject)
         return m
+
+    def _waves(self, m: Module, head, pointer, name: str):
+        """Embodiment 8: waves and VGPR/SGPR blocks per PEU of ``head`` on an AP whose
+        pointer is ``pointer``."""
+        p = self._params
+        Q = p.peus
+        waves = Signal(data.ArrayLayout(range(p.gpu.wave_slots + 1), Q), name=f"{name}_waves")
+        need_vgpr = Signal(data.ArrayLayout(range(p.gpu.vgpr + 2), Q), name=f"{name}_vgpr")
+        need_sgpr = Signal(data.ArrayLayout(range(p.gpu.sgpr + 2), Q), name=f"{name}_sgpr")
+        for q in range(Q):
+            extra = extra_wave(q, pointer, head.rem, Q)
+            m.d.comb += [
+                waves[q].eq(head.quot + extra),
+                need_vgpr[q].eq(Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)),
+                need_sgpr[q].eq(Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)),
+            ]
+        return waves, need_vgpr, need_sgpr
+
+    def _all_fail(self, m: Module, parts, active, waiting, matched, splittable):
+        """Embodiment 3 in a clock whose decision counts (``active``): the all-fail counter
+        and the channels split (``splittable`` of them) when it passes the threshold."""
+        p = self._params
+        R = p.channels
+        threshold, selection = parts.threshold, parts.selection
+        g = Signal(THRESHOLD_BITS + 1, name="all_fail_count")
+        split_now = Signal(R, name="split_now")
+        splitting = (threshold != 0) & (selection == MULTI)
+        with m.If(active & splitting):
+            with m.If(waiting & ~matched):
+                with m.If(g + 1 > threshold):
+                    m.d.comb += split_now.eq(splittable)
+                    m.d.sync += g.eq(0)
+                with m.Else():
+                    m.d.sync += g.eq(g + 1)
+            with m.Else():
+                m.d.sync += g.eq(0)
+        with m.Elif(~splitting):
+            m.d.sync += g.eq(0)
+        return split_now
+
+    def _one_clock(self, m: Module, parts, evaluate, effective):
+        """The seed's decision: match, selection, AP choice and first fit in one clock."""
+        p = self._params
+        R, P, Q = p.channels, p.aps, p.peus
+        queues, matcher, selector = parts.queues, parts.matcher, parts.selector
+        allocator, table = parts.allocator, parts.table
+        m.d.comb += [matcher.heads.eq(queues.heads), selector.heads.eq(queues.heads),
+                     selector.fit.eq(matcher.fit)]
+        for name, port in parts.scores.items():
+            if name != "ap_choice":
+                m.d.comb += getattr(selector, name).eq(port)
+        channel, ap = selector.channel, selector.ap
+        head = Signal(p.head_layout, name="target")
+        m.d.comb += head.eq(Cat(*(queues.heads[c].as_value() for c in range(R)))
+                            .word_select(channel, p.head_layout.size))
+        pointer = Signal(range(max(Q, 2)), name="target_rotation")
+        m.d.comb += pointer.eq(Cat(*effective).word_select(ap, len(pointer)) if P > 1
+                               else effective[0])
+        waves, need_vgpr, need_sgpr = self._waves(m, head, pointer, "target")
+        m.d.comb += [allocator.ap.eq(ap), allocator.need_lds.eq(head.lds),
+                     allocator.need_vgpr.eq(need_vgpr), allocator.need_sgpr.eq(need_sgpr)]
+
+        commit = Signal(name="commit")
+        abort = Signal(name="stale")
+        m.d.comb += [commit.eq(evaluate & selector.picked & allocator.fits & table.tag_valid),
+                     abort.eq(evaluate & selector.picked & ~allocator.fits),
+                     selector.evaluate.eq(evaluate), selector.commit.eq(commit)]
+        waiting = Cat(*(queues.heads[c].valid for c in range(R))).any()
+        split_now = self._all_fail(m, parts, evaluate, waiting, selector.matched, queues.splittable)
+        m.d.comb += queues.split.eq(split_now)
+        starts = (allocator.vgpr_start, allocator.sgpr_start, allocator.lds_start,
+                  need_vgpr, need_sgpr)
+        return commit, abort, channel, ap, head, waves, starts, split_now
+
+    def _pipelined(self, m: Module, parts, evaluate, effective):
+        """The pipelined decision (``decision_pipeline = k``, docs/dispatch.md), the model's
+        cycle clock for clock: in clock ``t`` the match (registered), the choice from the
+        match of ``t - 1`` (into flight stage 1), the first fit of the WG in stage 1 (the
+        allocator's trees, ``k - 1`` clocks) and the dispatch or stale abort of the WG in
+        stage ``k``. Flight stage ``j`` holds the WG chosen ``j`` clocks before. While the
+        output is held (``evaluate`` low) every stage holds."""
+        p = self._params
+        R, P, Q, k = p.channels, p.aps, p.peus, p.pipeline
+        queues, matcher, selector = parts.queues, parts.matcher, parts.selector
+        allocator, table = parts.allocator, parts.table
+        m.submodules.scores = scores = ScorePipeline(p)
+        for name, port in parts.scores.items():
+            m.d.comb += getattr(scores, name).eq(port)
+        m.d.comb += selector.beats.eq(scores.beats)
+
+        flight_layout = data.StructLayout({
+            "valid": 1, "channel": range(max(R, 2)), "ap": range(max(P, 2)),
+            "head": p.head_layout,
+            "waves": data.ArrayLayout(range(p.gpu.wave_slots + 1), Q),
+            "need_vgpr": data.ArrayLayout(range(p.gpu.vgpr + 2), Q),
+            "need_sgpr": data.ArrayLayout(range(p.gpu.sgpr + 2), Q)})
+        flight = [None] + [Signal(flight_layout, name=f"flight{j}") for j in range(1, k + 1)]
+        last = flight[1]                    # chosen in the previous clock
+        leaving = flight[k]                 # dispatched (or aborted) in this clock
+
+        # -- match: each channel's two WGs behind those in flight, APs in flight left out ----
+        busy = Signal(P, name="busy_aps")
+        m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
+                                 for j in range(1, k + 1)]))
+        for c in range(R):
+            count = sum((flight[j].valid & (flight[j].channel == c)) for j in range(1, k + 1))
+            m.d.comb += queues.in_flight[c].eq(count)
+            for r in range(2):
+                m.d.comb += matcher.heads[2 * c + r].eq(queues.rows[c][r])
+        match_layout = data.StructLayout({"head": p.head_layout, "fit": P})
+        match = [[Signal(match_layout, name=f"match_c{c}_r{r}") for r in range(2)]
+                 for c in range(R)]
+        matched_once = Signal(name="match_valid")
+        with m.If(evaluate):
+            m.d.sync += matched_once.eq(1)
+            for c in range(R):
+                for r in range(2):
+                    m.d.sync += [match[c][r].head.eq(queues.rows[c][r]),
+                                 match[c][r].fit.eq(matcher.fit[2 * c + r] & ~busy)]
+
+        # -- dispatch of the WG in the last stage ---------------------------------------------
+        ok = Signal(name="plan_fits")
+        m.d.comb += ok.eq(allocator.fits & table.tag_valid)
+        commit = Signal(name="commit")
+        abort = Signal(name="stale")
+        m.d.comb += [commit.eq(evaluate & leaving.valid & ok),
+                     abort.eq(evaluate & leaving.valid & ~ok)]
+        squash = Signal(name="squash")      # the clock after a stale abort chooses nothing
+        with m.If(evaluate):
+            m.d.sync += squash.eq(abort)
+
+        # -- choice from the registered match -------------------------------------------------
+        split_last = Signal(R, name="split_last")
+        free = Signal(P, name="free_aps")
+        m.d.comb += free.eq(Mux(last.valid, ~(Const(1, P) << last.ap), (1 << P) - 1))
+        rows = []
+        for c in range(R):
+            row = Signal(match_layout, name=f"candidate_c{c}")
+            again = last.valid & (last.channel == c)
+            m.d.comb += row.eq(Mux(again, match[c][1], match[c][0]))
+            candidate = row.head.valid & ~split_last[c]
+            m.d.comb += [selector.heads[c].eq(row.head), selector.heads[c].valid.eq(candidate),
+                         selector.fit[c].eq(Mux(candidate, row.fit & free, 0))]
+            rows.append(row)
+        choose = Signal(name="choose")
+        m.d.comb += choose.eq(evaluate & matched_once & ~squash & ~abort)
+        chosen = Signal(name="chosen")
+        m.d.comb += [chosen.eq(choose & selector.picked), selector.commit.eq(chosen),
+                     selector.evaluate.eq(evaluate)]
+        channel = selector.channel
+        chosen_head = Signal(p.head_layout, name="chosen_head")
+        m.d.comb += chosen_head.eq(Cat(*(row.head.as_value() for row in rows))
+                                   .word_select(channel, p.head_layout.size) if R > 1
+                                   else rows[0].head)
+
+        # -- first fit of the WG in stage 1 ---------------------------------------------------
+        pointer = Signal(range(max(Q, 2)), name="plan_rotation")
+        m.d.comb += pointer.eq(Cat(*effective).word_select(last.ap, len(pointer)) if P > 1
+                               else effective[0])
+        waves, need_vgpr, need_sgpr = self._waves(m, last.head, pointer, "plan")
+        m.d.comb += [allocator.ap.eq(last.ap), allocator.need_lds.eq(last.head.lds),
+                     allocator.need_vgpr.eq(need_vgpr), allocator.need_sgpr.eq(need_sgpr),
+                     allocator.enable.eq(evaluate)]
+
+        # -- the stages move on ---------------------------------------------------------------
+        with m.If(evaluate):
+            m.d.sync += [flight[1].valid.eq(chosen), flight[1].channel.eq(channel),
+                         flight[1].ap.eq(selector.ap), flight[1].head.eq(chosen_head)]
+            for j in range(1, k):
+                m.d.sync += [flight[j + 1].eq(flight[j]),
+                             flight[j + 1].valid.eq(flight[j].valid & ~abort)]
+            m.d.sync += [flight[2].waves.eq(waves), flight[2].need_vgpr.eq(need_vgpr),
+                         flight[2].need_sgpr.eq(need_sgpr)]
+
+        # -- embodiment 3: counts in a clock that chooses; splits a channel with nothing in
+        # flight after this clock (no choice was made, so only stages 1 .. k - 1 stay) ------
+        waiting = Cat(*(selector.heads[c].valid for c in range(R))).any()
+        staying = Cat(*(_or([flight[j].valid & (flight[j].channel == c)
+                             for j in range(1, k)]) for c in range(R)))
+        split_now = self._all_fail(m, parts, choose, waiting, selector.picked,
+                                   queues.splittable & ~staying)
+        with m.If(evaluate):
+            m.d.sync += split_last.eq(split_now)
+        m.d.comb += queues.split.eq(split_now)
+
+        starts = (allocator.vgpr_start, allocator.sgpr_start, allocator.lds_start,
+                  leaving.need_vgpr, leaving.need_sgpr)
+        return (commit, abort, leaving.channel, leaving.ap, leaving.head, leaving.waves,
+                starts, split_now)
+
+
+def _or(values):
+    """The OR of ``values`` (0 for none)."""
+    result = Const(0, 1)
+    for value in values:
+        result = result | value
+    return result

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-__all__ = ["arg_best", "at_or_after", "block_mask", "first_set", "nth_set", "popcount",
-           "saturate"]
+__all__ = ["arg_best", "at_or_after", "block_mask", "ceil_div_limited", "first_set", "nth_set",
+           "popcount", "saturate"]
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
@@ -60,6 +60,17 @@ def saturate(value: Value, limit: int) -> Value:
     """``min(value, limit)``, ``bits(limit)`` wide."""
     width = max(limit.bit_length(), 1)
     return Mux(value > limit, Const(limit, width), value[:width])
+
+
+def ceil_div_limited(dividend: Value, divisor: Value, limit: int) -> Value:
+    """``min(ceil(dividend / divisor), limit)`` for ``divisor >= 1``, without a divider: bit
+    ``j`` of a thermometer code is ``j x divisor < dividend`` (``limit`` comparisons with
+    constant multiples of the divisor, side by side), and the quotient is its first clear bit.
+    A few adder and comparator delays deep where a divider is one subtraction per quotient
+    bit in series."""
+    below = Cat(*((divisor * j) < dividend for j in range(limit)))
+    any_clear, first_clear = first_set(~below)
+    return Mux(any_clear, first_clear, limit)
 
 
 def block_mask(start: Value, length: Value, n: int) -> Value:

@@ -34,33 +34,40 @@ def slots_layout(params: DispatcherParams) -> data.ArrayLayout:
 class Matcher(wiring.Component):
     """Which APs each channel's head fits, as the view sees them.
 
+    Parameters
+    ----------
+    params : DispatcherParams
+    rows : int
+        Heads matched (default: one per channel; the pipelined decision matches two).
+
     Attributes
     ----------
-    heads : In(ArrayLayout(params.head_layout, channels))
+    heads : In(ArrayLayout(params.head_layout, rows))
     view : In(view_layout(params))
     slots : In(slots_layout(params))
         Free wave slots (counted, no latency).
     pointer : In(ArrayLayout(range(max(peus, 2)), aps))
         Each AP's rotating pointer (0 when rotation is off).
-    fit : Out(ArrayLayout(aps, channels))
-        Bit ``ap`` of ``fit[c]``: channel ``c``'s head is valid and fits AP ``ap``.
+    fit : Out(ArrayLayout(aps, rows))
+        Bit ``ap`` of ``fit[c]``: head ``c`` is valid and fits AP ``ap``.
     """
 
-    def __init__(self, params: DispatcherParams):
+    def __init__(self, params: DispatcherParams, rows: int = 0):
         self._params = params
+        self._rows = rows or params.channels
         super().__init__({
-            "heads": In(data.ArrayLayout(params.head_layout, params.channels)),
+            "heads": In(data.ArrayLayout(params.head_layout, self._rows)),
             "view": In(view_layout(params)),
             "slots": In(slots_layout(params)),
             "pointer": In(data.ArrayLayout(range(max(params.peus, 2)), params.aps)),
-            "fit": Out(data.ArrayLayout(params.aps, params.channels)),
+            "fit": Out(data.ArrayLayout(params.aps, self._rows)),
         })
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         Q = p.peus
-        for c in range(p.channels):
+        for c in range(self._rows):
             head = self.heads[c]
             fits = []
             for ap in range(p.aps):

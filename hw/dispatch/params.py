@@ -98,7 +98,10 @@ class DispatcherParams:
         give the reset values of the per-channel wave power.
     queue_depth : int
         Entries of each channel's FIFO (at least 2, so that a channel dispatching every clock
-        never runs dry while its source keeps up).
+        never runs dry while its source keeps up; with a pipelined decision at least
+        ``decision_pipeline + 3``, since the match reads up to ``decision_pipeline + 2``
+        entries). 0: the least that keeps every channel sustaining one WG a clock (4, or
+        ``decision_pipeline + 3``).
     id_bits : int
         Width of a WG id.
     weight_bits : int
@@ -109,10 +112,15 @@ class DispatcherParams:
     gpu: GpuConfig
     policy: PolicyConfig
     channels: int
-    queue_depth: int = 4
+    queue_depth: int = 0
     id_bits: int = 16
     weight_bits: int = 0
     wave_powers: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if self.queue_depth == 0:
+            pipeline = self.policy.decision_pipeline
+            object.__setattr__(self, "queue_depth", max(4, pipeline + 3) if pipeline else 4)
 
     @classmethod
     def build(cls, gpu: GpuConfig, policy: PolicyConfig, channels, **options
@@ -153,11 +161,17 @@ class DispatcherParams:
             raise ValueError(
                 f'The RTL dispatcher places waves by embodiment 8 (wave_placement = "split"), '
                 f'not {policy.wave_placement!r}')
-        if policy.decision_pipeline:
-            raise ValueError(
-                f"The RTL dispatcher decides in one clock (decision_pipeline = 0), not in a "
-                f"pipeline of {policy.decision_pipeline} (a model definition for now, "
-                f"docs/dispatch_rtl.md)")
+        if self.pipeline:
+            if policy.ap_choice == "combined" and policy.combined_scale != "all":
+                raise ValueError(
+                    'A pipelined decision (decision_pipeline > 0) computes every AP\'s scores '
+                    'ahead of the choice, which needs combined_scale = "all" (the maxima over '
+                    'every AP), not "candidates"')
+            if self.queue_depth < self.pipeline + 3:
+                raise ValueError(
+                    f"A pipelined decision of {self.pipeline} reads up to "
+                    f"{self.pipeline + 2} entries of each channel's FIFO: queue_depth must be "
+                    f"at least {self.pipeline + 3}, not {self.queue_depth}")
         if policy.ap_choice in ("instruction", "combined") and policy.history != "ema":
             raise ValueError(
                 'The RTL dispatcher keeps embodiment 10\'s history as the exponential average '
@@ -213,6 +227,24 @@ class DispatcherParams:
     @property
     def history_shift_max(self) -> int:
         return self.policy.history_cycles.bit_length() - 1
+
+    @property
+    def pipeline(self) -> int:
+        """Clocks from the choice of a WG to its dispatch (``decision_pipeline``; 0: the
+        one-clock decision)."""
+        return self.policy.decision_pipeline
+
+    @property
+    def combined_all(self) -> bool:
+        """The combined score is scaled by every AP's maxima (``combined_scale = "all"``,
+        which a pipelined decision always builds), not the candidates'."""
+        return self.policy.combined_scale == "all" or self.pipeline > 0
+
+    @property
+    def score_layers(self) -> int:
+        """Register layers of the pipelined decision's score pipeline: its scores are those
+        of ``score_latency`` cycles before the match, registered once more with it."""
+        return self.policy.score_latency + 1
 
     @property
     def shared(self) -> bool:
@@ -390,12 +422,18 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
     if policy.wave_placement != "split":
         raise ValueError(f'policy.wave_placement is {policy.wave_placement!r} but the '
                          f'dispatcher places waves by embodiment 8 ("split")')
-    for name in ("circuit", "group_size", "circuit_latency", "shared_width"):
+    for name in ("circuit", "group_size", "circuit_latency", "shared_width",
+                 "decision_pipeline", "score_latency"):
         if getattr(policy, name) != getattr(built, name) and not (
                 name == "group_size" and policy.circuit != "grouped") and not (
-                name == "shared_width" and policy.circuit != "shared"):
+                name == "shared_width" and policy.circuit != "shared") and not (
+                name == "score_latency" and "score_latency" in ignored_fields(policy)):
             raise ValueError(f"policy.{name} is {getattr(policy, name)!r} but the dispatcher "
                              f"was built with {getattr(built, name)!r}")
+    scale = "all" if params.combined_all else "candidates"
+    if policy.ap_choice == "combined" and policy.combined_scale != scale:
+        raise ValueError(f"policy.combined_scale is {policy.combined_scale!r} but the "
+                         f"dispatcher was built with {scale!r}")
     history_cycles = (built.history_cycles if "history_cycles" in ignored_fields(policy)
                       else policy.history_cycles)
     if history_cycles > built.history_cycles:

@@ -6,13 +6,18 @@ fit is refused (``reject`` rises in clock ``t + 1``) and dropped; otherwise what
 is precomputed (waves per PEU, VGPR/SGPR blocks of a PEU with ``quot`` or ``quot + 1``
 waves, the LDS of a one-wave part) and it enters the channel's FIFO, where it is the head from
 clock ``t + 1`` if the FIFO was empty.
+
+With a pipelined decision (``decision_pipeline = k``) the match reads two WGs of each channel
+at positions behind those already chosen, so the FIFO is a memory read at any position
+(``rows``), a split head's parts counting as positions of their own.
 """
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import saturate
+from hw.dispatch.logic import ceil_div_limited, saturate
 from hw.dispatch.params import DispatcherParams
 
 __all__ = ["ChannelQueues"]
@@ -36,8 +41,16 @@ class ChannelQueues(wiring.Component):
         Bit ``c``: split the head of channel ``c`` into one-wave parts from the next clock.
     heads : Out(ArrayLayout(params.head_layout, channels))
         Each channel's head as the matcher sees it; ``valid`` is 0 for an empty channel.
+    splittable : Out(channels)
+        Bit ``c``: ``split`` would split channel ``c``'s head, the one after this clock's
+        ``take`` (valid, independent, two waves or more, not already split).
     reject : Out(channels)
         Bit ``c``: the WG accepted on channel ``c`` in the previous clock was refused.
+    in_flight : In(ArrayLayout(range(k + 1), channels))
+        Pipelined decision only: WGs (or parts) of each channel chosen and not dispatched.
+    rows : Out(ArrayLayout(ArrayLayout(params.head_layout, 2), channels))
+        Pipelined decision only: each channel's WGs at positions ``in_flight`` and
+        ``in_flight + 1`` from the head (``valid`` 0 beyond the last).
     """
 
     def __init__(self, params: DispatcherParams):
@@ -49,7 +62,11 @@ class ChannelQueues(wiring.Component):
             "take": In(R),
             "split": In(R),
             "heads": Out(data.ArrayLayout(params.head_layout, R)),
+            "splittable": Out(R),
             "reject": Out(R),
+            **({"in_flight": In(data.ArrayLayout(range(params.pipeline + 1), R)),
+                "rows": Out(data.ArrayLayout(data.ArrayLayout(params.head_layout, 2), R))}
+               if params.pipeline else {}),
         })
 
     def _admit(self, m: Module, c: int, wg) -> tuple:
@@ -74,8 +91,8 @@ class ChannelQueues(wiring.Component):
         m.d.comb += admitted.eq(whole | parts)
 
         part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
-        m.d.comb += part_lds.eq(saturate((wg.lds + waves - 1) // Mux(waves == 0, 1, waves),
-                                         gpu.lds + 1))
+        m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(waves == 0, 1, waves),
+                                                 gpu.lds + 1))
         entry = Signal(p.queue_layout, name=f"c{c}_entry")
         m.d.comb += [
             entry.wg.eq(wg.wg),
@@ -95,59 +112,144 @@ class ChannelQueues(wiring.Component):
         ]
         return admitted, entry
 
-    def elaborate(self, platform):
-        m = Module()
+    def _present(self, m: Module, head, stored, valid, part, index) -> None:
+        """Drive ``head`` (head layout) with the FIFO entry ``stored``, as its one-wave part
+        ``index`` when ``part`` (embodiment 3: the lowest priority, ceil(lds / waves) LDS
+        blocks)."""
         p = self._params
         gpu, Q = p.gpu, p.peus
         lowest = gpu.priorities - 1
+        one_quot, one_rem = divmod(1, Q)
+        m.d.comb += [
+            head.valid.eq(valid),
+            head.wg.eq(stored.wg),
+            head.split.eq(part),
+            head.part.eq(Mux(part, index, 0)),
+            head.priority.eq(Mux(part, lowest, stored.priority)),
+            head.waves.eq(Mux(part, 1, stored.waves)),
+            head.quot.eq(Mux(part, one_quot, stored.quot)),
+            head.rem.eq(Mux(part, one_rem, stored.rem)),
+            head.need_vgpr_lo.eq(Mux(part, stored.vgpr if one_quot else 0,
+                                     stored.need_vgpr_lo)),
+            head.need_vgpr_hi.eq(Mux(part, saturate((one_quot + 1) * stored.vgpr,
+                                                  gpu.vgpr + 1),
+                                     stored.need_vgpr_hi)),
+            head.need_sgpr_lo.eq(Mux(part, stored.sgpr if one_quot else 0,
+                                     stored.need_sgpr_lo)),
+            head.need_sgpr_hi.eq(Mux(part, saturate((one_quot + 1) * stored.sgpr,
+                                                  gpu.sgpr + 1),
+                                     stored.need_sgpr_hi)),
+            head.lds.eq(Mux(part, stored.part_lds, stored.lds)),
+            head.splittable.eq(~part & stored.splittable),
+        ]
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
         for c in range(p.channels):
-            queue = fifo.SyncFIFO(width=p.queue_layout.size, depth=p.queue_depth)
-            m.submodules[f"fifo{c}"] = queue
             source = self.wg_in[c]
             admitted, entry = self._admit(m, c, source.payload)
-            accepted = source.valid & queue.w_rdy
-            m.d.comb += [source.ready.eq(queue.w_rdy),
-                         queue.w_data.eq(entry.as_value()),
-                         queue.w_en.eq(accepted & admitted)]
+            if p.pipeline:
+                accepted = self._positional(m, c, source, admitted, entry)
+            else:
+                accepted = self._fifo(m, c, source, admitted, entry)
             m.d.sync += self.reject[c].eq(accepted & ~admitted)
-
-            # Embodiment 3: while a head is split, it is presented as its next one-wave part
-            # (the lowest priority, ceil(lds / waves) LDS blocks); the last part pops it.
-            active = Signal(name=f"c{c}_split_active")
-            left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
-            stored = data.View(p.queue_layout, queue.r_data)
-            head = self.heads[c]
-            one_quot, one_rem = divmod(1, Q)
-            m.d.comb += [
-                head.valid.eq(queue.r_rdy),
-                head.wg.eq(stored.wg),
-                head.split.eq(active),
-                head.part.eq(Mux(active, stored.waves - left, 0)),
-                head.priority.eq(Mux(active, lowest, stored.priority)),
-                head.waves.eq(Mux(active, 1, stored.waves)),
-                head.quot.eq(Mux(active, one_quot, stored.quot)),
-                head.rem.eq(Mux(active, one_rem, stored.rem)),
-                head.need_vgpr_lo.eq(Mux(active, stored.vgpr if one_quot else 0,
-                                         stored.need_vgpr_lo)),
-                head.need_vgpr_hi.eq(Mux(active, saturate((one_quot + 1) * stored.vgpr,
-                                                          gpu.vgpr + 1),
-                                         stored.need_vgpr_hi)),
-                head.need_sgpr_lo.eq(Mux(active, stored.sgpr if one_quot else 0,
-                                         stored.need_sgpr_lo)),
-                head.need_sgpr_hi.eq(Mux(active, saturate((one_quot + 1) * stored.sgpr,
-                                                          gpu.sgpr + 1),
-                                         stored.need_sgpr_hi)),
-                head.lds.eq(Mux(active, stored.part_lds, stored.lds)),
-                head.splittable.eq(~active & stored.splittable),
-            ]
-            take = self.take[c] & queue.r_rdy
-            last = ~active | (left == 1)
-            m.d.comb += queue.r_en.eq(take & last)
-            with m.If(take):
-                with m.If(last):
-                    m.d.sync += active.eq(0)
-                with m.Else():
-                    m.d.sync += left.eq(left - 1)
-            with m.Elif(self.split[c] & queue.r_rdy & ~active & stored.splittable):
-                m.d.sync += [active.eq(1), left.eq(stored.waves)]
         return m
+
+    def _fifo(self, m: Module, c: int, source, admitted, entry):
+        """The one-clock decision's channel: a FIFO whose head is read."""
+        p = self._params
+        queue = fifo.SyncFIFO(width=p.queue_layout.size, depth=p.queue_depth)
+        m.submodules[f"fifo{c}"] = queue
+        accepted = source.valid & queue.w_rdy
+        m.d.comb += [source.ready.eq(queue.w_rdy),
+                     queue.w_data.eq(entry.as_value()),
+                     queue.w_en.eq(accepted & admitted)]
+
+        # Embodiment 3: while a head is split, it is presented as its next one-wave part;
+        # the last part pops it.
+        active = Signal(name=f"c{c}_split_active")
+        left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
+        stored = data.View(p.queue_layout, queue.r_data)
+        head = self.heads[c]
+        self._present(m, head, stored, queue.r_rdy, active, stored.waves - left)
+        m.d.comb += self.splittable[c].eq(head.valid & head.splittable)
+        take = self.take[c] & queue.r_rdy
+        last = ~active | (left == 1)
+        m.d.comb += queue.r_en.eq(take & last)
+        with m.If(take):
+            with m.If(last):
+                m.d.sync += active.eq(0)
+            with m.Else():
+                m.d.sync += left.eq(left - 1)
+        with m.Elif(self.split[c] & queue.r_rdy & ~active & stored.splittable):
+            m.d.sync += [active.eq(1), left.eq(stored.waves)]
+        return accepted
+
+    def _positional(self, m: Module, c: int, source, admitted, entry):
+        """The pipelined decision's channel: a ring of ``queue_depth`` entries read at the
+        head, behind it, and at the two positions the match asks for. Position ``i`` is the
+        head's part ``waves - left + i`` while ``i < left`` parts are left of a split head,
+        otherwise entry ``i - left + 1`` (entry ``i`` with no split)."""
+        p = self._params
+        depth = p.queue_depth
+        ring = Memory(shape=p.queue_layout, depth=depth, init=[])
+        m.submodules[f"ring{c}"] = ring
+        first = Signal(range(depth), name=f"c{c}_first")
+        level = Signal(range(depth + 1), name=f"c{c}_level")
+
+        def at(offset):
+            total = first + offset
+            return Mux(total >= depth, total - depth, total)[:len(first)]
+
+        def read(offset, name):
+            port = ring.read_port(domain="comb")
+            m.d.comb += port.addr.eq(at(offset))
+            stored = Signal(p.queue_layout, name=f"c{c}_{name}")
+            m.d.comb += stored.eq(port.data)
+            return stored
+
+        writer = ring.write_port()
+        ready = level < depth
+        accepted = source.valid & ready
+        m.d.comb += [source.ready.eq(ready), writer.addr.eq(at(level)),
+                     writer.data.eq(entry), writer.en.eq(accepted & admitted)]
+
+        active = Signal(name=f"c{c}_split_active")
+        left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
+        stored = read(0, "entry0")
+        following = read(1, "entry1")
+        head = self.heads[c]
+        self._present(m, head, stored, level != 0, active, stored.waves - left)
+
+        # The match's two positions.
+        for r in range(2):
+            position = self.in_flight[c] + r
+            part = Signal(name=f"c{c}_row{r}_part")
+            index = Signal(range(p.pipeline + 3), name=f"c{c}_row{r}_entry")
+            m.d.comb += [part.eq(active & (position < left)),
+                         index.eq(Mux(active, position + 1 - left, position))]
+            row = read(Mux(part, 0, index), f"row{r}")
+            self._present(m, self.rows[c][r], row, part | (index < level), part,
+                          row.waves - left + position)
+
+        take = self.take[c] & (level != 0)
+        pop = take & (~active | (left == 1))
+        with m.If(take):
+            with m.If(pop):
+                m.d.sync += active.eq(0)
+            with m.Else():
+                m.d.sync += left.eq(left - 1)
+        m.d.sync += [first.eq(Mux(pop, at(1), first)),
+                     level.eq(level + (accepted & admitted) - pop)]
+        # Embodiment 3 splits the head left after this clock's take (the model splits after
+        # the dispatch of its cycle).
+        after = Signal(p.queue_layout, name=f"c{c}_after_take")
+        m.d.comb += after.eq(Mux(pop, following, stored))
+        splittable = Signal(name=f"c{c}_splittable")
+        m.d.comb += [splittable.eq(Mux(pop, level >= 2, (level != 0) & ~active)
+                                   & after.splittable),
+                     self.splittable[c].eq(splittable)]
+        with m.If(self.split[c] & splittable):
+            m.d.sync += [active.eq(1), left.eq(after.waves)]
+        return accepted

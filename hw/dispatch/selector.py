@@ -88,21 +88,19 @@ class Selector(wiring.Component):
 
     def __init__(self, params: DispatcherParams):
         self._params = params
-        p = params
-        widths = p.widths
+        super().__init__(self._ports(params))
+
+    def _ports(self, p: DispatcherParams) -> dict:
+        """The signature's members: the AP choice's inputs (:meth:`_ap_inputs`), then the
+        rest."""
         R, P, Y = p.channels, p.aps, p.priorities
-        super().__init__({
+        return {
             "heads": In(data.ArrayLayout(p.head_layout, R)),
             "fit": In(data.ArrayLayout(P, R)),
-            "view": In(view_layout(p)),
-            "slots": In(slots_layout(p)),
-            "history": In(data.ArrayLayout(widths["history"], P)),
+            **self._ap_inputs(p),
             "selection": In(2),
             "ap_choice": In(3),
-            "resource_weight": In(8),
-            "instruction_weight": In(8),
             "window_ends": In(data.ArrayLayout(window_end_bits(Y), Y)),
-            "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4)),
             "lfsr_load": In(1),
             "lfsr_value": In(16),
             "start": In(1),
@@ -115,7 +113,14 @@ class Selector(wiring.Component):
             "matched": Out(1),
             "promoted": Out(range(max(Y, 2))),
             "windowed": Out(1),
-        })
+        }
+
+    @staticmethod
+    def _ap_inputs(p: DispatcherParams) -> dict:
+        return {"view": In(view_layout(p)), "slots": In(slots_layout(p)),
+                "history": In(data.ArrayLayout(p.widths["history"], p.aps)),
+                "resource_weight": In(8), "instruction_weight": In(8),
+                "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4))}
 
     def _lfsr_seed(self) -> int:
         return self._params.policy.lfsr_seed
@@ -158,7 +163,7 @@ class Selector(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        R, P, Y, Q = p.channels, p.aps, p.priorities, p.peus
+        R, P, Y = p.channels, p.aps, p.priorities
         heads = self.heads
         self._windows(m)
 
@@ -240,7 +245,30 @@ class Selector(wiring.Component):
         m.d.comb += [self.channel.eq(channel), self.picked.eq(picked),
                      self.matched.eq(Mux(selection == MULTI, matches.any(), picked))]
 
-        # -- the AP -----------------------------------------------------------------------------
+        ap = self._ap(m, channel, ap_pointer)
+        m.d.comb += self.ap.eq(ap)
+
+        # -- the state ------------------------------------------------------------------------
+        with m.If(self.evaluate & (selection == MIAOW) & ~locked & fill_any):
+            m.d.sync += [locked.eq(1), locked_channel.eq(fill_channel),
+                         channel_pointer.eq(Mux(fill_channel == R - 1, 0, fill_channel + 1))]
+        with m.If(self.commit):
+            m.d.sync += ap_pointer.eq(Mux(ap == P - 1, 0, ap + 1))
+            with m.If((selection == STRICT) | (selection == GPGPUSIM)):
+                m.d.sync += channel_pointer.eq(Mux(channel == R - 1, 0, channel + 1))
+            with m.If(selection == MIAOW):
+                m.d.sync += locked.eq(0)
+            with m.If((selection == MULTI) & several):
+                m.d.sync += lfsr.eq(stepped)
+                self._flag_updates(m, flags, channel, tied, clear, tie_priority)
+        with m.If(self.lfsr_load):
+            m.d.sync += lfsr.eq(self.lfsr_value)
+        return m
+
+    def _ap(self, m: Module, channel, ap_pointer) -> Signal:
+        """The target AP among those the picked channel's head fits, by the AP choice."""
+        p = self._params
+        R, P, Q = p.channels, p.aps, p.peus
         fit = Signal(P, name="ap_candidates")
         m.d.comb += fit.eq(Cat(*(self.fit[c] for c in range(R))).word_select(channel, P))
         weights = self.ap_weights
@@ -261,7 +289,7 @@ class Selector(wiring.Component):
         # Combined: w_r R / max R - w_i B / max B, cross-multiplied by max R max B (> 0); the
         # maxima among the candidates, or (combined_scale = "all", a build choice) among every
         # AP, which leaves the products independent of the match and the chosen channel.
-        every = p.policy.combined_scale == "all"
+        every = p.combined_all
         top_r = _max_tree(m, [resource[ap] if every else Mux(fit[ap], resource[ap], 0)
                               for ap in range(P)], "max_r")
         top_b = _max_tree(m, [history[ap] if every else Mux(fit[ap], history[ap], 0)
@@ -288,21 +316,4 @@ class Selector(wiring.Component):
                 m.d.comb += ap.eq(combined_ap)
             with m.Default():
                 m.d.comb += ap.eq(round_robin_ap)
-        m.d.comb += self.ap.eq(ap)
-
-        # -- the state ------------------------------------------------------------------------
-        with m.If(self.evaluate & (selection == MIAOW) & ~locked & fill_any):
-            m.d.sync += [locked.eq(1), locked_channel.eq(fill_channel),
-                         channel_pointer.eq(Mux(fill_channel == R - 1, 0, fill_channel + 1))]
-        with m.If(self.commit):
-            m.d.sync += ap_pointer.eq(Mux(ap == P - 1, 0, ap + 1))
-            with m.If((selection == STRICT) | (selection == GPGPUSIM)):
-                m.d.sync += channel_pointer.eq(Mux(channel == R - 1, 0, channel + 1))
-            with m.If(selection == MIAOW):
-                m.d.sync += locked.eq(0)
-            with m.If((selection == MULTI) & several):
-                m.d.sync += lfsr.eq(stepped)
-                self._flag_updates(m, flags, channel, tied, clear, tie_priority)
-        with m.If(self.lfsr_load):
-            m.d.sync += lfsr.eq(self.lfsr_value)
-        return m
+        return ap

@@ -129,7 +129,7 @@ class DispatchShape:
     gpu: GpuConfig
     policy: PolicyConfig
     channels: tuple
-    queue_depth: int = 4
+    queue_depth: int = 0
     id_bits: int = 16
     weight_bits: int = 0
 
@@ -142,7 +142,11 @@ class DispatchShape:
         1024 cycles, the channel count. The rest is written through the configuration port."""
         structural = {name: getattr(policy, name)
                       for name in ("circuit", "group_size", "circuit_latency", "shared_width",
-                                   "combined_scale")}
+                                   "combined_scale", "decision_pipeline", "score_latency")}
+        if policy.decision_pipeline:
+            # A pipelined build scales the combined score by every AP (whatever the AP
+            # choice this policy makes: the register can select the combined score).
+            structural["combined_scale"] = "all"
         history = max(1024, policy.history_cycles)
         policy = with_policy(PRESETS["seed"], history="ema", history_cycles=history,
                              windows=PRESETS["seed"].windows[:gpu.priorities], **structural)

@@ -92,9 +92,10 @@ def unsupported(scenario, policy, seed: int = 1) -> str | None:
     if policy.wave_placement != "split":
         return (f'wave_placement = "{policy.wave_placement}" is a model baseline; the RTL '
                 f'places waves by embodiment 8 ("split")')
-    if policy.decision_pipeline:
-        return (f"decision_pipeline = {policy.decision_pipeline} is a model definition; the "
-                f"RTL dispatcher decides in one clock")
+    if policy.decision_pipeline and policy.ap_choice == "combined" and \
+            policy.combined_scale != "all":
+        return ('a pipelined decision computes the combined score ahead of the choice, with '
+                'the maxima over every AP: it needs combined_scale = "all"')
     if any(wg.barrier for wg in scenario.workload(seed)):
         return "its workload has in-order barriers, which the RTL dispatcher does not keep"
     return None

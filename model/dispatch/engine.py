@@ -1275,7 +1275,8 @@ class DispatchSimulator:
         else:
             queue = self.channels[channel]
             queue.popleft()
-            if self.policy.selection in ("strict", "gpgpusim"):
+            # (The pipeline moves the channel pointer when the WG is chosen.)
+            if self.policy.selection in ("strict", "gpgpusim") and not self.pipeline:
                 self.channel_pointer = (channel + 1) % self.channel_count
             # The next head of the same shape fits exactly where this one did, except on the
             # APs marked changed (this dispatch marked its AP): it inherits the mask (a
@@ -1416,8 +1417,12 @@ class DispatchSimulator:
         if flight and flight[0].chosen + k == cycle:
             decision = flight.popleft()
             wg, ap = decision.wg, decision.ap
-            if decision.plan is not None and self._still_free(ap, decision.waves,
-                                                             decision.plan):
+            if decision.plan is not None:
+                # Nothing else was placed on the AP since the plan (one WG in flight per AP)
+                # and releases only free blocks and slots: the plan cannot go stale.
+                if not self._still_free(ap, decision.waves, decision.plan):
+                    self._violation(f"cycle {cycle}: WG {wg.id}'s first fit on AP {ap} went "
+                                    f"stale in flight")
                 if self.channels[decision.channel][0] is not wg:
                     self._violation(f"cycle {cycle}: WG {wg.id} dispatched before the WGs "
                                     f"ahead of it in channel {decision.channel}")

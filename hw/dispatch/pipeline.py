@@ -1,0 +1,228 @@
+"""The parts of the pipelined decision (``decision_pipeline = k``, docs/dispatch.md): the
+score pipeline, which computes embodiment 9's and 10's order of the APs ahead of the choice,
+and the selector that chooses from registered matches and that order.
+
+The pipelined dispatcher (:class:`hw.dispatch.Dispatcher` with ``k >= 2``) decides a WG over
+``k + 1`` clocks: the match (clock ``t``: each channel's first two WGs not yet chosen against
+every AP, registered), the choice (``t + 1``: :class:`PipelinedSelector`), the first fit
+(``t + 2`` to ``t + k``: the allocator's trees, pipelined) and the dispatch (``t + k + 1``),
+the model's cycle clock for clock.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dispatch.logic import at_or_after, first_set
+from hw.dispatch.matcher import slots_layout
+from hw.dispatch.params import DispatcherParams
+from hw.dispatch.selector import (
+    COMBINED,
+    INSTRUCTION,
+    LOWEST,
+    RESOURCE,
+    Selector,
+    _max_tree,
+)
+from hw.dispatch.views import view_layout
+
+__all__ = ["PipelinedSelector", "ScorePipeline", "beats_layout"]
+
+
+def beats_layout(params: DispatcherParams) -> data.ArrayLayout:
+    """Bit ``b`` of entry ``a``: AP ``a`` is chosen over AP ``b`` when both are candidates
+    (``a != b``; the diagonal is 1)."""
+    return data.ArrayLayout(params.aps, params.aps)
+
+
+class ScorePipeline(wiring.Component):
+    """Every AP's embodiment 9 and 10 scores, ordered for the AP choice, ``score_latency``
+    cycles old.
+
+    The AP choice picks the best score among the candidates, the lowest index among equals;
+    which AP beats which does not depend on the candidates, so this pipeline registers the
+    order itself, ``beats``, and the choice is a few gates of logic on it (no comparator).
+    The key it orders by follows the ``ap_choice`` register: embodiment 9's ``R = sum a_h
+    r_h`` (largest first), embodiment 10's history ``B`` (smallest first), the combined
+    ``w_r R max(Bmax, 1) - w_i B max(Rmax, 1)`` with the maxima over every AP (largest
+    first), or nothing (the lowest index first; round robin does not read it).
+
+    Latency: ``beats`` in clock ``t + L`` is computed from the inputs of clock ``t``,
+    ``L = score_latency + 1`` (:attr:`DispatcherParams.score_layers`): the model's match of
+    cycle ``t + L - 1`` keeps the scores of cycle ``t``. The logic is six pieces (the
+    weighted terms; their sum; the maxima and the weight products; the cross products; the
+    key; the comparisons), each of the last ``L`` ending in a register (a longer latency
+    delays the inputs); every input goes through the same registers, the configuration
+    registers too. No enable: it follows the clock.
+
+    Attributes
+    ----------
+    view, slots, history : In
+        The matcher's view, the free wave slots and embodiment 10's history, this clock.
+    ap_choice, resource_weight, instruction_weight, ap_weights : In
+        The configuration registers.
+    beats : Out(beats_layout(params))
+    """
+
+    PIECES = 6
+
+    def __init__(self, params: DispatcherParams):
+        self._params = params
+        p = params
+        super().__init__({
+            "view": In(view_layout(p)),
+            "slots": In(slots_layout(p)),
+            "history": In(data.ArrayLayout(p.widths["history"], p.aps)),
+            "ap_choice": In(3),
+            "resource_weight": In(8),
+            "instruction_weight": In(8),
+            "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4)),
+            "beats": Out(beats_layout(p)),
+        })
+
+    @staticmethod
+    def _register(m: Module, values: dict, name: str) -> dict:
+        registered = {}
+        for key, value in values.items():
+            value = Value.cast(value)
+            register = Signal(value.shape(), name=f"{name}_{key}")
+            m.d.sync += register.eq(value)
+            registered[key] = register
+        return registered
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        P, Q = p.aps, p.peus
+        widths = p.widths
+        history_bits = widths["history"]
+        combined_bits = widths["resource_score"] + history_bits + 9
+
+        def terms(v):
+            out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
+            for ap in range(P):
+                vgpr = sum(v[f"vgpr{ap}_{q}"] for q in range(Q))
+                sgpr = sum(v[f"sgpr{ap}_{q}"] for q in range(Q))
+                slots = sum(v[f"slots{ap}_{q}"] for q in range(Q))
+                for h, r in enumerate((vgpr, sgpr, v[f"lds{ap}"], slots)):
+                    out[f"term{ap}_{h}"] = v[f"a{h}"] * r
+                out[f"b{ap}"] = v[f"b{ap}"]
+            return out
+
+        def resource(v):
+            out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
+            for ap in range(P):
+                out[f"r{ap}"] = sum(v[f"term{ap}_{h}"] for h in range(4))[
+                    :widths["resource_score"]]
+                out[f"b{ap}"] = v[f"b{ap}"]
+            return out
+
+        def maxima(v):
+            out = {"ap_choice": v["ap_choice"]}
+            top_r = _max_tree(m, [v[f"r{ap}"] for ap in range(P)], "score_max_r")
+            top_b = _max_tree(m, [v[f"b{ap}"] for ap in range(P)], "score_max_b")
+            out["top_r"] = Mux(top_r == 0, 1, top_r)
+            out["top_b"] = Mux(top_b == 0, 1, top_b)
+            for ap in range(P):
+                out[f"r{ap}"], out[f"b{ap}"] = v[f"r{ap}"], v[f"b{ap}"]
+                out[f"wr{ap}"] = v["w_r"] * v[f"r{ap}"]
+                out[f"wb{ap}"] = v["w_i"] * v[f"b{ap}"]
+            return out
+
+        def products(v):
+            out = {"ap_choice": v["ap_choice"]}
+            for ap in range(P):
+                out[f"r{ap}"], out[f"b{ap}"] = v[f"r{ap}"], v[f"b{ap}"]
+                out[f"x{ap}"] = v[f"wr{ap}"] * v["top_b"]
+                out[f"y{ap}"] = v[f"wb{ap}"] * v["top_r"]
+            return out
+
+        def key(v):
+            out = {}
+            for ap in range(P):
+                score = Signal(signed(combined_bits + 1), name=f"combined_score{ap}")
+                m.d.comb += score.eq(v[f"x{ap}"] - v[f"y{ap}"])
+                # Order-preserving unsigned forms: the combined score with its sign bit
+                # flipped, the history inverted (the smallest first).
+                by = {RESOURCE: v[f"r{ap}"],
+                      INSTRUCTION: ~v[f"b{ap}"][:history_bits],
+                      COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
+                value = Const(0, 1)
+                for choice, keyed in by.items():
+                    value = Mux(v["ap_choice"] == choice, keyed, value)
+                out[f"key{ap}"] = value
+            return out
+
+        def compare(v):
+            # AP a (< b) beats b when its key is at least b's: ties go to the lower index.
+            out = {}
+            for a in range(P):
+                for b in range(a + 1, P):
+                    out[f"ge{a}_{b}"] = v[f"key{a}"] >= v[f"key{b}"]
+            return out
+
+        pieces = [terms, resource, maxima, products, key, compare]
+        assert len(pieces) == self.PIECES
+        layers = p.score_layers
+        values = {"ap_choice": self.ap_choice, "w_r": self.resource_weight,
+                  "w_i": self.instruction_weight}
+        for h in range(4):
+            values[f"a{h}"] = self.ap_weights[h]
+        for ap in range(P):
+            for q in range(Q):
+                values[f"vgpr{ap}_{q}"] = self.view.vgpr[ap * Q + q]
+                values[f"sgpr{ap}_{q}"] = self.view.sgpr[ap * Q + q]
+                values[f"slots{ap}_{q}"] = self.slots[ap][q]
+            values[f"lds{ap}"] = self.view.lds[ap]
+            values[f"b{ap}"] = self.history[ap]
+        for delay in range(layers - self.PIECES):
+            values = self._register(m, values, f"score_delay{delay}")
+        for index, piece in enumerate(pieces):
+            values = piece(values)
+            if index >= self.PIECES - layers:
+                values = self._register(m, values, f"score_{piece.__name__}")
+        for a in range(P):
+            for b in range(P):
+                if a == b:
+                    bit = Const(1, 1)
+                elif a < b:
+                    bit = values[f"ge{a}_{b}"]
+                else:
+                    bit = ~values[f"ge{b}_{a}"]
+                m.d.comb += self.beats[a][b].eq(bit)
+        return m
+
+
+class PipelinedSelector(Selector):
+    """:class:`hw.dispatch.selector.Selector` for the pipelined decision: the heads are the
+    channels' candidates (from the registered match) and ``fit`` their fit masks with the APs
+    in flight left out; the AP comes from the score pipeline's order (``beats``) or round
+    robin, chosen for every channel in parallel with the channel choice and then selected by
+    it. ``commit`` is the choice itself (the flags, LFSR and pointers move at the choice)."""
+
+    @staticmethod
+    def _ap_inputs(p: DispatcherParams) -> dict:
+        return {"beats": In(beats_layout(p))}
+
+    def _ap(self, m: Module, channel, ap_pointer) -> Signal:
+        p = self._params
+        R, P = p.channels, p.aps
+        beats = self.beats
+        round_robin = ~((self.ap_choice == LOWEST) | (self.ap_choice == RESOURCE)
+                        | (self.ap_choice == INSTRUCTION) | (self.ap_choice == COMBINED))
+        choices = []
+        for c in range(R):
+            mask = self.fit[c]
+            # The best candidate: a candidate that beats every other candidate.
+            best = Cat(*(mask[a] & Cat(*(~mask[b] | beats[a][b] for b in range(P)
+                                         if b != a)).all()
+                         for a in range(P)))
+            _, best_ap = first_set(best)
+            _, next_ap = at_or_after(mask, ap_pointer)
+            choice = Signal(range(max(P, 2)), name=f"ap_choice_c{c}")
+            m.d.comb += choice.eq(Mux(round_robin, next_ap, best_ap))
+            choices.append(choice)
+        ap = Signal(range(max(P, 2)), name="picked_ap")
+        m.d.comb += ap.eq(Cat(*choices).word_select(channel, len(choices[0])) if R > 1
+                          else choices[0])
+        return ap
