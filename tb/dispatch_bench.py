@@ -360,7 +360,8 @@ class ProtocolChecker:
     are collected in :attr:`violations` (the first few with their clock).
 
     Checked: the dispatch-out stream holds ``valid`` and its payload until taken; a
-    dispatched WG is its channel's oldest admitted WG not yet dispatched (a part: the next
+    dispatched WG (checked in the clock its beat first appears) is its channel's oldest
+    admitted WG not yet dispatched (a part: the next
     part of a head that was split, one wave); its waves per PEU add up to its waves and fit
     the free slots; every block it gets is free and within the resource; its tag is not in
     flight; at most one WG a clock (one beat); a release names a tag in flight and that WG;
@@ -414,8 +415,10 @@ class ProtocolChecker:
             if not refused:
                 self.queues[c].append(wg)
         self.unresolved = {}
-        # Splits announced now happened in the previous clock, before any dispatch of this one
-        # could be decided.
+        # A beat is checked when it first appears (its blocks were taken in the clock that
+        # decided it); a split announced now split the head left after that dispatch (the
+        # pipelined decision can dispatch a channel's head and split the next one at once).
+        self._dispatch_out(values)
         for c in range(p.channels):
             if values["split"] >> c & 1:
                 queue = self.queues[c]
@@ -424,7 +427,6 @@ class ProtocolChecker:
                     self._violation(f"channel {c}: split of a head that cannot be split")
                 else:
                     self.split[c] = 0
-        self._dispatch_out(values)
         for c in range(p.channels):
             if driven[f"wg_in.{c}.valid"] and values[f"wg_in.{c}.ready"]:
                 self.unresolved[c] = unpack(p.workgroup_layout, driven[f"wg_in.{c}.payload"])
@@ -449,10 +451,11 @@ class ProtocolChecker:
         p = self.params
         valid, ready = values["dispatch.valid"], self._ready
         payload = values["dispatch.payload"]
-        if self.held is not None and (not valid or payload != self.held):
+        new = self.held is None
+        if not new and (not valid or payload != self.held):
             self._violation("dispatch-out dropped or changed a beat that was not taken")
         self.held = payload if valid and not ready else None
-        if not (valid and ready):
+        if not (valid and new):
             return
         beat = unpack(p.dispatch_layout, payload)
         c = beat.channel

@@ -6,10 +6,11 @@ through the configuration port at run time):
 * every shipped dispatch scenario and every policy it lists, reduced and shortened
   (:data:`hw.flow.dispatch_cosim.REDUCTION`, :data:`SHIPPED_CYCLES`); the kernel-trace
   scenario is left out (its 32-WGP preset and 4 million cycles are no small run);
-* 25 seeded random configurations on five hardware shapes covering every circuit, latencies
-  0-4 and every run-time knob, the directed runs, and a back-pressure run per shape checked
-  by the protocol checker alone;
-* three deliberately broken dispatchers, which the bench must reject.
+* 35 seeded random configurations on seven hardware shapes covering every circuit, latencies
+  0-4, the one-clock and the pipelined decision (``decision_pipeline`` 2 and 3) and every
+  run-time knob, the directed runs, and a back-pressure run per shape checked by the
+  protocol checker alone;
+* five deliberately broken dispatchers, which the bench must reject.
 
 ``SIM=verilator`` or ``SIM=icarus`` keeps one simulator. A failing run names its job; a random
 one is replayed by its shape and seed (``tb.dispatch_cases.random_run``).
@@ -24,6 +25,7 @@ from amaranth.hdl import Mux
 
 from hw.dispatch import Dispatcher
 from hw.dispatch.logic import block_mask
+from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import DispatchShape
@@ -144,6 +146,15 @@ class _CandidatesScale(Selector):
                                                         combined_scale="candidates")))
 
 
+class _ScoresOneOlder(ScorePipeline):
+    """The pipelined decision's embodiment 9/10 order one cycle older than the model's
+    (``score_latency + 1``)."""
+
+    def __init__(self, params):
+        super().__init__(replace(params, policy=replace(
+            params.policy, score_latency=params.policy.score_latency + 1)))
+
+
 def _variant(part: str, cls):
     class Broken(Dispatcher):
         pass
@@ -157,6 +168,7 @@ MUTANTS = {
     "window_boundary": (_variant("selector", _WindowOneLonger), "windows"),
     "release_one_short": (_variant("table", _ReleaseOneShort), "full_peus"),
     "combined_scale": (_variant("selector", _CandidatesScale), "combined_all"),
+    "scores_one_older": (_variant("scores", _ScoresOneOlder), "pipelined_scores"),
 }
 
 
@@ -286,3 +298,18 @@ def test_the_combined_all_run_tells_the_two_scales_apart():
     other = [(c, w.id, ap) for c, kind, w, ap, *_ in events if kind == "dispatch"]
     mine = [(c, w.id, ap) for c, kind, w, ap, *_ in run.events if kind == "dispatch"]
     assert len(mine) > 50 and sum(a != b for a, b in zip(mine, other, strict=False)) > 20
+
+
+def test_the_pipelined_scores_run_tells_the_scores_age():
+    # The directed run of the scores_one_older mutant: scores one cycle older than the
+    # model's must choose other APs in many of its dispatches.
+    from model.dispatch.engine import DispatchSimulator
+    run = DIRECTED["pipelined_scores"](300)
+    assert run.policy.decision_pipeline == 3 and run.policy.score_latency == 4
+    events = []
+    DispatchSimulator(run.gpu, replace(run.policy, score_latency=5),
+                      [replace(w) for w in run.workload], channels=run.channels,
+                      cycles=run.cycles, events=events).run()
+    other = [(c, w.id, ap) for c, kind, w, ap, *_ in events if kind == "dispatch"]
+    mine = [(c, w.id, ap) for c, kind, w, ap, *_ in run.events if kind == "dispatch"]
+    assert len(mine) > 100 and sum(a != b for a, b in zip(mine, other, strict=False)) > 50

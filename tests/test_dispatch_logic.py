@@ -46,8 +46,9 @@ def _reference(gpu, choice, view, slots, history, weights, w_r, w_i):
                 + weights[1] * sum(view["sgpr"][a * Q:(a + 1) * Q])
                 + weights[2] * view["lds"][a] + weights[3] * sum(slots[a]) for a in range(P)]
     top_r, top_b = max(max(resource), 1), max(max(history), 1)
-    key = {RESOURCE: resource, INSTRUCTION: [-b for b in history],
-           COMBINED: [w_r * r * top_b - w_i * b * top_r for r, b in zip(resource, history)],
+    combined = [w_r * r * top_b - w_i * b * top_r
+                for r, b in zip(resource, history, strict=True)]
+    key = {RESOURCE: resource, INSTRUCTION: [-b for b in history], COMBINED: combined,
            LOWEST: [0] * P}[choice]
     return [[a == b or (key[a] > key[b] or (key[a] == key[b] and a < b)) for b in range(P)]
             for a in range(P)]

@@ -111,6 +111,9 @@ class Dispatcher(wiring.Component):
     def _table(self, params: DispatcherParams) -> ResourceTable:
         return ResourceTable(params)
 
+    def _scores(self, params: DispatcherParams) -> ScorePipeline:
+        return ScorePipeline(params)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
@@ -238,17 +241,15 @@ class Dispatcher(wiring.Component):
                   "ap_weights": Cat(*ap_weights), "ap_choice": ap_choice}
         parts = SimpleNamespace(queues=queues, matcher=matcher, selector=selector,
                                 allocator=allocator, table=table, scores=scores,
-                                threshold=threshold, selection=selection)
+                                threshold=threshold, selection=selection,
+                                wave_powers=Cat(*wave_powers), wave_power_bits=len(wave_powers[0]))
         if p.pipeline:
             decided = self._pipelined(m, parts, evaluate, effective)
         else:
             decided = self._one_clock(m, parts, evaluate, effective)
-        commit, abort, channel, ap, head, waves, starts, split_now = decided
+        commit, abort, channel, ap, head, waves, power, starts, split_now = decided
 
         # The record of the allocation (what a release gives back).
-        power = Signal(p.widths["ap_power"], name="target_power")
-        m.d.comb += power.eq(Cat(*wave_powers).word_select(channel, len(wave_powers[0]))
-                             * head.waves)
         record = table.record
         vgpr_start, sgpr_start, lds_start, need_vgpr, need_sgpr = starts
         m.d.comb += [table.allocate.eq(commit), record.wg.eq(head.wg), record.ap.eq(ap),
@@ -302,6 +303,14 @@ class Dispatcher(wiring.Component):
                 need_sgpr[q].eq(Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)),
             ]
         return waves, need_vgpr, need_sgpr
+
+    def _power(self, m: Module, parts, channel, head, name: str) -> Signal:
+        """The instruction power ``head`` adds to its AP: its channel's wave power times its
+        waves."""
+        power = Signal(self._params.widths["ap_power"], name=f"{name}_power")
+        m.d.comb += power.eq(parts.wave_powers.word_select(channel, parts.wave_power_bits)
+                             * head.waves)
+        return power
 
     def _all_fail(self, m: Module, parts, active, waiting, matched, splittable):
         """Embodiment 3 in a clock whose decision counts (``active``): the all-fail counter
@@ -357,7 +366,8 @@ class Dispatcher(wiring.Component):
         m.d.comb += queues.split.eq(split_now)
         starts = (allocator.vgpr_start, allocator.sgpr_start, allocator.lds_start,
                   need_vgpr, need_sgpr)
-        return commit, abort, channel, ap, head, waves, starts, split_now
+        power = self._power(m, parts, channel, head, "target")
+        return commit, abort, channel, ap, head, waves, power, starts, split_now
 
     def _pipelined(self, m: Module, parts, evaluate, effective):
         """The pipelined decision (``decision_pipeline = k``, docs/dispatch.md), the model's
@@ -370,7 +380,7 @@ class Dispatcher(wiring.Component):
         R, P, Q, k = p.channels, p.aps, p.peus, p.pipeline
         queues, matcher, selector = parts.queues, parts.matcher, parts.selector
         allocator, table = parts.allocator, parts.table
-        m.submodules.scores = scores = ScorePipeline(p)
+        m.submodules.scores = scores = self._scores(p)
         for name, port in parts.scores.items():
             m.d.comb += getattr(scores, name).eq(port)
         m.d.comb += selector.beats.eq(scores.beats)
@@ -380,7 +390,8 @@ class Dispatcher(wiring.Component):
             "head": p.head_layout,
             "waves": data.ArrayLayout(range(p.gpu.wave_slots + 1), Q),
             "need_vgpr": data.ArrayLayout(range(p.gpu.vgpr + 2), Q),
-            "need_sgpr": data.ArrayLayout(range(p.gpu.sgpr + 2), Q)})
+            "need_sgpr": data.ArrayLayout(range(p.gpu.sgpr + 2), Q),
+            "power": p.widths["ap_power"]})
         flight = [None] + [Signal(flight_layout, name=f"flight{j}") for j in range(1, k + 1)]
         last = flight[1]                    # chosen in the previous clock
         leaving = flight[k]                 # dispatched (or aborted) in this clock
@@ -457,7 +468,9 @@ class Dispatcher(wiring.Component):
                 m.d.sync += [flight[j + 1].eq(flight[j]),
                              flight[j + 1].valid.eq(flight[j].valid & ~abort)]
             m.d.sync += [flight[2].waves.eq(waves), flight[2].need_vgpr.eq(need_vgpr),
-                         flight[2].need_sgpr.eq(need_sgpr)]
+                         flight[2].need_sgpr.eq(need_sgpr),
+                         flight[2].power.eq(self._power(m, parts, last.channel, last.head,
+                                                        "plan"))]
 
         # -- embodiment 3: counts in a clock that chooses; splits a channel with nothing in
         # flight after this clock (no choice was made, so only stages 1 .. k - 1 stay) ------
@@ -473,7 +486,7 @@ class Dispatcher(wiring.Component):
         starts = (allocator.vgpr_start, allocator.sgpr_start, allocator.lds_start,
                   leaving.need_vgpr, leaving.need_sgpr)
         return (commit, abort, leaving.channel, leaving.ap, leaving.head, leaving.waves,
-                starts, split_now)
+                leaving.power, starts, split_now)
 
 
 def _or(values):

@@ -7,10 +7,10 @@ balanced trees where the input is wide, so that the depth grows with ``log2`` of
 
 from collections.abc import Callable, Sequence
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-__all__ = ["arg_best", "at_or_after", "block_mask", "ceil_div_limited", "first_set", "nth_set",
-           "popcount", "saturate"]
+__all__ = ["arg_best", "at_or_after", "block_mask", "ceil_div_limited", "first_set", "lookup",
+           "nth_set", "popcount", "product", "saturate"]
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
@@ -62,13 +62,34 @@ def saturate(value: Value, limit: int) -> Value:
     return Mux(value > limit, Const(limit, width), value[:width])
 
 
+def lookup(index: Value, function: Callable[[int], int]) -> Value:
+    """``function(index)`` as a table of every value ``index`` can take (a multiplexer tree of
+    constants): for a narrow index, a few LUT levels where the arithmetic would be a chain."""
+    return Array(Const(function(i)) for i in range(1 << len(index)))[index]
+
+
+def product(a: Value, b: Value | int) -> Value:
+    """``a x b`` (unsigned; ``b`` a value or a constant) as shifted copies of ``a`` summed in
+    a balanced tree: LUTs and carry chains next to the logic that uses it, where a ``*`` of a
+    few bits (even by a constant) may be mapped to a far-away DSP block."""
+    if isinstance(b, int):
+        terms = [a << i for i in range(b.bit_length()) if b >> i & 1]
+    else:
+        terms = [Mux(b[i], a << i, 0) for i in range(len(b))]
+    terms = terms or [Const(0, 1)]
+    while len(terms) > 1:
+        terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
+                 for k in range(0, len(terms), 2)]
+    return terms[0]
+
+
 def ceil_div_limited(dividend: Value, divisor: Value, limit: int) -> Value:
     """``min(ceil(dividend / divisor), limit)`` for ``divisor >= 1``, without a divider: bit
     ``j`` of a thermometer code is ``j x divisor < dividend`` (``limit`` comparisons with
     constant multiples of the divisor, side by side), and the quotient is its first clear bit.
     A few adder and comparator delays deep where a divider is one subtraction per quotient
     bit in series."""
-    below = Cat(*((divisor * j) < dividend for j in range(limit)))
+    below = Cat(*(product(divisor, j) < dividend for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
 

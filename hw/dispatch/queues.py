@@ -8,16 +8,15 @@ waves, the LDS of a one-wave part) and it enters the channel's FIFO, where it is
 clock ``t + 1`` if the FIFO was empty.
 
 With a pipelined decision (``decision_pipeline = k``) the match reads two WGs of each channel
-at positions behind those already chosen, so the FIFO is a memory read at any position
-(``rows``), a split head's parts counting as positions of their own.
+at positions behind those already chosen, so the FIFO is a row of registers read at any
+position (``rows``), a split head's parts counting as positions of their own.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import ceil_div_limited, saturate
+from hw.dispatch.logic import ceil_div_limited, lookup, product, saturate
 from hw.dispatch.params import DispatcherParams
 
 __all__ = ["ChannelQueues"]
@@ -80,13 +79,19 @@ class ChannelQueues(wiring.Component):
         busiest = Signal(range(p.max_waves + 2), name=f"c{c}_busiest")
         quot = Signal(range(p.max_waves + 2), name=f"c{c}_quot")
         rem = Signal(range(max(Q, 2)), name=f"c{c}_rem")
-        m.d.comb += [busiest.eq((waves + Q - 1) // Q), quot.eq(waves // Q), rem.eq(waves % Q)]
+        # (Tables of the narrow wave count, and products by shifts and adds: this logic lies
+        # between the stream and the FIFO, in the clock that accepts the WG.)
+        m.d.comb += [busiest.eq(lookup(waves, lambda w: -(-w // Q))),
+                     quot.eq(lookup(waves, lambda w: w // Q)),
+                     rem.eq(lookup(waves, lambda w: w % Q))]
         slots_ok = busiest <= gpu.wave_slots
-        whole = (slots_ok & (busiest * wg.vgpr <= seen_v) & (busiest * wg.sgpr <= seen_s)
-                 & (wg.lds <= seen_l))
+        low_v, low_s = product(wg.vgpr, quot), product(wg.sgpr, quot)
+        high_v, high_s = low_v + wg.vgpr, low_s + wg.sgpr
+        whole = (slots_ok & (Mux(rem != 0, high_v, low_v) <= seen_v)
+                 & (Mux(rem != 0, high_s, low_s) <= seen_s) & (wg.lds <= seen_l))
         # A part's LDS is ceil(lds / waves) <= seen, that is lds <= waves * seen.
         parts = (self.splitting & wg.independent & (waves >= 2) & slots_ok
-                 & (wg.vgpr <= seen_v) & (wg.sgpr <= seen_s) & (wg.lds <= waves * seen_l))
+                 & (wg.vgpr <= seen_v) & (wg.sgpr <= seen_s) & (wg.lds <= product(waves, seen_l)))
         admitted = Signal(name=f"c{c}_admitted")
         m.d.comb += admitted.eq(whole | parts)
 
@@ -100,10 +105,10 @@ class ChannelQueues(wiring.Component):
             entry.waves.eq(waves),
             entry.quot.eq(quot),
             entry.rem.eq(rem),
-            entry.need_vgpr_lo.eq(saturate(quot * wg.vgpr, gpu.vgpr + 1)),
-            entry.need_vgpr_hi.eq(saturate((quot + 1) * wg.vgpr, gpu.vgpr + 1)),
-            entry.need_sgpr_lo.eq(saturate(quot * wg.sgpr, gpu.sgpr + 1)),
-            entry.need_sgpr_hi.eq(saturate((quot + 1) * wg.sgpr, gpu.sgpr + 1)),
+            entry.need_vgpr_lo.eq(saturate(low_v, gpu.vgpr + 1)),
+            entry.need_vgpr_hi.eq(saturate(high_v, gpu.vgpr + 1)),
+            entry.need_sgpr_lo.eq(saturate(low_s, gpu.sgpr + 1)),
+            entry.need_sgpr_hi.eq(saturate(high_s, gpu.sgpr + 1)),
             entry.vgpr.eq(saturate(wg.vgpr, gpu.vgpr + 1)),
             entry.sgpr.eq(saturate(wg.sgpr, gpu.sgpr + 1)),
             entry.lds.eq(saturate(wg.lds, gpu.lds + 1)),
@@ -187,50 +192,42 @@ class ChannelQueues(wiring.Component):
         return accepted
 
     def _positional(self, m: Module, c: int, source, admitted, entry):
-        """The pipelined decision's channel: a ring of ``queue_depth`` entries read at the
-        head, behind it, and at the two positions the match asks for. Position ``i`` is the
-        head's part ``waves - left + i`` while ``i < left`` parts are left of a split head,
-        otherwise entry ``i - left + 1`` (entry ``i`` with no split)."""
+        """The pipelined decision's channel: ``queue_depth`` entry registers that shift
+        towards entry 0 when the head leaves, read at the two positions the match asks for
+        (a multiplexer by a small index, no address arithmetic or memory read in the match's
+        clock). Position ``i`` is the head's part ``waves - left + i`` while ``i < left``
+        parts are left of a split head, otherwise entry ``i - left + 1`` (entry ``i`` with no
+        split)."""
         p = self._params
         depth = p.queue_depth
-        ring = Memory(shape=p.queue_layout, depth=depth, init=[])
-        m.submodules[f"ring{c}"] = ring
-        first = Signal(range(depth), name=f"c{c}_first")
+        entries = [Signal(p.queue_layout, name=f"c{c}_entry{i}") for i in range(depth)]
         level = Signal(range(depth + 1), name=f"c{c}_level")
-
-        def at(offset):
-            total = first + offset
-            return Mux(total >= depth, total - depth, total)[:len(first)]
-
-        def read(offset, name):
-            port = ring.read_port(domain="comb")
-            m.d.comb += port.addr.eq(at(offset))
-            stored = Signal(p.queue_layout, name=f"c{c}_{name}")
-            m.d.comb += stored.eq(port.data)
-            return stored
-
-        writer = ring.write_port()
         ready = level < depth
         accepted = source.valid & ready
-        m.d.comb += [source.ready.eq(ready), writer.addr.eq(at(level)),
-                     writer.data.eq(entry), writer.en.eq(accepted & admitted)]
+        writing = accepted & admitted
+        m.d.comb += source.ready.eq(ready)
 
         active = Signal(name=f"c{c}_split_active")
         left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
-        stored = read(0, "entry0")
-        following = read(1, "entry1")
+        stored, following = entries[0], entries[1]
         head = self.heads[c]
         self._present(m, head, stored, level != 0, active, stored.waves - left)
 
-        # The match's two positions.
+        # The match's two positions: small numbers (at most k + 1), so the index is the low
+        # bits of position + 1 - left, exact whenever the position is past the parts.
+        index_bits = (p.pipeline + 2).bit_length()
         for r in range(2):
             position = self.in_flight[c] + r
             part = Signal(name=f"c{c}_row{r}_part")
-            index = Signal(range(p.pipeline + 3), name=f"c{c}_row{r}_entry")
+            index = Signal(index_bits, name=f"c{c}_row{r}_entry")
             m.d.comb += [part.eq(active & (position < left)),
-                         index.eq(Mux(active, position + 1 - left, position))]
-            row = read(Mux(part, 0, index), f"row{r}")
-            self._present(m, self.rows[c][r], row, part | (index < level), part,
+                         index.eq(Mux(active, position + 1 - left[:index_bits], position))]
+            row = Signal(p.queue_layout, name=f"c{c}_row{r}")
+            reachable = entries[:min(depth, p.pipeline + 2)]
+            m.d.comb += row.eq(Mux(part, stored, Cat(*reachable).word_select(
+                index, p.queue_layout.size) if len(reachable) > 1 else stored))
+            self._present(m, self.rows[c][r], row,
+                          part | ((index < level) & (index < len(reachable))), part,
                           row.waves - left + position)
 
         take = self.take[c] & (level != 0)
@@ -240,8 +237,18 @@ class ChannelQueues(wiring.Component):
                 m.d.sync += active.eq(0)
             with m.Else():
                 m.d.sync += left.eq(left - 1)
-        m.d.sync += [first.eq(Mux(pop, at(1), first)),
-                     level.eq(level + (accepted & admitted) - pop)]
+        # Entry i takes entry i + 1 when the head leaves; a new WG goes behind the last. It is
+        # written whether or not it is admitted (a refused one lies beyond ``level``), so the
+        # admission check drives only the level, not every entry's enable.
+        tail = Signal(range(depth + 1), name=f"c{c}_tail")
+        m.d.comb += tail.eq(level - pop)
+        for i, register in enumerate(entries):
+            behind = entries[i + 1] if i + 1 < depth else register
+            with m.If(accepted & (tail == i)):
+                m.d.sync += register.eq(entry)
+            with m.Elif(pop):
+                m.d.sync += register.eq(behind)
+        m.d.sync += level.eq(level + writing - pop)
         # Embodiment 3 splits the head left after this clock's take (the model splits after
         # the dispatch of its cycle).
         after = Signal(p.queue_layout, name=f"c{c}_after_take")
