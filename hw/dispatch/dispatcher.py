@@ -62,8 +62,10 @@ class Dispatcher(wiring.Component):
         release accepted in clock ``t`` frees its blocks and slots for clock ``t + 1``.
     config : In(stream.Signature(params.config_layout))
         Register writes (:class:`hw.dispatch.params.ConfigAddress`), effective in the next
-        clock; ``ready`` is low only for a ``START`` that must wait for the free-block
-        pipelines to fill (and, with the shared unit, for its schedule to reach period 0).
+        clock (a window length in the second); ``ready`` is low only for a ``START`` that
+        must wait for the free-block pipelines to fill (and, with the shared unit, for its
+        schedule to reach period 0; with a pipelined decision, for the score pipeline to hold
+        the configuration of cycle 0: no write in the ``score_latency + 2`` clocks before).
     running : Out(1)
         High from the clock after ``START``: that clock is the dispatcher's cycle 0.
     stale_abort : Out(1), abort_ap : Out
@@ -122,7 +124,7 @@ class Dispatcher(wiring.Component):
 
         m.submodules.queues = queues = ChannelQueues(p)
         m.submodules.views = views = FreeBlockViews(p, self._wrap)
-        m.submodules.matcher = matcher = Matcher(p, 2 * R if p.pipeline else R)
+        m.submodules.matcher = matcher = Matcher(p, (p.pipeline + 3) * R if p.pipeline else R)
         m.submodules.selector = selector = self._selector(p)
         m.submodules.allocator = allocator = Allocator(p, self._wrap,
                                                        max(p.pipeline - 1, 0))
@@ -219,17 +221,18 @@ class Dispatcher(wiring.Component):
         ]
         for ap in range(P):
             m.d.comb += matcher.pointer[ap].eq(effective[ap])
-        # Embodiment 2's windows also as running sums, registers written with them (the value
-        # a write leaves), so that the selector adds nothing in the decision's clock.
-        writing_window = written & (config.payload.address == ConfigAddress.WINDOW)
+        # Embodiment 2's windows also as running sums, registers that follow the window
+        # registers one clock later, so that the selector adds nothing in the decision's
+        # clock and nothing lies between the configuration port and the promoted priority
+        # (which the selector computes a clock ahead from these sums' next values). A window
+        # write therefore takes effect in the second clock after it.
         total = 0
         for y in range(Y):
-            following = Mux(writing_window & (index == y), value[:WINDOW_BITS], windows[y])
-            total = total + following
+            total = total + windows[y]
             end = Signal(window_end_bits(Y), name=f"cfg_window_end{y}",
                          init=sum(policy.windows[:y + 1]))
             m.d.sync += end.eq(total)
-            m.d.comb += selector.window_ends[y].eq(end)
+            m.d.comb += [selector.window_ends[y].eq(end), selector.window_ends_next[y].eq(total)]
         for c in range(R):
             wiring.connect(m, wiring.flipped(self.wg_in[c]), queues.wg_in[c])
 
@@ -396,15 +399,17 @@ class Dispatcher(wiring.Component):
         last = flight[1]                    # chosen in the previous clock
         leaving = flight[k]                 # dispatched (or aborted) in this clock
 
-        # -- match: each channel's two WGs behind those in flight, APs in flight left out ----
+        # -- match: each channel's two WGs behind those in flight, APs in flight left out. Every
+        # WG a row can be is tested (k + 2 entries and a split head's part), the rows' fit
+        # masks selected afterwards: the positions are worked out beside the compares. -------
         busy = Signal(P, name="busy_aps")
         m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
         for c in range(R):
             count = sum((flight[j].valid & (flight[j].channel == c)) for j in range(1, k + 1))
             m.d.comb += queues.in_flight[c].eq(count)
-            for r in range(2):
-                m.d.comb += matcher.heads[2 * c + r].eq(queues.rows[c][r])
+            for j in range(k + 3):
+                m.d.comb += matcher.heads[(k + 3) * c + j].eq(queues.entries[c][j])
         match_layout = data.StructLayout({"head": p.head_layout, "fit": P})
         match = [[Signal(match_layout, name=f"match_c{c}_r{r}") for r in range(2)]
                  for c in range(R)]
@@ -413,8 +418,11 @@ class Dispatcher(wiring.Component):
             m.d.sync += matched_once.eq(1)
             for c in range(R):
                 for r in range(2):
+                    fits = [matcher.fit[(k + 3) * c + j] for j in range(k + 3)]
+                    fit = Mux(queues.row_part[c][r], fits[k + 2],
+                              Cat(*fits[:k + 2]).word_select(queues.row_entry[c][r], P))
                     m.d.sync += [match[c][r].head.eq(queues.rows[c][r]),
-                                 match[c][r].fit.eq(matcher.fit[2 * c + r] & ~busy)]
+                                 match[c][r].fit.eq(fit & ~busy)]
 
         # -- dispatch of the WG in the last stage ---------------------------------------------
         ok = Signal(name="plan_fits")

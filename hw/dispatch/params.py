@@ -51,14 +51,16 @@ def bits(value: int) -> int:
 
 class ConfigAddress(hdl_enum.Enum, shape=4):
     """The registers of the configuration write port (``index`` selects an element where the
-    register is an array). A write takes effect in the next clock."""
+    register is an array). A write takes effect in the next clock (a window length in the
+    second)."""
 
     SELECTION = 0           #: 0 multi (embodiment 1), 1 strict, 2 miaow, 3 gpgpusim
     AP_CHOICE = 1           #: 0 round robin, 1 lowest, 2 resource, 3 instruction, 4 combined
     ROTATE = 2              #: embodiment 8's rotating pointer on (1) or off (0)
     RESOURCE_WEIGHT = 3     #: w_r of the combined score (8 bits)
     INSTRUCTION_WEIGHT = 4  #: w_i of the combined score (8 bits)
-    WINDOW = 5              #: embodiment 2: window ``index``'s length (0 ends the list)
+    WINDOW = 5              #: embodiment 2: window ``index``'s length (0 ends the list;
+                            #: effective in the second clock after the write)
     SPLIT_THRESHOLD = 6     #: embodiment 3's threshold (0 turns splitting off)
     LFSR = 7                #: the tie-break LFSR's state (non-zero)
     HISTORY_SHIFT = 8       #: log2 of embodiment 10's history length Nx

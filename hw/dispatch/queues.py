@@ -50,6 +50,13 @@ class ChannelQueues(wiring.Component):
     rows : Out(ArrayLayout(ArrayLayout(params.head_layout, 2), channels))
         Pipelined decision only: each channel's WGs at positions ``in_flight`` and
         ``in_flight + 1`` from the head (``valid`` 0 beyond the last).
+    entries : Out(ArrayLayout(ArrayLayout(params.head_layout, k + 3), channels))
+        Pipelined decision only: what a row can be, so that the match can test them all and
+        select afterwards: entries ``0 .. k + 1`` as whole WGs, then entry 0 as a one-wave
+        part (``valid`` while a split head has parts left).
+    row_part, row_entry : Out(ArrayLayout(ArrayLayout(...), 2), channels))
+        Pipelined decision only: row ``r`` of channel ``c`` is the part (``row_part``) or
+        entry ``row_entry`` of ``entries``.
     """
 
     def __init__(self, params: DispatcherParams):
@@ -64,7 +71,12 @@ class ChannelQueues(wiring.Component):
             "splittable": Out(R),
             "reject": Out(R),
             **({"in_flight": In(data.ArrayLayout(range(params.pipeline + 1), R)),
-                "rows": Out(data.ArrayLayout(data.ArrayLayout(params.head_layout, 2), R))}
+                "rows": Out(data.ArrayLayout(data.ArrayLayout(params.head_layout, 2), R)),
+                "entries": Out(data.ArrayLayout(
+                    data.ArrayLayout(params.head_layout, params.pipeline + 3), R)),
+                "row_part": Out(data.ArrayLayout(2, R)),
+                "row_entry": Out(data.ArrayLayout(
+                    data.ArrayLayout((params.pipeline + 2).bit_length(), 2), R))}
                if params.pipeline else {}),
         })
 
@@ -229,6 +241,12 @@ class ChannelQueues(wiring.Component):
             self._present(m, self.rows[c][r], row,
                           part | ((index < level) & (index < len(reachable))), part,
                           row.waves - left + position)
+            m.d.comb += [self.row_part[c][r].eq(part), self.row_entry[c][r].eq(index)]
+        for j, register in enumerate(reachable):
+            self._present(m, self.entries[c][j], register, j < level, 0, 0)
+        for j in range(len(reachable), p.pipeline + 2):
+            m.d.comb += self.entries[c][j].valid.eq(0)
+        self._present(m, self.entries[c][p.pipeline + 2], stored, active & (level != 0), 1, 0)
 
         take = self.take[c] & (level != 0)
         pop = take & (~active | (left == 1))

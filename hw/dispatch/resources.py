@@ -143,11 +143,21 @@ class ResourceTable(wiring.Component):
                 for ap in range(P):
                     index = ap * per + q
                     word = Signal(n, name=f"{name}{index}", init=(1 << n) - 1)
-                    m.d.comb += self.status[name][index].eq(word)
                     take = allocate & (taken.ap == ap)
-                    give = releasing & (held.ap == ap)
-                    m.d.sync += word.eq((word & ~Mux(take, take_mask, 0))
-                                        | Mux(give, give_mask, 0))
+                    give = Mux(releasing & (held.ap == ap), give_mask, 0)
+                    if p.pipeline:
+                        # The blocks a release gives back are held in a register of their
+                        # own for a clock and ORed into the status its readers see, so the
+                        # record read and the release check end at a register beside them
+                        # rather than at every status bit across the chip; what the readers
+                        # see is unchanged.
+                        pending = Signal(n, name=f"{name}{index}_released")
+                        seen = word | pending
+                        m.d.sync += [pending.eq(give), word.eq(seen & ~Mux(take, take_mask, 0))]
+                    else:
+                        seen = word
+                        m.d.sync += word.eq((word & ~Mux(take, take_mask, 0)) | give)
+                    m.d.comb += self.status[name][index].eq(seen)
 
         # Wave slots and instruction power.
         for ap in range(P):

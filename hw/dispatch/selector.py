@@ -67,6 +67,8 @@ class Selector(wiring.Component):
     window_ends : In(ArrayLayout(window_end_bits(priorities), priorities))
         Embodiment 2's windows as running sums: entry ``y`` is the sum of the lengths of
         windows ``0 .. y`` (the dispatcher's registers, written with the windows).
+    window_ends_next : In(ArrayLayout(window_end_bits(priorities), priorities))
+        What ``window_ends`` holds from the next clock.
     lfsr_load, lfsr_value : In
         A configuration write of the LFSR's state.
     start : In(1)
@@ -101,6 +103,7 @@ class Selector(wiring.Component):
             "selection": In(2),
             "ap_choice": In(3),
             "window_ends": In(data.ArrayLayout(window_end_bits(Y), Y)),
+            "window_ends_next": In(data.ArrayLayout(window_end_bits(Y), Y)),
             "lfsr_load": In(1),
             "lfsr_value": In(16),
             "start": In(1),
@@ -127,23 +130,33 @@ class Selector(wiring.Component):
 
     def _windows(self, m: Module):
         """Embodiment 2: the window counter (cycle mod the windows' sum) and the priority it
-        promotes. The windows arrive as their running sums (``window_ends``), registers the
-        dispatcher keeps with the window registers, so no adder lies in the decision's path."""
+        promotes. The windows arrive as their running sums (``window_ends``, registers the
+        dispatcher keeps with the window registers, and ``window_ends_next``, what those
+        registers hold from the next clock), and the promoted priority is itself a register,
+        computed from the next position and the next sums: no adder or comparator of the
+        windows lies in the decision's path."""
         p = self._params
         Y = p.priorities
         period_bits = window_end_bits(Y)
         position = Signal(period_bits, name="window_position")
-        prefix = [Const(0, period_bits)] + [self.window_ends[y] for y in range(Y)]
         period = Signal(period_bits, name="window_period")
-        m.d.comb += period.eq(prefix[-1])
-        with m.If(self.start):
-            m.d.sync += position.eq(0)
-        with m.Elif(self.running):
-            m.d.sync += position.eq(Mux(position + 1 >= period, 0, position + 1))
-        promoted = Const(0, max((Y - 1).bit_length(), 1))
+        m.d.comb += period.eq(self.window_ends[Y - 1])
+        following = Signal(period_bits, name="window_position_next")
+        m.d.comb += following.eq(Mux(self.start, 0, Mux(
+            self.running, Mux(position + 1 >= period, 0, position + 1), position)))
+        m.d.sync += position.eq(following)
+        prefix = [Const(0, period_bits)] + [self.window_ends_next[y] for y in range(Y)]
+        promoted_next = Const(0, max((Y - 1).bit_length(), 1))
         for y in reversed(range(Y)):
-            promoted = Mux(self._in_window(position, prefix[y], prefix[y + 1]), y, promoted)
-        m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(self.window_ends[0] != 0)]
+            promoted_next = Mux(self._in_window(following, prefix[y], prefix[y + 1]), y,
+                                promoted_next)
+        # Reset values: position 0 with the windows the dispatcher was built with.
+        windows = list(p.policy.windows) + [0] * (Y - len(p.policy.windows))
+        first = next((y for y, length in enumerate(windows) if length), 0)
+        promoted = Signal(range(max(Y, 2)), name="window_promoted", init=first)
+        windowed = Signal(name="windows_on", init=int(windows[0] != 0))
+        m.d.sync += [promoted.eq(promoted_next), windowed.eq(self.window_ends_next[0] != 0)]
+        m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(windowed)]
 
     @staticmethod
     def _in_window(position, start, end):
@@ -193,7 +206,9 @@ class Selector(wiring.Component):
         m.d.comb += tie_priority.eq(Cat(*(heads[c].priority for c in range(R)))
                                     .word_select(first_tied, len(heads[0].priority)))
         flags = [Signal(Y, name=f"selected_c{c}") for c in range(R)]
-        flag_now = Cat(*(flags[c].bit_select(tie_priority, 1) for c in range(R)))
+        # Every tied head has the tie's priority, so each channel's flag is read at its own
+        # head's priority, beside the ranking rather than after it.
+        flag_now = Cat(*(flags[c].bit_select(heads[c].priority, 1) for c in range(R)))
         clear = Signal(R, name="tie_clear")
         m.d.comb += clear.eq(tied & ~flag_now)
         candidates = Signal(R, name="tie_candidates")

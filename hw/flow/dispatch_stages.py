@@ -42,6 +42,7 @@ from amaranth.back import verilog
 from hw.dispatch.allocator import Allocator
 from hw.dispatch.matcher import Matcher
 from hw.dispatch.params import DispatcherParams
+from hw.dispatch.pipeline import PipelinedSelector, ScorePipeline
 from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import _source_digest
 from hw.flow.fpga_dispatch import CONFIGURATIONS, RESULTS, shape
@@ -63,14 +64,20 @@ PARTS = {
     "ap_all": "AP choice only, scaled by every AP",
     "allocator": "P:1 mux + 2Q+1 first-fit trees",
     "first_fit": "one exact first-fit tree",
+    "choice": "pipelined: WG choice + AP by the registered order",
+    "scores": "pipelined: score pipeline, 5 register layers",
+    "plan": "pipelined: P:1 mux + first-fit trees over 2 clocks",
 }
+
+#: The parts of the pipelined decision (the ``pipelined`` view of hw.flow.fpga_dispatch).
+PIPELINED = ("choice", "scores", "plan")
 
 STAGES_RESULTS = RESULTS.with_name("dispatch_stages.json")
 
 
 def _params(configuration: str, *, aps: int | None = None, channels: int | None = None,
-            every: bool = False) -> DispatcherParams:
-    build = shape(configuration, "exact")
+            every: bool = False, pipelined: bool = False) -> DispatcherParams:
+    build = shape(configuration, "pipelined" if pipelined else "exact")
     if every:
         build = replace(build, policy=replace(build.policy, combined_scale="all"))
     gpu = build.gpu if aps is None else replace(build.gpu, aps=aps)
@@ -82,7 +89,9 @@ def _params(configuration: str, *, aps: int | None = None, channels: int | None 
 #: The component each part is.
 BUILDERS = {"matcher": Matcher, "selector": Selector, "channel": Selector, "ap": Selector,
             "selector_all": Selector, "ap_all": Selector, "allocator": Allocator,
-            "first_fit": ExactMaxFreeBlock}
+            "first_fit": ExactMaxFreeBlock, "choice": PipelinedSelector,
+            "scores": ScorePipeline,
+            "plan": lambda params: Allocator(params, latency=params.pipeline - 1)}
 
 
 def _part_params(configuration: str, part: str):
@@ -95,7 +104,7 @@ def _part_params(configuration: str, part: str):
         return max(_params(configuration).sizes.values())
     return _params(configuration, aps=1 if part == "channel" else None,
                    channels=1 if part in ("ap", "ap_all") else None,
-                   every=part in ("selector_all", "ap_all"))
+                   every=part in ("selector_all", "ap_all"), pipelined=part in PIPELINED)
 
 
 def build_part(configuration: str, part: str):
