@@ -80,12 +80,12 @@ SHAPES = {
                priorities=1, channels=2),
         _shape("shared3x2", "shared", 1, aps=3, peus=2, vgpr=12, sgpr=6, lds=6,
                wave_slots=3, priorities=3, channels=3),
-        # The pipelined decision: k = 3 with scores 4 cycles old (the 50 MHz build), and
-        # k = 2 on a stale view (stale aborts, flushes) with the scores in one clock.
+        # The pipelined decision: k = 4 with scores 4 cycles old (the 50 MHz build), and
+        # k = 3 on a stale view (stale aborts, flushes) with the scores in one clock.
         _shape("pipelined4x2", aps=4, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4,
-               priorities=4, channels=3, combined_scale="all", pipeline=3, score_latency=4),
+               priorities=4, channels=3, combined_scale="all", pipeline=4, score_latency=4),
         _shape("pipelined3x2", "grouped", 3, aps=3, peus=2, vgpr=16, sgpr=8, lds=8,
-               wave_slots=3, priorities=2, channels=3, combined_scale="all", pipeline=2),
+               wave_slots=3, priorities=2, channels=3, combined_scale="all", pipeline=3),
     )
 }
 
@@ -217,7 +217,7 @@ def _combined_all(cycles: int) -> ModelRun:
 def _pipelined_scores(cycles: int) -> ModelRun:
     # Embodiment 9's resource score on the pipelined build (scores 4 cycles old): short WGs
     # of many sizes keep the APs' free resources changing every few cycles, so scores one
-    # cycle older choose other APs (in 84 of the model's 133 dispatches of 300 cycles).
+    # cycle older choose other APs (in 100 of the model's 133 dispatches of 300 cycles).
     mixed = {"arrival": 0.25, "count": 400, "waves": (1, 3), "vgpr": (1, 6), "sgpr": (0, 2),
              "lds": (0, 3), "duration": (1, 8)}
     return _directed("pipelined scores", {"ap_choice": "resource",

@@ -305,7 +305,7 @@ def test_the_pipelined_scores_run_tells_the_scores_age():
     # model's must choose other APs in many of its dispatches.
     from model.dispatch.engine import DispatchSimulator
     run = DIRECTED["pipelined_scores"](300)
-    assert run.policy.decision_pipeline == 3 and run.policy.score_latency == 4
+    assert run.policy.decision_pipeline == 4 and run.policy.score_latency == 4
     events = []
     DispatchSimulator(run.gpu, replace(run.policy, score_latency=5),
                       [replace(w) for w in run.workload], channels=run.channels,

@@ -72,18 +72,22 @@ class Allocator(wiring.Component):
 
     def _first_fit(self, m: Module, name: str, words, need, start) -> Signal:
         n = len(words[0])
-        latency = min(self._latency, ExactMaxFreeBlock.max_latency(n))
+        # From a latency of 3, the chosen AP's word and the need are registered first (the
+        # multiplexers and their widely fanned-out select in a clock of their own).
+        ahead = 1 if self._latency >= 3 else 0
+        latency = min(self._latency - ahead, ExactMaxFreeBlock.max_latency(n))
         finder = self._wrap(ExactMaxFreeBlock(n, latency=latency), "allocator")
         m.submodules[name] = finder
         if latency:
             m.d.comb += finder.enable.eq(self.enable)
-        extra = self._latency - latency
+        extra = self._latency - ahead - latency
         word = Signal(n, name=f"{name}_status")
         m.d.comb += word.eq(Cat(*words).word_select(self.ap, n) if len(words) > 1
                             else words[0])
         too_large = self._delay(m, need > n, self._latency, f"{name}_too_large")
-        m.d.comb += [finder.status.eq(word),
-                     finder.request.eq(need[:len(finder.request)]),
+        m.d.comb += [finder.status.eq(self._delay(m, word, ahead, f"{name}_word")),
+                     finder.request.eq(self._delay(m, need[:len(finder.request)], ahead,
+                                                   f"{name}_request")),
                      start.eq(self._delay(m, finder.fit_start, extra, f"{name}_start"))]
         fits = Signal(name=f"{name}_fits")
         m.d.comb += fits.eq(self._delay(m, finder.fit, extra, f"{name}_fit") & ~too_large)

@@ -454,30 +454,34 @@ class Dispatcher(wiring.Component):
         m.d.comb += [chosen.eq(choose & selector.picked), selector.commit.eq(chosen),
                      selector.evaluate.eq(evaluate)]
         channel = selector.channel
-        chosen_head = Signal(p.head_layout, name="chosen_head")
-        m.d.comb += chosen_head.eq(Cat(*(row.head.as_value() for row in rows))
-                                   .word_select(channel, p.head_layout.size) if R > 1
-                                   else rows[0].head)
+        # Stage 1 keeps every channel's candidate and the chosen channel; the chosen head is
+        # picked from them in the next clock, not after the choice.
+        offered = Signal(data.ArrayLayout(p.head_layout, R), name="flight1_candidates")
 
         # -- first fit of the WG in stage 1 ---------------------------------------------------
+        planned = Signal(p.head_layout, name="plan_head")
+        m.d.comb += planned.eq(offered.as_value().word_select(last.channel, p.head_layout.size)
+                               if R > 1 else offered[0])
         pointer = Signal(range(max(Q, 2)), name="plan_rotation")
         m.d.comb += pointer.eq(Cat(*effective).word_select(last.ap, len(pointer)) if P > 1
                                else effective[0])
-        waves, need_vgpr, need_sgpr = self._waves(m, last.head, pointer, "plan")
-        m.d.comb += [allocator.ap.eq(last.ap), allocator.need_lds.eq(last.head.lds),
+        waves, need_vgpr, need_sgpr = self._waves(m, planned, pointer, "plan")
+        m.d.comb += [allocator.ap.eq(last.ap), allocator.need_lds.eq(planned.lds),
                      allocator.need_vgpr.eq(need_vgpr), allocator.need_sgpr.eq(need_sgpr),
                      allocator.enable.eq(evaluate)]
 
         # -- the stages move on ---------------------------------------------------------------
         with m.If(evaluate):
             m.d.sync += [flight[1].valid.eq(chosen), flight[1].channel.eq(channel),
-                         flight[1].ap.eq(selector.ap), flight[1].head.eq(chosen_head)]
+                         flight[1].ap.eq(selector.ap)]
+            for c in range(R):
+                m.d.sync += offered[c].eq(rows[c].head)
             for j in range(1, k):
                 m.d.sync += [flight[j + 1].eq(flight[j]),
                              flight[j + 1].valid.eq(flight[j].valid & ~abort)]
-            m.d.sync += [flight[2].waves.eq(waves), flight[2].need_vgpr.eq(need_vgpr),
-                         flight[2].need_sgpr.eq(need_sgpr),
-                         flight[2].power.eq(self._power(m, parts, last.channel, last.head,
+            m.d.sync += [flight[2].head.eq(planned), flight[2].waves.eq(waves),
+                         flight[2].need_vgpr.eq(need_vgpr), flight[2].need_sgpr.eq(need_sgpr),
+                         flight[2].power.eq(self._power(m, parts, last.channel, planned,
                                                         "plan"))]
 
         # -- embodiment 3: counts in a clock that chooses; splits a channel with nothing in
