@@ -65,10 +65,10 @@ def test_the_cache_key_does_not_depend_on_the_verilog_text():
 
 
 def test_the_pipelined_parts_are_built_from_the_pipelined_view():
-    # The choice reads the registered order of the APs, the plan's trees take two clocks.
+    # The choice reads the registered order of the APs; the plan is built for k = 4.
     choice = _built("choice")
     assert hasattr(choice, "beats") and not hasattr(choice, "view")
     params = ds._part_params("small", "plan")
-    assert params.pipeline == 3 and params.score_layers == 5
+    assert params.pipeline == 4 and params.score_layers == 5
     assert "module top" in verilog.convert(RegisterWrapper(ds.build_part("small", "scores")),
                                            name="top", emit_src=False)

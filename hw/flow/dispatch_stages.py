@@ -66,7 +66,7 @@ PARTS = {
     "first_fit": "one exact first-fit tree",
     "choice": "pipelined: WG choice + AP by the registered order",
     "scores": "pipelined: score pipeline, 5 register layers",
-    "plan": "pipelined: P:1 mux + first-fit trees over 2 clocks",
+    "plan": "pipelined: P:1 mux + first-fit trees over 3 clocks",
 }
 
 #: The parts of the pipelined decision (the ``pipelined`` view of hw.flow.fpga_dispatch).

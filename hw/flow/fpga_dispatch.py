@@ -96,6 +96,10 @@ VIEWS = {
     "pipelined": ("exact, latency 1, pipelined k = 4", {
         "circuit": "exact", "circuit_latency": 1, "decision_pipeline": 4,
         "score_latency": 4, "combined_scale": "all"}),
+    # The same with the view's exact trees cut in two (the view one clock staler).
+    "pipelined_l2": ("exact, latency 2, pipelined k = 4", {
+        "circuit": "exact", "circuit_latency": 2, "decision_pipeline": 4,
+        "score_latency": 4, "combined_scale": "all"}),
 }
 
 #: The dispatcher's submodules, as the parts of the LUT count.
