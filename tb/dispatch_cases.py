@@ -86,6 +86,10 @@ SHAPES = {
                priorities=4, channels=3, combined_scale="all", pipeline=4, score_latency=4),
         _shape("pipelined3x2", "grouped", 3, aps=3, peus=2, vgpr=16, sgpr=8, lds=8,
                wave_slots=3, priorities=2, channels=3, combined_scale="all", pipeline=3),
+        # The build of make fpga-report's 50 MHz row: the small configuration, exact view of
+        # latency 2, k = 4, s = 4 (a test keeps the two the same build).
+        _shape("small_l2", latency=2, aps=4, peus=2, vgpr=32, sgpr=16, lds=16, wave_slots=8,
+               priorities=4, channels=2, combined_scale="all", pipeline=4, score_latency=4),
     )
 }
 

@@ -145,6 +145,13 @@ def test_the_rtl_builds_a_pipeline_with_every_ap_scale_only():
     with pytest.raises(ValueError, match='combined_scale = "all"'):
         DispatcherParams.build(GPU, combined, 2)
     DispatcherParams.build(GPU, replace(combined, combined_scale="all"), 2)
+    # The configuration port of a pipelined build refuses the MIAOW-like selection, which the
+    # pipeline does not define (its selection register would take the value).
+    from hw.dispatch.params import config_writes
+    built = DispatcherParams.build(GPU, policy, 2)
+    assert config_writes(built)
+    with pytest.raises(ValueError, match='"miaow" is not defined for the pipelined'):
+        config_writes(built, replace(policy, selection="miaow"))
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
     assert unsupported(scenario, policy) is None
     assert 'combined_scale = "all"' in unsupported(scenario, combined)

@@ -18,6 +18,16 @@ def test_every_row_is_a_valid_dispatcher(configuration, view):
     assert params.policy.circuit == fd.VIEWS[view][1]["circuit"]
 
 
+def test_the_pipelined_row_of_latency_2_is_the_build_the_cosimulation_runs():
+    # The FPGA table's fastest row must be a build that the co-simulation holds to the model
+    # clock for clock (tests/test_cocotb_dispatch.py runs SHAPES["small_l2"]).
+    from hw.flow.dispatch_build import DispatchShape
+    from tb.dispatch_cases import SHAPES
+    shape = SHAPES["small_l2"]
+    assert DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options()) \
+        == fd.shape("small", "pipelined_l2")
+
+
 def _row(configuration, view, family, kind, **fields):
     parts = {p: {"luts": 10, "ffs": 1, "carries": 0} for p in (*fd.PARTS, "control")}
     return {"configuration": configuration, "view": view, "family": family, "kind": kind,

@@ -388,14 +388,19 @@ class Dispatcher(wiring.Component):
             m.d.comb += getattr(scores, name).eq(port)
         m.d.comb += selector.beats.eq(scores.beats)
 
+        # Stage 1 holds the choice (the head and what follows from it are worked out in the
+        # first-fit clock); stages 2 .. k the whole plan.
+        chosen_layout = data.StructLayout({
+            "valid": 1, "channel": range(max(R, 2)), "ap": range(max(P, 2))})
         flight_layout = data.StructLayout({
-            "valid": 1, "channel": range(max(R, 2)), "ap": range(max(P, 2)),
+            **chosen_layout.members,
             "head": p.head_layout,
             "waves": data.ArrayLayout(range(p.gpu.wave_slots + 1), Q),
             "need_vgpr": data.ArrayLayout(range(p.gpu.vgpr + 2), Q),
             "need_sgpr": data.ArrayLayout(range(p.gpu.sgpr + 2), Q),
             "power": p.widths["ap_power"]})
-        flight = [None] + [Signal(flight_layout, name=f"flight{j}") for j in range(1, k + 1)]
+        flight = [None, Signal(chosen_layout, name="flight1")] + [
+            Signal(flight_layout, name=f"flight{j}") for j in range(2, k + 1)]
         last = flight[1]                    # chosen in the previous clock
         leaving = flight[k]                 # dispatched (or aborted) in this clock
 
@@ -410,19 +415,21 @@ class Dispatcher(wiring.Component):
             m.d.comb += queues.in_flight[c].eq(count)
             for j in range(k + 3):
                 m.d.comb += matcher.heads[(k + 3) * c + j].eq(queues.entries[c][j])
-        match_layout = data.StructLayout({"head": p.head_layout, "fit": P})
-        match = [[Signal(match_layout, name=f"match_c{c}_r{r}") for r in range(2)]
-                 for c in range(R)]
-        matched_once = Signal(name="match_valid")
-        with m.If(evaluate):
-            m.d.sync += matched_once.eq(1)
-            for c in range(R):
-                for r in range(2):
-                    fits = [matcher.fit[(k + 3) * c + j] for j in range(k + 3)]
-                    fit = Mux(queues.row_part[c][r], fits[k + 2],
-                              Cat(*fits[:k + 2]).word_select(queues.row_entry[c][r], P))
-                    m.d.sync += [match[c][r].head.eq(queues.rows[c][r]),
-                                 match[c][r].fit.eq(fit & ~busy)]
+        # Each channel's two rows, registered below as the one the next clock's choice reads.
+        matches = []
+        for c in range(R):
+            pair = []
+            for r in range(2):
+                part, entry = queues.row_part[c][r], queues.row_entry[c][r]
+                fits = [matcher.fit[(k + 3) * c + j] for j in range(k + 3)]
+                heads = [queues.entries[c][j].as_value() for j in range(k + 3)]
+                head = Signal(p.head_layout, name=f"match_c{c}_r{r}")
+                m.d.comb += head.eq(Mux(part, heads[k + 2],
+                                        Cat(*heads[:k + 2]).word_select(entry,
+                                                                        p.head_layout.size)))
+                pair.append((head, Mux(part, fits[k + 2],
+                                       Cat(*fits[:k + 2]).word_select(entry, P))))
+            matches.append(pair)
 
         # -- dispatch of the WG in the last stage ---------------------------------------------
         ok = Signal(name="plan_fits")
@@ -435,19 +442,17 @@ class Dispatcher(wiring.Component):
         with m.If(evaluate):
             m.d.sync += squash.eq(abort)
 
-        # -- choice from the registered match -------------------------------------------------
-        split_last = Signal(R, name="split_last")
-        free = Signal(P, name="free_aps")
-        m.d.comb += free.eq(Mux(last.valid, ~(Const(1, P) << last.ap), (1 << P) - 1))
-        rows = []
+        # -- choice from the registered match: each channel's candidate, the row after the WG
+        # chosen in the previous clock when that was the channel's, that WG's AP left out (both
+        # applied when the match is registered, so that the choice starts from registers) ----
+        candidate_layout = data.StructLayout({"valid": 1, "head": p.head_layout, "fit": P})
+        candidates = [Signal(candidate_layout, name=f"candidate_c{c}") for c in range(R)]
+        matched_once = Signal(name="match_valid")
         for c in range(R):
-            row = Signal(match_layout, name=f"candidate_c{c}")
-            again = last.valid & (last.channel == c)
-            m.d.comb += row.eq(Mux(again, match[c][1], match[c][0]))
-            candidate = row.head.valid & ~split_last[c]
-            m.d.comb += [selector.heads[c].eq(row.head), selector.heads[c].valid.eq(candidate),
-                         selector.fit[c].eq(Mux(candidate, row.fit & free, 0))]
-            rows.append(row)
+            candidate = candidates[c]
+            m.d.comb += [selector.heads[c].eq(candidate.head),
+                         selector.heads[c].valid.eq(candidate.valid),
+                         selector.fit[c].eq(candidate.fit)]
         choose = Signal(name="choose")
         m.d.comb += choose.eq(evaluate & matched_once & ~squash & ~abort)
         chosen = Signal(name="chosen")
@@ -457,6 +462,8 @@ class Dispatcher(wiring.Component):
         # Stage 1 keeps every channel's candidate and the chosen channel; the chosen head is
         # picked from them in the next clock, not after the choice.
         offered = Signal(data.ArrayLayout(p.head_layout, R), name="flight1_candidates")
+        taken = Signal(P, name="chosen_ap_mask")
+        m.d.comb += taken.eq(Mux(chosen, Const(1, P) << selector.ap, 0))
 
         # -- first fit of the WG in stage 1 ---------------------------------------------------
         planned = Signal(p.head_layout, name="plan_head")
@@ -475,11 +482,13 @@ class Dispatcher(wiring.Component):
             m.d.sync += [flight[1].valid.eq(chosen), flight[1].channel.eq(channel),
                          flight[1].ap.eq(selector.ap)]
             for c in range(R):
-                m.d.sync += offered[c].eq(rows[c].head)
+                m.d.sync += offered[c].eq(candidates[c].head)
+            for j in range(2, k):
+                m.d.sync += flight[j + 1].eq(flight[j])
             for j in range(1, k):
-                m.d.sync += [flight[j + 1].eq(flight[j]),
-                             flight[j + 1].valid.eq(flight[j].valid & ~abort)]
-            m.d.sync += [flight[2].head.eq(planned), flight[2].waves.eq(waves),
+                m.d.sync += flight[j + 1].valid.eq(flight[j].valid & ~abort)
+            m.d.sync += [flight[2].channel.eq(last.channel), flight[2].ap.eq(last.ap),
+                         flight[2].head.eq(planned), flight[2].waves.eq(waves),
                          flight[2].need_vgpr.eq(need_vgpr), flight[2].need_sgpr.eq(need_sgpr),
                          flight[2].power.eq(self._power(m, parts, last.channel, planned,
                                                         "plan"))]
@@ -491,13 +500,31 @@ class Dispatcher(wiring.Component):
                              for j in range(1, k)]) for c in range(R)))
         split_now = self._all_fail(m, parts, choose, waiting, selector.picked,
                                    queues.splittable & ~staying)
-        with m.If(evaluate):
-            m.d.sync += split_last.eq(split_now)
         m.d.comb += queues.split.eq(split_now)
+        # The match registered: a channel split in this clock offers nothing in the next (its
+        # part is matched from then on).
+        with m.If(evaluate):
+            m.d.sync += matched_once.eq(1)
+            for c in range(R):
+                again = chosen & (channel == c)
+                (head0, fit0), (head1, fit1) = matches[c]
+                head, fit = Mux(again, head1, head0), Mux(again, fit1, fit0)
+                valid = Mux(again, head1.valid, head0.valid) & ~split_now[c]
+                m.d.sync += [candidates[c].head.eq(head), candidates[c].valid.eq(valid),
+                             candidates[c].fit.eq(Mux(valid, fit & ~busy & ~taken, 0))]
 
+        # The part number a split WG's part leaves with is its channel's head's: the WG in
+        # the last stage is its channel's head (earlier ones have left), and a channel is
+        # split only with nothing in flight, so the head's split state is the one the part
+        # was matched in.
+        dispatched = Signal(p.head_layout, name="dispatched_head")
+        m.d.comb += [dispatched.eq(leaving.head),
+                     dispatched.part.eq(Mux(leaving.head.split,
+                                            queues.heads[leaving.channel].part
+                                            if R > 1 else queues.heads[0].part, 0))]
         starts = (allocator.vgpr_start, allocator.sgpr_start, allocator.lds_start,
                   leaving.need_vgpr, leaving.need_sgpr)
-        return (commit, abort, leaving.channel, leaving.ap, leaving.head, leaving.waves,
+        return (commit, abort, leaving.channel, leaving.ap, dispatched, leaving.waves,
                 leaving.power, starts, split_now)
 
 

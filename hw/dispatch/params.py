@@ -432,6 +432,9 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
                 name == "score_latency" and "score_latency" in ignored_fields(policy)):
             raise ValueError(f"policy.{name} is {getattr(policy, name)!r} but the dispatcher "
                              f"was built with {getattr(built, name)!r}")
+    if params.pipeline and policy.selection == "miaow":
+        raise ValueError('policy.selection "miaow" is not defined for the pipelined decision '
+                         f"(the dispatcher was built with decision_pipeline {params.pipeline})")
     scale = "all" if params.combined_all else "candidates"
     if policy.ap_choice == "combined" and policy.combined_scale != scale:
         raise ValueError(f"policy.combined_scale is {policy.combined_scale!r} but the "

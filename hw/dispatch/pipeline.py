@@ -13,7 +13,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_or_after, first_set
+from hw.dispatch.logic import at_or_after, first_set, product
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.selector import (
@@ -51,9 +51,12 @@ class ScorePipeline(wiring.Component):
     ``L = score_latency + 1`` (:attr:`DispatcherParams.score_layers`): the model's match of
     cycle ``t + L - 1`` keeps the scores of cycle ``t``. The logic is six pieces (the
     weighted terms; their sum; the maxima and the weight products; the cross products; the
-    key; the comparisons), each of the last ``L`` ending in a register (a longer latency
-    delays the inputs); every input goes through the same registers, the configuration
-    registers too. No enable: it follows the clock.
+    key; the comparisons): with ``L < 6`` the first ``L - 1`` each end in a register and the
+    rest share the last clock (the key and the comparisons first: routed in the small
+    configuration's build, the terms with their multipliers and their sum in one clock were
+    the critical path, 20.2 ns), with ``L >= 6`` every piece ends in a
+    register and the inputs are delayed by the rest; every input goes through the same
+    registers, the configuration registers too. No enable: it follows the clock.
 
     Attributes
     ----------
@@ -105,7 +108,9 @@ class ScorePipeline(wiring.Component):
                 sgpr = sum(v[f"sgpr{ap}_{q}"] for q in range(Q))
                 slots = sum(v[f"slots{ap}_{q}"] for q in range(Q))
                 for h, r in enumerate((vgpr, sgpr, v[f"lds{ap}"], slots)):
-                    out[f"term{ap}_{h}"] = v[f"a{h}"] * r
+                    # The weights are a few bits: shifts and adds beside the sums, not a
+                    # DSP block's seven nanoseconds and the route to it.
+                    out[f"term{ap}_{h}"] = product(r, v[f"a{h}"])
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out
 
@@ -179,7 +184,7 @@ class ScorePipeline(wiring.Component):
             values = self._register(m, values, f"score_delay{delay}")
         for index, piece in enumerate(pieces):
             values = piece(values)
-            if index >= self.PIECES - layers:
+            if index < layers - 1 or index == self.PIECES - 1:
                 values = self._register(m, values, f"score_{piece.__name__}")
         for a in range(P):
             for b in range(P):

@@ -8,11 +8,12 @@ waves, the LDS of a one-wave part) and it enters the channel's FIFO, where it is
 clock ``t + 1`` if the FIFO was empty.
 
 With a pipelined decision (``decision_pipeline = k``) the match reads two WGs of each channel
-at positions behind those already chosen, so the FIFO is a row of registers read at any
-position (``rows``), a split head's parts counting as positions of their own.
+at positions behind those already chosen, so the FIFO is a row of registers, each presented
+(``entries``), and the two positions are given as indices into them (``row_part``,
+``row_entry``), a split head's parts counting as positions of their own.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,16 +48,15 @@ class ChannelQueues(wiring.Component):
         Bit ``c``: the WG accepted on channel ``c`` in the previous clock was refused.
     in_flight : In(ArrayLayout(range(k + 1), channels))
         Pipelined decision only: WGs (or parts) of each channel chosen and not dispatched.
-    rows : Out(ArrayLayout(ArrayLayout(params.head_layout, 2), channels))
-        Pipelined decision only: each channel's WGs at positions ``in_flight`` and
-        ``in_flight + 1`` from the head (``valid`` 0 beyond the last).
     entries : Out(ArrayLayout(ArrayLayout(params.head_layout, k + 3), channels))
         Pipelined decision only: what a row can be, so that the match can test them all and
         select afterwards: entries ``0 .. k + 1`` as whole WGs, then entry 0 as a one-wave
-        part (``valid`` while a split head has parts left).
+        part (``valid`` while a split head has parts left; its ``part`` number is 0: the
+        number a part is dispatched with is the head's, ``heads[c].part``, at its dispatch).
     row_part, row_entry : Out(ArrayLayout(ArrayLayout(...), 2), channels))
-        Pipelined decision only: row ``r`` of channel ``c`` is the part (``row_part``) or
-        entry ``row_entry`` of ``entries``.
+        Pipelined decision only: row ``r`` of channel ``c``, the WG at position
+        ``in_flight + r`` from the head, is the part (``row_part``, entry ``k + 2``) or entry
+        ``row_entry`` of ``entries`` (not ``valid`` beyond the last).
     """
 
     def __init__(self, params: DispatcherParams):
@@ -71,7 +71,6 @@ class ChannelQueues(wiring.Component):
             "splittable": Out(R),
             "reject": Out(R),
             **({"in_flight": In(data.ArrayLayout(range(params.pipeline + 1), R)),
-                "rows": Out(data.ArrayLayout(data.ArrayLayout(params.head_layout, 2), R)),
                 "entries": Out(data.ArrayLayout(
                     data.ArrayLayout(params.head_layout, params.pipeline + 3), R)),
                 "row_part": Out(data.ArrayLayout(2, R)),
@@ -226,22 +225,16 @@ class ChannelQueues(wiring.Component):
         self._present(m, head, stored, level != 0, active, stored.waves - left)
 
         # The match's two positions: small numbers (at most k + 1), so the index is the low
-        # bits of position + 1 - left, exact whenever the position is past the parts.
+        # bits of position + 1 - left, exact whenever the position is past the parts. An index
+        # at or beyond ``level`` selects an entry that is not ``valid``.
         index_bits = (p.pipeline + 2).bit_length()
+        reachable = entries[:min(depth, p.pipeline + 2)]
         for r in range(2):
             position = self.in_flight[c] + r
-            part = Signal(name=f"c{c}_row{r}_part")
-            index = Signal(index_bits, name=f"c{c}_row{r}_entry")
-            m.d.comb += [part.eq(active & (position < left)),
-                         index.eq(Mux(active, position + 1 - left[:index_bits], position))]
-            row = Signal(p.queue_layout, name=f"c{c}_row{r}")
-            reachable = entries[:min(depth, p.pipeline + 2)]
-            m.d.comb += row.eq(Mux(part, stored, Cat(*reachable).word_select(
-                index, p.queue_layout.size) if len(reachable) > 1 else stored))
-            self._present(m, self.rows[c][r], row,
-                          part | ((index < level) & (index < len(reachable))), part,
-                          row.waves - left + position)
-            m.d.comb += [self.row_part[c][r].eq(part), self.row_entry[c][r].eq(index)]
+            m.d.comb += [
+                self.row_part[c][r].eq(active & (position < left)),
+                self.row_entry[c][r].eq(Mux(active, position + 1 - left[:index_bits], position)),
+            ]
         for j, register in enumerate(reachable):
             self._present(m, self.entries[c][j], register, j < level, 0, 0)
         for j in range(len(reachable), p.pipeline + 2):

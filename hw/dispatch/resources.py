@@ -6,6 +6,10 @@ An allocation (``allocate`` high) takes the record's blocks and slots at the clo
 files the record under ``tag``; a release accepted in clock ``t`` reads the record of its tag
 (asynchronously) and gives everything back at the same edge, so the blocks are free in the
 status registers of clock ``t + 1``. One release per clock (``release.ready`` is always high).
+In a pipelined build (``decision_pipeline``) what a release gives back (blocks, wave slots)
+is first held a clock in registers of its own, ORed or added into the ``status`` and
+``slots`` outputs and subtracted from the power the history adds: the outputs are the same
+in every clock, the record read ends at a register nearby.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -166,13 +170,34 @@ class ResourceTable(wiring.Component):
             for q in range(Q):
                 slots = Signal(range(gpu.wave_slots + 1), name=f"slots{ap}_{q}",
                                init=gpu.wave_slots)
-                m.d.comb += self.slots[ap][q].eq(slots)
-                m.d.sync += slots.eq(slots - Mux(take, taken.waves[q], 0)
-                                     + Mux(give, held.waves[q], 0))
+                if p.pipeline:
+                    # As the blocks: the slots a release gives back wait a clock in a
+                    # register of their own, added to what the readers see.
+                    pending = Signal.like(slots, name=f"slots{ap}_{q}_released", init=0)
+                    seen = Signal.like(slots, name=f"slots{ap}_{q}_seen")
+                    m.d.comb += seen.eq(slots + pending)
+                    m.d.sync += [pending.eq(Mux(give, held.waves[q], 0)),
+                                 slots.eq(seen - Mux(take, taken.waves[q], 0))]
+                else:
+                    seen = slots
+                    m.d.sync += slots.eq(slots - Mux(take, taken.waves[q], 0)
+                                         + Mux(give, held.waves[q], 0))
+                m.d.comb += self.slots[ap][q].eq(seen)
             power = Signal(p.widths["ap_power"], name=f"power{ap}")
-            m.d.sync += power.eq(power + Mux(take, taken.power, 0) - Mux(give, held.power, 0))
+            if p.pipeline:
+                # The power a release takes away waits a clock too, subtracted beside the
+                # average's shift (from registers both, so the history adds no delay).
+                pending = Signal.like(power, name=f"power{ap}_released")
+                now = Signal.like(power, name=f"power{ap}_seen")
+                m.d.comb += now.eq(power - pending)
+                m.d.sync += [pending.eq(Mux(give, held.power, 0)),
+                             power.eq(now + Mux(take, taken.power, 0))]
+            else:
+                now = power
+                m.d.sync += power.eq(power + Mux(take, taken.power, 0)
+                                     - Mux(give, held.power, 0))
             average = Signal(p.widths["history"], name=f"history{ap}")
             with m.If(self.running):
-                m.d.sync += average.eq(average - (average >> self.history_shift) + power)
+                m.d.sync += average.eq(average - (average >> self.history_shift) + now)
             m.d.comb += self.history[ap].eq(average)
         return m
