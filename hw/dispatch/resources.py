@@ -128,6 +128,19 @@ class ResourceTable(wiring.Component):
             (busy[i] | (allocate & (self.tag == i))) & ~(releasing & (release.payload.tag == i))
             for i in range(N))))
 
+        # A pipelined build gives back a clock late, ORed or added into what the readers see
+        # in the meantime: the record's masks, waves and power are registered as read (no
+        # logic in front, so the registers sit by the record memory) with one bit per AP, the
+        # release check and the AP's decode, and each reader selects by its AP's bit.
+        if p.pipeline:
+            released = Signal(P, name="released_aps")
+            m.d.sync += released.eq(Cat(*(releasing & (held.ap == ap) for ap in range(P))))
+
+        def later(value, name: str):
+            register = Signal.like(value, name=f"released_{name}", init=0)
+            m.d.sync += register.eq(value)
+            return register
+
         # Blocks: the allocation's and the release's masks, per PEU of their AP.
         taken = self.record
         for name, n in p.sizes.items():
@@ -144,26 +157,24 @@ class ResourceTable(wiring.Component):
                 give_mask = Signal(n, name=f"give_{name}{q}")
                 m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n)),
                              give_mask.eq(self._returned(give_start, give_length, n))]
+                returned = later(give_mask, f"{name}{q}") if p.pipeline else None
                 for ap in range(P):
                     index = ap * per + q
                     word = Signal(n, name=f"{name}{index}", init=(1 << n) - 1)
                     take = allocate & (taken.ap == ap)
                     give = Mux(releasing & (held.ap == ap), give_mask, 0)
                     if p.pipeline:
-                        # The blocks a release gives back are held in a register of their
-                        # own for a clock and ORed into the status its readers see, so the
-                        # record read and the release check end at a register beside them
-                        # rather than at every status bit across the chip; what the readers
-                        # see is unchanged.
-                        pending = Signal(n, name=f"{name}{index}_released")
-                        seen = word | pending
-                        m.d.sync += [pending.eq(give), word.eq(seen & ~Mux(take, take_mask, 0))]
+                        seen = word | Mux(released[ap], returned, 0)
+                        m.d.sync += word.eq(seen & ~Mux(take, take_mask, 0))
                     else:
                         seen = word
                         m.d.sync += word.eq((word & ~Mux(take, take_mask, 0)) | give)
                     m.d.comb += self.status[name][index].eq(seen)
 
         # Wave slots and instruction power.
+        if p.pipeline:
+            returned_waves = [later(held.waves[q], f"waves{q}") for q in range(Q)]
+            returned_power = later(held.power, "power")
         for ap in range(P):
             take = allocate & (taken.ap == ap)
             give = releasing & (held.ap == ap)
@@ -171,13 +182,9 @@ class ResourceTable(wiring.Component):
                 slots = Signal(range(gpu.wave_slots + 1), name=f"slots{ap}_{q}",
                                init=gpu.wave_slots)
                 if p.pipeline:
-                    # As the blocks: the slots a release gives back wait a clock in a
-                    # register of their own, added to what the readers see.
-                    pending = Signal.like(slots, name=f"slots{ap}_{q}_released", init=0)
                     seen = Signal.like(slots, name=f"slots{ap}_{q}_seen")
-                    m.d.comb += seen.eq(slots + pending)
-                    m.d.sync += [pending.eq(Mux(give, held.waves[q], 0)),
-                                 slots.eq(seen - Mux(take, taken.waves[q], 0))]
+                    m.d.comb += seen.eq(slots + Mux(released[ap], returned_waves[q], 0))
+                    m.d.sync += slots.eq(seen - Mux(take, taken.waves[q], 0))
                 else:
                     seen = slots
                     m.d.sync += slots.eq(slots - Mux(take, taken.waves[q], 0)
@@ -185,13 +192,11 @@ class ResourceTable(wiring.Component):
                 m.d.comb += self.slots[ap][q].eq(seen)
             power = Signal(p.widths["ap_power"], name=f"power{ap}")
             if p.pipeline:
-                # The power a release takes away waits a clock too, subtracted beside the
-                # average's shift (from registers both, so the history adds no delay).
-                pending = Signal.like(power, name=f"power{ap}_released")
+                # Subtracted beside the average's shift (from registers both, so the history
+                # adds no delay).
                 now = Signal.like(power, name=f"power{ap}_seen")
-                m.d.comb += now.eq(power - pending)
-                m.d.sync += [pending.eq(Mux(give, held.power, 0)),
-                             power.eq(now + Mux(take, taken.power, 0))]
+                m.d.comb += now.eq(power - Mux(released[ap], returned_power, 0))
+                m.d.sync += power.eq(now + Mux(take, taken.power, 0))
             else:
                 now = power
                 m.d.sync += power.eq(power + Mux(take, taken.power, 0)
