@@ -6,10 +6,10 @@ through the configuration port at run time):
 * every shipped dispatch scenario and every policy it lists, reduced and shortened
   (:data:`hw.flow.dispatch_cosim.REDUCTION`, :data:`SHIPPED_CYCLES`); the kernel-trace
   scenario is left out (its 32-WGP preset and 4 million cycles are no small run);
-* 35 seeded random configurations on seven hardware shapes covering every circuit, latencies
-  0-4, the one-clock and the pipelined decision (``decision_pipeline`` 2 and 3) and every
-  run-time knob, the directed runs, and a back-pressure run per shape checked by the
-  protocol checker alone;
+* 40 seeded random configurations on eight hardware shapes covering every circuit, latencies
+  0-4, the one-clock and the pipelined decision (``decision_pipeline`` 3 and 4, the latter
+  also as the FPGA table's 50 MHz build) and every run-time knob, the directed runs, and a
+  back-pressure run per shape checked by the protocol checker alone;
 * five deliberately broken dispatchers, which the bench must reject.
 
 ``SIM=verilator`` or ``SIM=icarus`` keeps one simulator. A failing run names its job; a random

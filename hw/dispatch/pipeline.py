@@ -54,9 +54,9 @@ class ScorePipeline(wiring.Component):
     key; the comparisons): with ``L < 6`` the first ``L - 1`` each end in a register and the
     rest share the last clock (the key and the comparisons first: routed in the small
     configuration's build, the terms with their multipliers and their sum in one clock were
-    the critical path, 20.2 ns), with ``L >= 6`` every piece ends in a
-    register and the inputs are delayed by the rest; every input goes through the same
-    registers, the configuration registers too. No enable: it follows the clock.
+    the critical path, 20.2 ns), with ``L >= 6`` every piece ends in a register and the
+    inputs are delayed by the rest; every input goes through the same registers, the
+    configuration registers too. No enable: it follows the clock.
 
     Attributes
     ----------

@@ -6,10 +6,11 @@ An allocation (``allocate`` high) takes the record's blocks and slots at the clo
 files the record under ``tag``; a release accepted in clock ``t`` reads the record of its tag
 (asynchronously) and gives everything back at the same edge, so the blocks are free in the
 status registers of clock ``t + 1``. One release per clock (``release.ready`` is always high).
-In a pipelined build (``decision_pipeline``) what a release gives back (blocks, wave slots)
-is first held a clock in registers of its own, ORed or added into the ``status`` and
-``slots`` outputs and subtracted from the power the history adds: the outputs are the same
-in every clock, the record read ends at a register nearby.
+In a pipelined build (``decision_pipeline``) what a release gives back (block masks, wave
+slots, power) is registered as read from the record, with one bit per AP for the release
+check, and ORed or added into the ``status`` and ``slots`` outputs (subtracted from the power
+the history adds) a clock late: the outputs are the same in every clock, and the record read
+and its check end at registers beside the record memory.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -162,12 +163,12 @@ class ResourceTable(wiring.Component):
                     index = ap * per + q
                     word = Signal(n, name=f"{name}{index}", init=(1 << n) - 1)
                     take = allocate & (taken.ap == ap)
-                    give = Mux(releasing & (held.ap == ap), give_mask, 0)
                     if p.pipeline:
                         seen = word | Mux(released[ap], returned, 0)
                         m.d.sync += word.eq(seen & ~Mux(take, take_mask, 0))
                     else:
                         seen = word
+                        give = Mux(releasing & (held.ap == ap), give_mask, 0)
                         m.d.sync += word.eq((word & ~Mux(take, take_mask, 0)) | give)
                     m.d.comb += self.status[name][index].eq(seen)
 
