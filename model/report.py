@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -71,18 +72,21 @@ def format_cell(value) -> str:
     return str(value)
 
 
-def _table(title, headers, rows, columns, caption, numeric, *, wrap_first=True) -> Table:
+def _table(title, headers, rows, columns, caption, numeric, *, wrap_first=True,
+           widths=None) -> Table:
     # Numbers never wrap; text (a name, a claim) may wrap at spaces, but the first column
     # only when the table is not split (each part repeats it as the rows' names).
     # A table at least as wide as its title (within the terminal): a title is not wrapped.
+    # ``widths`` (from :func:`_fitted_widths`): each column's width, none under its longest
+    # word, so that wrapping never breaks a word.
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
                   min_width=min(len(title), table_width()) if title else None)
-    for index in columns:
-        # A word longer than its column (a metric path) folds onto the next line rather
-        # than being cut with an ellipsis.
+    for position, index in enumerate(columns):
+        # A word wider than the terminal itself (nothing else can be done) folds onto the
+        # next line rather than being cut with an ellipsis.
         table.add_column(headers[index], justify="right" if numeric[index] else "left",
                          no_wrap=numeric[index] or (index == 0 and not wrap_first),
-                         overflow="fold")
+                         overflow="fold", width=None if widths is None else widths[position])
     for row in rows:
         table.add_row(*(row[index] for index in columns))
     return table
@@ -95,14 +99,48 @@ def _widths(table: Table) -> tuple[int, int]:
     return measured.minimum, measured.maximum
 
 
+def _fitted_widths(headers, cells, columns, numeric, width: int) -> list[int] | None:
+    """Each column's text width for a table of ``columns`` in ``width`` terminal columns, or
+    ``None`` when it does not fit. A column that cannot wrap (numbers) keeps its natural
+    width; the others are narrowed, the widest first, to no less than their longest word:
+    the largest common cap that fits (rich's own narrowing can cut below a column's longest
+    word, which it then folds mid-word)."""
+    options = console.options.update_width(10_000)
+    ranges = []
+    for index in columns:
+        measured = [Measurement.get(console, options, text)
+                    for text in [headers[index], *(row[index] for row in cells)]]
+        low = max(m.minimum for m in measured)
+        high = max(m.maximum for m in measured)
+        ranges.append((high, high) if numeric[index] else (low, high))
+    # Borders and padding: what the natural table takes beyond its columns' text.
+    natural = _widths(_table(None, headers, cells, columns, None, numeric))[1]
+    room = width - (natural - sum(high for _, high in ranges))
+
+    def total(cap):
+        return sum(max(low, min(high, cap)) for low, high in ranges)
+
+    if total(0) > room:
+        return None
+    low_cap, high_cap = 0, max(high for _, high in ranges)
+    while low_cap < high_cap:                     # the largest cap that fits
+        middle = (low_cap + high_cap + 1) // 2
+        if total(middle) <= room:
+            low_cap = middle
+        else:
+            high_cap = middle - 1
+    return [max(low, min(high, low_cap)) for low, high in ranges]
+
+
 def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
                 *, caption: str | None = None) -> None:
     """Print a rich table: columns of numbers right-aligned, the others left-aligned.
 
-    A table wider than :func:`table_width` wraps its text columns (not numbers, not the first
-    column) at spaces when that makes it fit; otherwise it is printed as several tables, each
-    with the first column and as many of the next as fit, the caption under the last. A
-    narrow terminal then shows every number whole instead of wrapped rows.
+    A table wider than :func:`table_width` wraps its text columns at spaces, never inside a
+    word (no column narrower than its longest word), when that makes it fit; otherwise it is
+    printed as several tables, each with the first column and as many of the next as fit,
+    the caption under the last. A narrow terminal then shows every number whole instead of
+    wrapped rows.
     """
     rows = [list(row) for row in rows]
     numeric = [index > 0 and bool(rows) and all(isinstance(row[index], int | float)
@@ -119,9 +157,10 @@ def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence],
     # columns spread evenly over that many parts when they fit so, rather than a last part
     # with one column.
     every = list(range(len(headers)))
-    if _widths(_table(None, headers, cells, every, None, numeric))[0] <= width:
+    widths = _fitted_widths(headers, cells, every, numeric, width)
+    if widths is not None:
         console.width = width
-        console.print(_table(title, headers, cells, every, caption, numeric))
+        console.print(_table(title, headers, cells, every, caption, numeric, widths=widths))
         return
     parts: list[list[int]] = [[0]]
     for index in range(1, len(headers)):

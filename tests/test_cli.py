@@ -379,3 +379,26 @@ def test_cluster_energy_bars_show_every_part_in_colours_no_policy_uses(tmp_path,
     for label, result in zip(labels, results.values(), strict=True):
         for part in ("busy", "idle", "standby"):
             assert f"{part} {result[f'{part}_kwh']:.3g}" in label
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_print_table_never_breaks_a_word(columns, capsys, monkeypatch):
+    # The claims table as the dispatcher prints it: several wrapping text columns, one with a
+    # long metric path. Before, rich shrank the widest columns below their longest word at
+    # 100 columns and folded "steady.throughput" into "steady.throu" + "ghput".
+    from model.dispatch.claims import CLAIM_HEADERS
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    claim = ("wave imbalance: embodiment 8's rotating split vs the unrotated split table "
+             "(steady.throughput, higher)")
+    rows = [[str(number), claim, "shared, 0.9 x capacity (134/kcyc)",
+             "seed\n5.931 [-2.841, 14.7]", "prior-art\n4.125 [-2.72, 10.97]",
+             "x 1.879 [-0.5377, 4.297]", "cannot tell"] for number in (1, 2)]
+    report.print_table("The seed's claims over seeds 1..5", CLAIM_HEADERS, rows)
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= columns
+    assert "…" not in text
+    words = {word for row in rows for cell in row for word in cell.split()}
+    words |= {word for header in CLAIM_HEADERS for word in header.split()}
+    printed = set(re.findall(r"[^\s│┃┏┓┗┛┡┩━─┳╇┻┴┬┼╋]+", text))
+    assert words <= printed, sorted(words - printed)
