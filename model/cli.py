@@ -3,7 +3,8 @@
 Each subcommand lives in its model's module, which provides ``add_arguments(parser)`` and
 ``run(args) -> int``; this file names them, and imports only the module of the subcommand
 being run, so ``gpusched --help`` stays fast while ``gpusched <command> --help`` lists every
-option, the module's own included. Options every subcommand has:
+option, the module's own included. ``gpusched --version`` prints the version every JSON
+records. Options every subcommand has:
 
 ``--config FILE`` (repeatable; default: every ``configs/<subcommand>/*.toml``),
 ``--policy NAME`` (repeatable; default: every policy a scenario lists), ``--seed S``,
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from model.config import ConfigError
-from model.report import RunRecord
+from model.report import RunRecord, tool_version
 
 __all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS", "default_configs", "main",
            "positive_int", "select_policies"]
@@ -124,8 +125,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
-    # The subcommand is the first word that is not an option (gpusched has no other option
-    # than --help before it).
+    # The subcommand is the first word that is not an option (gpusched has no other options
+    # than --help and --version before it).
     for token in argv:
         if not token.startswith("-"):
             return _CANONICAL.get(token)
@@ -136,6 +137,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; the options of ``command``'s module are added when it is given."""
     parser = _Parser(
         prog="gpusched", description="One console command for every system model of the project.")
+    parser.add_argument("--version", action="version",
+                        version=f"gpusched {tool_version() or '(version unknown: not installed)'}",
+                        help="print the version (the one every JSON records) and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text,

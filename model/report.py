@@ -37,7 +37,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 __all__ = ["RunProgress", "RunRecord", "console", "figure", "format_cell", "print_table",
-           "progress", "save_figure", "table_width", "write_json"]
+           "progress", "save_figure", "table_width", "tool_version",
+           "write_json"]
 
 #: The width tables are rendered at when stdout is not a terminal (a pipe, a CI log).
 PIPE_WIDTH = 100
@@ -335,7 +336,9 @@ def _git_state() -> dict | None:
             "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
 
 
-def _version() -> str | None:
+def tool_version() -> str | None:
+    """The installed package's version (``gpusched --version``, the JSON's ``version``);
+    ``None`` when the project is not installed."""
     try:
         return metadata.version("gpusched-hw")
     except metadata.PackageNotFoundError:
@@ -431,7 +434,7 @@ class RunRecord:
 
     def document(self, *, interrupted: bool = False) -> dict:
         """The envelope as a dict."""
-        data = {"tool": "gpusched-hw", "version": _version(), "git": _git_state(),
+        data = {"tool": "gpusched-hw", "version": tool_version(), "git": _git_state(),
                 "command": self.command, "command_line": self.argv, "seed": self.seed,
                 "options": self.options,
                 "inputs": [{"path": path, "sha256": digest}

@@ -402,3 +402,14 @@ def test_print_table_never_breaks_a_word(columns, capsys, monkeypatch):
     words |= {word for header in CLAIM_HEADERS for word in header.split()}
     printed = set(re.findall(r"[^\s│┃┏┓┗┛┡┩━─┳╇┻┴┬┼╋]+", text))
     assert words <= printed, sorted(words - printed)
+
+
+def test_version_is_the_one_the_json_records(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out.strip()
+    out = tmp_path / "out.json"
+    assert cli.main(_cheap_args("tasksched", tmp_path, "--quiet", "--json", str(out))) == 0
+    version = json.loads(out.read_text())["version"]
+    assert version and printed == f"gpusched {version}"
