@@ -38,9 +38,11 @@ def job(index, cards=1, milli=1000, cpu=0, memory=0, types=None):
                milli if cards else 0)
 
 
-def context(nodes, typical=ANY, seed=1, weights=(200, 800), card_types=TYPES):
+def context(nodes, typical=ANY, seed=1, weights=(200, 800), card_types=TYPES,
+            tie_break="name"):
     state = ClusterState(nodes, card_types)
-    return PlacementContext(state, Fragmentation(state, typical), random.Random(seed), weights)
+    return PlacementContext(state, Fragmentation(state, typical), random.Random(seed), weights,
+                            tie_break)
 
 
 def place(ctx, node, cards, pod):
@@ -124,10 +126,10 @@ def test_power_model_by_hand():
 
 # --- Every policy on one small cluster --------------------------------------------------------
 
-def loaded(typical=ANY, seed=1, weights=(200, 800)):
+def loaded(typical=ANY, seed=1, weights=(200, 800), tie_break="name"):
     """n0: 8 G2 with a 3-card pod (10 vCPUs); n1: 2 free T4; n2: 4 V100M16 with a 300-milli
     pod on card 0 (2 vCPUs)."""
-    ctx = context([G2, T4, V100], typical, seed, weights)
+    ctx = context([G2, T4, V100], typical, seed, weights, tie_break=tie_break)
     place(ctx, 0, (0, 1, 2), job(100, cards=3, cpu=10000))
     place(ctx, 2, (0,), job(101, milli=300, cpu=2000))
     return ctx
@@ -152,9 +154,10 @@ TWO_CARD_TYPICAL = TypicalPods((4000,), (1000,), (2,), (None,), (1.0,), 1.0)
     ("gpu-clustering", 1),
     # Spread (LeastAllocated on milli-GPU): n0 4000 x 100 // 8000 = 50, n1 50, n2 67.
     ("spread", 2),
-    # PWR: increase n0 225 (one G2 card 250 - 25; the busy socket has room), n1 60 + 145
-    # (a T4 card and a socket wakes), n2 270: raw -225, -205, -270, min-max 69, 100, 0.
-    ("pwr", 1),
+    # PWR: increase n0 120 (one G2 card, an A10 in PWR's current model: 150 - 30; the busy
+    # socket has room), n1 60 + 145 (a T4 card and a socket wakes), n2 270: raw -120, -205,
+    # -270, min-max 100, 43, 0.
+    ("pwr", 0),
 ])
 def test_each_policy_scores_as_published(policy, expected):
     ctx = loaded(TWO_CARD_TYPICAL)
@@ -163,18 +166,22 @@ def test_each_policy_scores_as_published(policy, expected):
 
 def test_pwr_increase_and_normalisation_by_hand():
     ctx = loaded()
-    assert power_increase(ctx.state, POD).tolist() == pytest.approx([225.0, 205.0, 270.0])
+    assert power_increase(ctx.state, POD).tolist() == pytest.approx([120.0, 205.0, 270.0])
     feasible = ctx.state.feasible(POD)
-    assert pwr_scores(ctx.state, POD, feasible).tolist() == [69.0, 100.0, 0.0]
+    assert pwr_scores(ctx.state, POD, feasible).tolist() == [100.0, 43.0, 0.0]
 
 
 def test_random_ties_are_drawn_among_the_best():
     # GPU packing: n1 is all free (33 - 2 = 31); n0 and n2 open one free card (50 - 1 = 49):
-    # a tie broken at random. Bin-pack: (used + asked) x 100 // capacity: n0 4000 -> 50,
-    # n1 50, n2 1300 -> 32: n0 and n1 tie.
+    # a tie, broken at random under tie_break = "random", to the smallest name (n0) under
+    # the artifact's rule. Bin-pack: (used + asked) x 100 // capacity: n0 4000 -> 50, n1 50,
+    # n2 1300 -> 32: n0 and n1 tie.
     for policy, tied in (("gpu-packing", {0, 2}), ("bin-pack", {0, 1})):
-        picks = {make_policy(policy).choose(loaded(seed=seed), POD)[0] for seed in range(30)}
+        picks = {make_policy(policy).choose(loaded(seed=seed, tie_break="random"), POD)[0]
+                 for seed in range(30)}
         assert picks == tied, policy
+        picks = {make_policy(policy).choose(loaded(seed=seed), POD)[0] for seed in range(5)}
+        assert picks == {0}, policy
 
 
 def test_fgd_score_by_hand_and_its_tie_breaks():
@@ -187,12 +194,14 @@ def test_fgd_score_by_hand_and_its_tie_breaks():
     assert ctx.fragmentation.node.tolist() == [0.0, 0.0, 700.0]
     scores, _ = _fgd_rows(ctx, POD, np.arange(3))
     assert scores.tolist() == [50.0, 26.0, 50.0]
-    picks = {make_policy("fgd").choose(loaded(TWO_CARD_TYPICAL, seed), POD)[0]
-             for seed in range(30)}
+    picks = {make_policy("fgd").choose(loaded(TWO_CARD_TYPICAL, seed, tie_break="random"),
+                                       POD)[0] for seed in range(30)}
     assert picks == {0, 2}
+    # The artifact's rule: the smaller name, n0.
+    assert make_policy("fgd").choose(loaded(TWO_CARD_TYPICAL), POD)[0] == 0
     # fgd-seed breaks the tie by the seed's order: n2 has fewer idle cards (3 < 5).
     assert make_policy("fgd-seed").choose(loaded(TWO_CARD_TYPICAL), POD)[0] == 2
-    # pwr-fgd: 200 x (69, 100, 0) + 800 x (50, 26, 50) = 53800, 40800, 40000.
+    # pwr-fgd: 200 x (100, 43, 0) + 800 x (50, 26, 50) = 60000, 29400, 40000.
     assert make_policy("pwr-fgd").choose(loaded(TWO_CARD_TYPICAL), POD)[0] == 0
 
 

@@ -108,9 +108,9 @@ def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedSc
                           if card in _UNDISCLOSED and scenario.card_types[card].source
                           != "scenario"})
     if undisclosed:
-        notes[f"{', '.join(undisclosed)}: undisclosed GPU types, power is the PWR simulator's "
-              f"placeholder (GPUs)"] = sum(node.cards.count(card) for node in nodes
-                                           for card in undisclosed)
+        notes[f"{', '.join(undisclosed)}: undisclosed GPU types, power as PWR's plugin "
+              f"models them (G2 an A10, G3 an A100) (GPUs)"] = sum(
+                  node.cards.count(card) for node in nodes for card in undisclosed)
     return PreparedScenario(scenario, tuple(nodes), jobs, notes,
                             typical_pods(jobs, scenario.fgd_popularity))
 
@@ -141,7 +141,7 @@ def _run_one(prepared: PreparedScenario, policy: str, seed: int, debug: bool, po
     scenario = prepared.scenario
     common = dict(rng=_policy_rng(scenario, seed, policy), debug=debug,
                   shared_card=scenario.power.shared_card, typical=prepared.typical,
-                  pwr_fgd_weights=scenario.pwr_fgd_weights)
+                  pwr_fgd_weights=scenario.pwr_fgd_weights, tie_break=scenario.tie_break)
     if scenario.experiment == "inflation":
         return InflationRun(prepared.nodes, scenario.card_types, pods, policy,
                             **common).run(progress)

@@ -9,6 +9,8 @@ field, unknown keys are errors)::
     experiment = "timed"     # "timed": discrete-event replay with arrival times and durations;
                              # "inflation": submit pods until the cluster is full (no times)
     seeds = 1                # runs per policy on seeds s, s+1, ... (claims need >= 2)
+    tie_break = "name"       # equal highest scores: the node with the smallest name (the FGD
+                             # artifact's rule) or "random" (upstream kube-scheduler's)
     backfill = false         # timed: later pods may pass a blocked queue head
 
     [power]
@@ -121,6 +123,10 @@ DEFAULT_POLICIES = ("seed-004", "fgd-seed", "fgd", "pwr", "pwr-fgd", "best-fit",
                     "gpu-packing", "gpu-clustering", "spread", "bin-pack", "random")
 
 EXPERIMENTS = ("timed", "inflation")
+
+#: Tie-break rules (the same tuple as :data:`model.cluster.policies.TIE_BREAKS`, which
+#: imports nothing from here).
+TIE_BREAKS = ("name", "random")
 
 
 @dataclass(frozen=True)
@@ -259,6 +265,7 @@ class Scenario:
     fgd_popularity: float = 0.95
     pwr_fgd_weights: tuple[int, int] = (200, 800)
     claims: tuple[Claim, ...] = ()
+    tie_break: str = "name"
 
 
 def _power_management(fields: Fields) -> PowerManagement:
@@ -445,6 +452,7 @@ def load_scenario(path) -> Scenario:
     experiment = fields.str("experiment", "timed", choices=EXPERIMENTS)
     seeds = fields.int("seeds", 1, minimum=1, maximum=1000)
     backfill = fields.bool("backfill", False)
+    tie_break = fields.str("tie_break", "name", choices=TIE_BREAKS)
     power = _power_management(fields)
     hosts = _hosts(fields)
     card_types = _card_types(fields, hosts)
@@ -496,4 +504,4 @@ def load_scenario(path) -> Scenario:
     fields.done()
     return Scenario(name, description, path, tuple(policies), experiment, seeds, backfill,
                     power, card_types, hosts, nodes, cluster, workload, trace, ratio,
-                    popularity, weights, claims)
+                    popularity, weights, claims, tie_break)

@@ -23,6 +23,8 @@ the report says so. Reported, per policy (the papers' figures):
 import random
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from model.checks import InvariantError
 from model.cluster.config import NodeSpec
 from model.cluster.fragmentation import Fragmentation, TypicalPods, typical_pods
@@ -32,7 +34,7 @@ from model.cluster.sim import resolve_policy
 from model.cluster.state import ClusterState
 from model.cluster.workload import MILLI, Job
 
-__all__ = ["InflationRun", "inflate"]
+__all__ = ["InflationRun", "artifact_curve", "inflate"]
 
 #: A bound on the pods appended by :func:`inflate` (a workload of tiny pods would otherwise
 #: take unbounded time and memory).
@@ -41,26 +43,35 @@ MAX_PODS = 5_000_000
 
 def inflate(workload: Sequence[Job], capacity_milli: int, ratio: float,
             rng: random.Random) -> list[Job]:
-    """``workload`` resampled to ask for about ``ratio x capacity_milli`` milli-GPU, shuffled,
-    re-indexed in submission order. Appended copies are named ``<name>-tuned-<i>``."""
+    """``workload`` resampled to ask for about ``ratio x capacity_milli`` milli-GPU in the
+    artifact's order (``SortClusterPods`` then ``TunePodsByNodeTotalResource``): the pods
+    sorted by name and shuffled; then, when they ask for more than the target, uniformly
+    drawn pods removed until they do not; when they ask for less, pods drawn uniformly (with
+    replacement, from the name-sorted list) appended at the end until the next draw's
+    per-card share would pass the target (the artifact compares ``MilliGpu``, one card's
+    share, and adds the whole request). Appended copies are named ``<name>-tuned-<i>``;
+    the result is re-indexed in submission order. Our rng is Python's, not Go's: a seed
+    gives another permutation than the artifact's seed of the same number."""
     if not workload:
         raise ValueError("The inflation experiment needs at least one pod")
     requests = [job.gpu_request_milli for job in workload]
     if not any(requests):
         raise ValueError("The inflation experiment needs pods that ask for GPUs; every pod "
                          "of this workload is CPU-only")
-    pods = list(workload)
+    by_name = sorted(workload, key=lambda job: job.name)
+    pods = list(by_name)
+    rng.shuffle(pods)
     total, target = sum(requests), ratio * capacity_milli
     if total > target:
         while total > target:
             index = rng.randrange(len(pods))
             total -= pods[index].gpu_request_milli
             del pods[index]
-    else:
+    elif total < target:
         tuned = 0
         while True:
-            source = workload[rng.randrange(len(workload))]
-            if total + source.gpu_request_milli > target:
+            source = by_name[rng.randrange(len(by_name))]
+            if total + source.gpu_milli > target:
                 break
             if len(pods) >= MAX_PODS:
                 raise ValueError(f"Inflating to {ratio:g} x the cluster would need more than "
@@ -70,9 +81,33 @@ def inflate(workload: Sequence[Job], capacity_milli: int, ratio: float,
                             source.memory_mib, source.gpu_milli))
             total += source.gpu_request_milli
             tuned += 1
-    rng.shuffle(pods)
     return [Job(index, job.name, None, job.cards, job.duration_s, job.types, job.cpu_milli,
                 job.memory_mib, job.gpu_milli) for index, job in enumerate(pods)]
+
+
+def artifact_curve(arrived: np.ndarray, values: np.ndarray, capacity_milli: int,
+                   points: int = 131, decimals: int | None = 2) -> list[float | None]:
+    """One value per percent of arrived workload, as the artifact's analysis scripts
+    (``merge_alloc_discrete.py``, ``merge_frag_ratio_discrete.py``) make its published
+    curves from the per-pod log: every pod event's arrived percent rounded to an integer
+    (half to even, as Python's ``round``); the value at ``k`` is the mean over the events
+    rounded to ``k`` (each value first rounded to ``decimals``, the mean too), or, when none
+    is, over those rounded to ``k - 1 .. k + 1``; ``None`` when no event is that near."""
+    rounded = np.round(100.0 * np.asarray(arrived) / capacity_milli)
+    values = np.asarray(values, float)
+    if decimals is not None:
+        values = np.round(values, decimals)
+    curve: list[float | None] = []
+    for point in range(points):
+        chosen = values[rounded == point]
+        if chosen.size == 0:
+            chosen = values[(rounded >= point - 1) & (rounded <= point + 1)]
+        if chosen.size == 0:
+            curve.append(None)
+            continue
+        mean = float(chosen.mean())
+        curve.append(round(mean, decimals) if decimals is not None else mean)
+    return curve
 
 
 class InflationRun:
@@ -83,13 +118,15 @@ class InflationRun:
     def __init__(self, nodes: Sequence[NodeSpec], card_types: Mapping[str, CardType],
                  pods: Sequence[Job], policy, *, rng: random.Random,
                  shared_card: str = "busy", typical: TypicalPods | None = None,
-                 pwr_fgd_weights: tuple[int, int] = (200, 800), debug: bool = False):
+                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "name",
+                 debug: bool = False):
         self.specs = tuple(nodes)
         self.state = ClusterState(self.specs, card_types, shared_card=shared_card)
         self.pods = list(pods)
         self.policy = resolve_policy(policy)
         self.fragmentation = Fragmentation(self.state, typical or typical_pods(self.pods))
-        self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights)
+        self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights,
+                                        tie_break)
         self.debug = debug
         self.assignment: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.failed: list[Job] = []
@@ -98,6 +135,9 @@ class InflationRun:
         self.at_full: dict | None = None
         self._allocated = 0
         self._arrived = 0
+        # After every pod (placed or not), as the artifact logs it: arrived and allocated
+        # milli-GPU, fragmentation rate (%).
+        self._events = np.zeros((len(self.pods), 3))
 
     def snapshot(self) -> dict:
         """Allocation, fragmentation and power of the cluster now."""
@@ -134,6 +174,10 @@ class InflationRun:
                 self.fragmentation.update(node)
                 self.assignment[job.index] = (node, tuple(cards))
                 self._allocated += job.gpu_request_milli
+            fragmented = float(self.fragmentation.node.sum())
+            free = capacity - self._allocated
+            self._events[submitted] = (self._arrived, self._allocated,
+                                       100.0 * fragmented / free if free else 0.0)
             if self.at_full is None and self._arrived >= capacity:
                 self.at_full = self.snapshot()
             while 100 * self._arrived >= next_point * capacity:
@@ -161,6 +205,16 @@ class InflationRun:
         if abs(fresh.node.sum() - self.fragmentation.node.sum()) > 1e-6 * (
                 1 + abs(fresh.node.sum())):
             raise InvariantError("the incremental fragmentation differs from a fresh one")
+
+    def artifact_curves(self) -> dict:
+        """GPU allocation ratio and fragmentation rate (%) at 0, 1, ..., 130 % arrived,
+        discretised as the artifact's published curves are (:func:`artifact_curve`)."""
+        capacity = self.state.total_milli
+        events = self._events[:len(self.assignment) + len(self.failed)]
+        return {"allocation": artifact_curve(events[:, 0], 100.0 * events[:, 1] / capacity,
+                                             capacity),
+                "fragmentation_rate": artifact_curve(events[:, 0], events[:, 2], capacity,
+                                                     decimals=None)}
 
     def results(self) -> dict:
         """Every metric of the run (see the module docstring)."""
@@ -191,6 +245,7 @@ class InflationRun:
             "at_full": self.at_full,
             "end": end,
             "curve": self.curve,
+            "artifact_curve": self.artifact_curves(),
             "nodes": self.state.size,
             "cards": int(self.state.card_count.sum()),
             "typical_pods": len(self.fragmentation.typical),

@@ -70,27 +70,51 @@ MAX_SPEC_CPU = 128000      # the FGD simulator's normalisation constants
 MAX_SPEC_GPU = 8000
 
 
+#: How equal highest scores are broken: ``"name"`` (the FGD artifact's vendored
+#: ``selectHost``: the node with the smallest name, "for reproducibility") or ``"random"``
+#: (upstream kube-scheduler's reservoir sampling: uniformly at random).
+TIE_BREAKS = ("name", "random")
+
+
 @dataclass
 class PlacementContext:
     """What a policy may read: the cluster, the fragmentation measure, its rng (random tie
-    breaks and random cards), and the pwr-fgd weights."""
+    breaks and random cards), the pwr-fgd weights and the tie-break rule (:data:`TIE_BREAKS`;
+    ``"name"`` by default, the artifact's)."""
 
     state: ClusterState
     fragmentation: Fragmentation
     rng: random.Random
     pwr_fgd_weights: tuple[int, int] = (200, 800)
+    tie_break: str = "name"
     _fgd_cache: dict = field(default_factory=dict)
+    #: Each node's position in the order of node names (string order, as Go compares them).
+    name_rank: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {', '.join(map(repr, TIE_BREAKS))}, "
+                             f"not {self.tie_break!r}")
+        names = [spec.name for spec in self.state.specs]
+        rank = np.empty(len(names), np.int64)
+        rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+        self.name_rank = rank
 
 
 Choice = tuple[int, tuple[int, ...]]
 
 
-def _pick_max(scores: np.ndarray, feasible: np.ndarray, rng: random.Random) -> int:
-    """A uniformly random one of the feasible nodes with the highest score (kube's
-    ``selectHost``)."""
+def _pick_max(scores: np.ndarray, feasible: np.ndarray, ctx: PlacementContext) -> int:
+    """The feasible node with the highest score; among equals the one with the smallest
+    name (``tie_break = "name"``, the artifact's ``selectHost``) or a uniformly random one
+    (``"random"``, upstream kube-scheduler's)."""
     scores = np.where(feasible, scores, -np.inf)
     best = np.flatnonzero(scores == scores.max())
-    return int(best[rng.randrange(len(best))] if len(best) > 1 else best[0])
+    if len(best) == 1:
+        return int(best[0])
+    if ctx.tie_break == "random":
+        return int(best[ctx.rng.randrange(len(best))])
+    return int(best[np.argmin(ctx.name_rank[best])])
 
 
 def _pick_min_first(key: np.ndarray, feasible: np.ndarray) -> int:
@@ -199,7 +223,7 @@ class SpreadPolicy(Policy):
 
     def pick(self, ctx, job, feasible):
         free, asked, capacity = _allocation(ctx.state, job)
-        return _pick_max((free - asked) * MAX_SCORE // capacity, feasible, ctx.rng)
+        return _pick_max((free - asked) * MAX_SCORE // capacity, feasible, ctx)
 
 
 class BinPackPolicy(Policy):
@@ -207,7 +231,7 @@ class BinPackPolicy(Policy):
 
     def pick(self, ctx, job, feasible):
         free, asked, capacity = _allocation(ctx.state, job)
-        return _pick_max((capacity - free + asked) * MAX_SCORE // capacity, feasible, ctx.rng)
+        return _pick_max((capacity - free + asked) * MAX_SCORE // capacity, feasible, ctx)
 
 
 class RandomPolicy(Policy):
@@ -224,6 +248,16 @@ class RandomPolicy(Policy):
 
 # --- The FGD paper's baselines ------------------------------------------------------------
 
+def normalize_scores(scores: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """The artifact's ``NormalizeScore`` (best-fit's score extension): integer min-max over
+    the feasible nodes to 0..100, ``(s - low) * 100 // (high - low)``; all 0 when they are
+    equal. Truncation can merge nearby scores into ties (which the tie-break then decides)."""
+    low, high = scores[feasible].min(), scores[feasible].max()
+    if high == low:
+        return np.zeros(len(scores))
+    return (np.where(feasible, scores, low) - low) * MAX_SCORE // (high - low)
+
+
 class BestFitPolicy(Policy):
     name = "best-fit"
 
@@ -231,7 +265,8 @@ class BestFitPolicy(Policy):
         state = ctx.state
         waste = (0.5 * (state.cpu_free - job.cpu_milli) / MAX_SPEC_CPU
                  + 0.5 * (state.free_total - job.gpu_request_milli) / MAX_SPEC_GPU)
-        return _pick_max(np.trunc((1.0 - waste) * MAX_SCORE), feasible, ctx.rng)
+        return _pick_max(normalize_scores(np.trunc((1.0 - waste) * MAX_SCORE), feasible),
+                         feasible, ctx)
 
 
 class DotProductPolicy(Policy):
@@ -241,7 +276,7 @@ class DotProductPolicy(Policy):
         state = ctx.state
         dot = (state.cpu_free / MAX_SPEC_CPU * (job.cpu_milli / MAX_SPEC_CPU)
                + state.free_total / MAX_SPEC_GPU * (job.gpu_request_milli / MAX_SPEC_GPU)) / 2
-        return _pick_max(np.trunc(MAX_SCORE * (1.0 - dot)), feasible, ctx.rng)
+        return _pick_max(np.trunc(MAX_SCORE * (1.0 - dot)), feasible, ctx)
 
 
 class GpuPackingPolicy(Policy):
@@ -250,7 +285,7 @@ class GpuPackingPolicy(Policy):
     def pick(self, ctx, job, feasible):
         state = ctx.state
         if job.cards == 0:
-            return _pick_max(np.zeros(state.size), feasible, ctx.rng)
+            return _pick_max(np.zeros(state.size), feasible, ctx)
         count = state.card_count
         all_free = state.idle_count == count
         idle_node = np.maximum(MAX_SCORE // 3 - count, count)
@@ -262,7 +297,7 @@ class GpuPackingPolicy(Policy):
                                        MAX_SCORE // 2))
         else:
             used = np.full(state.size, max(MAX_SCORE // 2 - job.cards, MAX_SCORE // 3))
-        return _pick_max(np.where(all_free, idle_node, used), feasible, ctx.rng)
+        return _pick_max(np.where(all_free, idle_node, used), feasible, ctx)
 
 
 class GpuClusteringPolicy(Policy):
@@ -272,12 +307,12 @@ class GpuClusteringPolicy(Policy):
         state = ctx.state
         tag = gpu_tag(job)
         if tag is None:
-            return _pick_max(np.zeros(state.size), feasible, ctx.rng)
+            return _pick_max(np.zeros(state.size), feasible, ctx)
         base = (MAX_SCORE // 4) * (MAX_SPEC_GPU - state.free_total) // MAX_SPEC_GPU
         tags = state.tags > 0
         has, kinds = tags[:, tag], tags.sum(axis=1)
         bonus = np.where(has, np.where(kinds == 1, 75, 50), np.where(kinds == 0, 25, 0))
-        return _pick_max(base + bonus, feasible, ctx.rng)
+        return _pick_max(base + bonus, feasible, ctx)
 
 
 def _sigmoid_score(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -332,7 +367,7 @@ class FgdPolicy(Policy):
     name = "fgd"
 
     def pick(self, ctx, job, feasible):
-        return _pick_max(fgd_scores(ctx, job, feasible), feasible, ctx.rng)
+        return _pick_max(fgd_scores(ctx, job, feasible), feasible, ctx)
 
     def shared_card(self, ctx, job, node):
         return int(_fgd_rows(ctx, job, np.array([node]))[1][0])
@@ -407,7 +442,7 @@ class PwrPolicy(Policy):
     name = "pwr"
 
     def pick(self, ctx, job, feasible):
-        return _pick_max(pwr_scores(ctx.state, job, feasible), feasible, ctx.rng)
+        return _pick_max(pwr_scores(ctx.state, job, feasible), feasible, ctx)
 
     def shared_card(self, ctx, job, node):
         return pwr_card(ctx.state, job, node)
@@ -420,7 +455,7 @@ class PwrFgdPolicy(FgdPolicy):
         pwr_weight, fgd_weight = ctx.pwr_fgd_weights
         total = (pwr_weight * pwr_scores(ctx.state, job, feasible)
                  + fgd_weight * fgd_scores(ctx, job, feasible))
-        return _pick_max(total, feasible, ctx.rng)
+        return _pick_max(total, feasible, ctx)
 
 
 POLICY_CLASSES: dict[str, Callable[[], Policy]] = {

@@ -15,8 +15,13 @@ Sources (the numbers are facts taken from these; the table is ours):
   which cites NVIDIA's T4 page and A10 datasheet, the SC20 poster "rpost131" measurements
   for P100 and V100, and NVIDIA's Ampere whitepaper for A100.
 * G1, G2 and G3 are undisclosed Alibaba GPU codes (the trace's README says so): no vendor
-  figure exists. We use the PWR simulator's placeholder (250 W busy, 25 W idle) and say so in
-  every report that uses them.
+  figure exists. We model them as the PWR plugin's current power model does (same file,
+  ``MapGpuTypeModelEnergy``, at commit 3bfd53f; unchanged since c389ff1, 2024-06-05): G2 as
+  an A10 (150 W busy, 30 W idle; "nodes mounting these GPUs have very large CPU (96) and RAM
+  (393GiB)"), G3 as an A100 (400 W, 50 W; 128 CPUs, 786 GiB). G1 is not in the v2023 node
+  list and has no entry in PWR's model; it keeps a placeholder (250 W, 25 W). Reports that
+  use G1-G3 say their power is borrowed. (An earlier PWR commit used 250/25 W for every
+  undisclosed model, values its message calls fake.)
 * Low-power standby: no vendor publishes a standby figure for these data-centre boards. We
   assume half the idle power. This is an assumption, not a measurement; override it with a
   ``[card_types.<model>]`` table.
@@ -89,11 +94,14 @@ BUILTIN_CARD_TYPES: dict[str, CardType] = {
     "A100": CardType("A100", 400.0, 50.0, 25.0, "Intel-Xeon-8369B",
                      f"{_TDP} (A100 SXM4); {_PWR} (Ampere whitepaper); {_STANDBY}"),
     "G1": CardType("G1", 250.0, 25.0, 12.5, "Intel-Xeon-8369B",
-                   "undisclosed Alibaba GPU: PWR simulator placeholder; " + _STANDBY),
-    "G2": CardType("G2", 250.0, 25.0, 12.5, "Intel-Xeon-8369B",
-                   "undisclosed Alibaba GPU: PWR simulator placeholder; " + _STANDBY),
-    "G3": CardType("G3", 250.0, 25.0, 12.5, "Intel-Xeon-8369B",
-                   "undisclosed Alibaba GPU: PWR simulator placeholder; " + _STANDBY),
+                   "undisclosed Alibaba GPU, not in the v2023 node list nor in PWR's model: "
+                   "placeholder; " + _STANDBY),
+    "G2": CardType("G2", 150.0, 30.0, 15.0, "Intel-Xeon-8369B",
+                   "undisclosed Alibaba GPU: modelled as an A10, as PWR's current plugin "
+                   "does; " + _STANDBY),
+    "G3": CardType("G3", 400.0, 50.0, 25.0, "Intel-Xeon-8369B",
+                   "undisclosed Alibaba GPU: modelled as an A100, as PWR's current plugin "
+                   "does; " + _STANDBY),
 }
 
 _HOST_SOURCE = "PWR simulator table (Alibaba ECS instance families, Intel TDP)"

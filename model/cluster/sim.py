@@ -74,6 +74,9 @@ class ClusterSimulation:
         The typical pods of the fragmentation measure (default: those of ``jobs``).
     pwr_fgd_weights
         Plugin weights of ``pwr-fgd``.
+    tie_break
+        ``"name"`` (equal highest scores go to the node with the smallest name, the FGD
+        artifact's rule) or ``"random"`` (upstream kube-scheduler's).
     debug
         Check every invariant after every event instant (:meth:`check_invariants`).
     """
@@ -82,7 +85,8 @@ class ClusterSimulation:
                  jobs: Sequence[Job], policy, *, rng: random.Random, backfill: bool = False,
                  standby: bool = True, standby_after_s: float = 0.0, wake_s: float = 0.0,
                  shared_card: str = "busy", typical: TypicalPods | None = None,
-                 pwr_fgd_weights: tuple[int, int] = (200, 800), debug: bool = False):
+                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "name",
+                 debug: bool = False):
         self.specs = tuple(nodes)
         self.state = ClusterState(self.specs, card_types, shared_card=shared_card)
         self.jobs = sorted(jobs, key=lambda job: (job.arrival_s, job.index))
@@ -93,7 +97,8 @@ class ClusterSimulation:
         self.rng = rng
         self.fragmentation = Fragmentation(self.state, typical or typical_pods(self.jobs or [
             Job(0, "none", 0.0, 0, 0.0)]))
-        self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights)
+        self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights,
+                                        tie_break)
         self.backfill = backfill
         self.standby = standby
         self.standby_after_s = standby_after_s

@@ -1,0 +1,314 @@
+"""The FGD artifact's experiment on the real Alibaba v2023 trace, next to its published curves.
+
+The artifact (github.com/hkust-adsl/kubernetes-scheduler-simulator, Weng et al., USENIX ATC
+2023) runs each pod list of the trace with each policy on seeds 42-51: the pods shuffled and
+resampled to ask for 130 % of the cluster's 6,212 GPUs, submitted one by one, with only the
+policy's own score plugin (weight 1000) and ties to the node with the smallest name. Its
+``expected_results`` hold, per policy and seed, the GPU allocation ratio and the
+fragmentation rate at 0, 1, ..., 130 % arrived. :func:`reproduce` runs our model the same
+way (:mod:`model.cluster.inflation`, the artifact's discretisation of the curves) and
+:func:`compare` puts our means next to the artifact's.
+
+Our seeds are not the artifact's: Python's generator replaces Go's, so seed 42 shuffles
+the pods differently here. Only means over seeds (and one seed against the artifact's
+seed-to-seed spread) can be compared.
+
+``python -m model.cluster.repro`` (``make cluster-repro``) runs every list and seed, prints
+ours, the artifact's and the difference at 100 % and 130 % arrived (and the fragmentation
+rate at 80 %), writes the table as JSON and a plot of our curves (solid) against the
+artifact's (dashed) with a zoom on the 80-130 % knee. Exit status 1 when a policy is more
+than ``--tolerance`` points from the artifact's mean or the policies' order differs.
+"""
+
+import argparse
+import csv
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from model.cluster.config import TraceSource
+from model.cluster.fragmentation import typical_pods
+from model.cluster.inflation import InflationRun, inflate
+from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
+from model.cluster.trace import read_nodes, read_pods
+
+__all__ = ["ARTIFACT_POLICIES", "DATA", "LISTS", "compare", "load_expected", "order_of",
+           "reproduce", "run_curves"]
+
+#: The shipped copy of the trace and the artifact's published curves (Apache-2.0).
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "alibaba-v2023"
+NODES = "openb_node_list_gpu_node.csv"
+#: The pod lists whose curves the artifact publishes here.
+LISTS = ("openb_pod_list_default", "openb_pod_list_gpushare40", "openb_pod_list_gpuspec33")
+#: The artifact's policy directories and our names.
+ARTIFACT_POLICIES = {"01-Random": "random", "02-DotProd": "dot-product",
+                     "03-GpuClustering": "gpu-clustering", "04-GpuPacking": "gpu-packing",
+                     "05-BestFit": "best-fit", "06-FGD": "fgd"}
+ARTIFACT_SEEDS = tuple(range(42, 52))
+POLICIES = tuple(ARTIFACT_POLICIES.values())
+POINTS = 131
+#: The curve points compared (percent of the GPUs asked for by the arrived pods).
+CHECKED = (100, 130)
+FRAGMENTATION_POINT = 80
+
+
+def load_expected(path) -> dict[tuple[str, str], np.ndarray]:
+    """The artifact's curves: ``{(pod list, our policy name): array (seeds, 131)}`` (NaN
+    where a point is missing). Rows of other policies are skipped."""
+    curves: dict[tuple[str, str], list] = defaultdict(list)
+    path = Path(path)
+    with path.open(newline="") as file:
+        for line, row in enumerate(csv.DictReader(file), start=2):
+            policy = ARTIFACT_POLICIES.get(row.get("sc_policy", ""))
+            if policy is None:
+                continue
+            try:
+                values = [float(row[str(point)]) if row.get(str(point)) not in (None, "")
+                          else np.nan for point in range(POINTS)]
+            except ValueError as error:
+                raise ValueError(f"{path}: row {line}: {error}") from None
+            curves[(row["workload"], policy)].append(values)
+    return {key: np.array(value) for key, value in curves.items()}
+
+
+def _trace(pod_list: str, data: Path) -> TraceSource:
+    return TraceSource(pods=data / f"{pod_list}.csv", nodes=data / NODES)
+
+
+def run_curves(pod_list: str, policies, seed: int, *, data: Path = DATA, ratio: float = 1.3,
+               tie_break: str = "name") -> dict[str, dict]:
+    """Our artifact-style curves of ``policies`` on one pod list and seed: ``{policy:
+    {"allocation": [131 values], "fragmentation_rate": [...], "cpu_s": ...}}``. Every policy
+    of a seed sees the same inflated pod order (as the artifact's seed gives)."""
+    source = _trace(pod_list, data)
+    nodes, _ = read_nodes(source.nodes, BUILTIN_CARD_TYPES, BUILTIN_HOSTS, source)
+    jobs, _ = read_pods(source.pods, source, timed=False)
+    typical = typical_pods(jobs, 0.95)
+    capacity = sum(len(node.cards) for node in nodes) * 1000
+    pods = inflate(jobs, capacity, ratio, random.Random(f"{seed}:{pod_list}:inflation"))
+    out = {}
+    for policy in policies:
+        started = time.process_time()
+        run = InflationRun(nodes, BUILTIN_CARD_TYPES, pods, policy, typical=typical,
+                           rng=random.Random(f"{seed}:{pod_list}:{policy}"),
+                           tie_break=tie_break).run()
+        curves = run.artifact_curves()
+        out[policy] = {"allocation": curves["allocation"],
+                       "fragmentation_rate": curves["fragmentation_rate"],
+                       "cpu_s": time.process_time() - started}
+    return out
+
+
+def reproduce(lists=LISTS, policies=POLICIES, seeds=ARTIFACT_SEEDS,
+              *, data: Path = DATA, tie_break: str = "name", progress=None
+              ) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """Our curves: ``{(pod list, policy): {"allocation": (seeds, 131), "fragmentation_rate":
+    (seeds, 131)}}``. ``progress(text)`` (optional) is called before each list and seed."""
+    ours: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for pod_list in lists:
+        for seed in seeds:
+            if progress is not None:
+                progress(f"{pod_list} seed {seed}")
+            for policy, curves in run_curves(pod_list, policies, seed, data=data,
+                                             tie_break=tie_break).items():
+                for name in ("allocation", "fragmentation_rate"):
+                    ours[(pod_list, policy)][name].append(
+                        [np.nan if value is None else value for value in curves[name]])
+    return {key: {name: np.array(rows) for name, rows in value.items()}
+            for key, value in ours.items()}
+
+
+def order_of(means: dict[str, float]) -> list[str]:
+    """Policies from the highest mean to the lowest."""
+    return sorted(means, key=lambda policy: -means[policy])
+
+
+def compare(ours, allocation, fragmentation=None, *, tolerance: float = 0.5,
+            fragmentation_tolerance: float = 1.0, per_seed_sds: float | None = None) -> dict:
+    """Our means against the artifact's at :data:`CHECKED` (allocation, percentage points)
+    and at :data:`FRAGMENTATION_POINT` (fragmentation rate). A row fails when the difference
+    passes ``tolerance`` (or, with ``per_seed_sds``, ``max(tolerance, per_seed_sds x the
+    artifact's seed-to-seed standard deviation)``: the test for fewer seeds than the
+    artifact's ten). Also compares, per list and point, the order of the policies by mean:
+    an adjacent pair whose artifact means differ by less than the tolerance may swap.
+    Returns ``{"rows": [...], "orders": [...], "failures": [text, ...]}``."""
+    rows, orders, failures = [], [], []
+    lists = sorted({pod_list for pod_list, _ in ours}, key=lambda name: (
+        LISTS.index(name) if name in LISTS else len(LISTS), name))
+    for pod_list in lists:
+        policies = [policy for policy in ARTIFACT_POLICIES.values() if (pod_list, policy)
+                    in ours and (pod_list, policy) in allocation]
+        for point in CHECKED:
+            our_means, their_means = {}, {}
+            for policy in policies:
+                mine = ours[(pod_list, policy)]["allocation"][:, point]
+                theirs = allocation[(pod_list, policy)][:, point]
+                ours_mean, their_mean = float(np.nanmean(mine)), float(np.nanmean(theirs))
+                allowed = tolerance
+                if per_seed_sds is not None:
+                    allowed = max(tolerance, per_seed_sds * float(np.nanstd(theirs, ddof=1)))
+                diff = ours_mean - their_mean
+                our_means[policy], their_means[policy] = ours_mean, their_mean
+                row = {"list": pod_list, "policy": policy, "point": point,
+                       "metric": "allocation", "ours": ours_mean, "artifact": their_mean,
+                       "difference": diff, "allowed": allowed, "seeds": int(mine.size),
+                       "ok": abs(diff) <= allowed}
+                rows.append(row)
+                if not row["ok"]:
+                    failures.append(f"{pod_list} {policy} allocation at {point} %: ours "
+                                    f"{ours_mean:.2f}, artifact {their_mean:.2f} (difference "
+                                    f"{diff:+.2f}, allowed {allowed:.2f})")
+            expected = order_of(their_means)
+            got = order_of(our_means)
+            ok = True
+            for first, second in zip(expected, expected[1:], strict=False):
+                if our_means[first] < our_means[second] and (
+                        their_means[first] - their_means[second] >= tolerance):
+                    ok = False
+            if got != expected:
+                # Any inversion of a pair the artifact separates by a tolerance or more fails.
+                for i, first in enumerate(expected):
+                    for second in expected[i + 1:]:
+                        if (our_means[first] < our_means[second]
+                                and their_means[first] - their_means[second] >= tolerance):
+                            ok = False
+            orders.append({"list": pod_list, "point": point, "ours": got, "artifact": expected,
+                           "ok": ok})
+            if not ok:
+                failures.append(f"{pod_list} at {point} %: order {' > '.join(got)}, artifact "
+                                f"{' > '.join(expected)}")
+        if fragmentation is None:
+            continue
+        for policy in policies:
+            if (pod_list, policy) not in fragmentation:
+                continue
+            mine = ours[(pod_list, policy)]["fragmentation_rate"][:, FRAGMENTATION_POINT]
+            theirs = fragmentation[(pod_list, policy)][:, FRAGMENTATION_POINT]
+            ours_mean, their_mean = float(np.nanmean(mine)), float(np.nanmean(theirs))
+            allowed = fragmentation_tolerance
+            if per_seed_sds is not None:
+                allowed = max(allowed, per_seed_sds * float(np.nanstd(theirs, ddof=1)))
+            diff = ours_mean - their_mean
+            row = {"list": pod_list, "policy": policy, "point": FRAGMENTATION_POINT,
+                   "metric": "fragmentation_rate", "ours": ours_mean, "artifact": their_mean,
+                   "difference": diff, "allowed": allowed, "seeds": int(mine.size),
+                   "ok": abs(diff) <= allowed}
+            rows.append(row)
+            if not row["ok"]:
+                failures.append(f"{pod_list} {policy} fragmentation rate at "
+                                f"{FRAGMENTATION_POINT} %: ours {ours_mean:.2f}, artifact "
+                                f"{their_mean:.2f} (difference {diff:+.2f}, allowed "
+                                f"{allowed:.2f})")
+    return {"rows": rows, "orders": orders, "failures": failures}
+
+
+def table_rows(result: dict) -> list[list]:
+    """One row per list and policy: ours / artifact / difference at 100 % and 130 % arrived
+    (allocation) and the fragmentation rate at 80 %."""
+    cells: dict[tuple[str, str], dict] = defaultdict(dict)
+    for row in result["rows"]:
+        cells[(row["list"], row["policy"])][(row["metric"], row["point"])] = row
+    out = []
+    for (pod_list, policy), entry in cells.items():
+        line = [pod_list.removeprefix("openb_pod_list_"), policy]
+        for key in (("allocation", 100), ("allocation", 130),
+                    ("fragmentation_rate", FRAGMENTATION_POINT)):
+            row = entry.get(key)
+            line += (["-", "-", "-"] if row is None else
+                     [f"{row['ours']:.2f}", f"{row['artifact']:.2f}",
+                      f"{row['difference']:+.2f}" + ("" if row["ok"] else " !")])
+        out.append(line)
+    return out
+
+
+def plot(ours, allocation, path) -> Path:
+    """Our mean curves (solid) against the artifact's (dashed), one column per list: the
+    whole 0-130 % axis, and a zoom on 80-130 % where the policies part."""
+    from model.report import figure, save_figure
+
+    lists = [name for name in LISTS if any(key[0] == name for key in ours)]
+    fig, axes = figure(2, len(lists), figsize=(5.2 * len(lists), 8.5), squeeze=False)
+    colours = dict(zip(ARTIFACT_POLICIES.values(),
+                       ("tab:gray", "tab:purple", "tab:orange", "tab:green", "tab:blue",
+                        "tab:red"), strict=True))
+    x = np.arange(POINTS)
+    for column, pod_list in enumerate(lists):
+        for row, (low, high) in enumerate(((0, 130), (80, 130))):
+            axis = axes[row][column]
+            for policy, colour in colours.items():
+                if (pod_list, policy) not in ours:
+                    continue
+                mine = np.nanmean(ours[(pod_list, policy)]["allocation"], axis=0)
+                axis.plot(x, mine, color=colour, lw=1.4, label=f"{policy} (ours)")
+                if (pod_list, policy) in allocation:
+                    theirs = np.nanmean(allocation[(pod_list, policy)], axis=0)
+                    axis.plot(x, theirs, color=colour, lw=1.2, ls="--",
+                              label=f"{policy} (artifact)")
+            axis.set_xlim(low, high)
+            if row == 1:
+                axis.set_ylim(80, 97)
+                axis.set_xlabel("arrived workload (% of the GPUs)")
+            axis.set_ylabel("GPU allocation ratio (%)")
+            axis.set_title(f"{pod_list.removeprefix('openb_pod_list_')}"
+                           f"{' (zoom: 80-130 %)' if row else ''}", fontsize=10)
+            axis.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, ncol=2, loc="upper left")
+    return save_figure(fig, path)
+
+
+def main(argv=None) -> int:
+    from model.report import print_table, write_json
+
+    parser = argparse.ArgumentParser(prog="python -m model.cluster.repro",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=len(ARTIFACT_SEEDS),
+                        help="seeds 42, 43, ... (default: the artifact's ten)")
+    parser.add_argument("--lists", nargs="+", default=list(LISTS), choices=LISTS)
+    parser.add_argument("--tie-break", default="name", choices=("name", "random"))
+    parser.add_argument("--tolerance", type=float, default=0.5,
+                        help="allowed difference of the means, allocation points (0.5)")
+    parser.add_argument("--plot", default="sim_out/cluster_repro.png")
+    parser.add_argument("--json", default="sim_out/cluster_repro.json")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds: must be at least 1")
+    seeds = tuple(range(42, 42 + args.seeds))
+    started = time.process_time()
+    try:
+        ours = reproduce(args.lists, seeds=seeds, tie_break=args.tie_break,
+                         progress=lambda text: print(f"  running {text}", file=sys.stderr))
+    except KeyboardInterrupt:
+        print("interrupted: nothing compared", file=sys.stderr)
+        return 130
+    allocation = load_expected(DATA / "expected_allocation_fgd_artifact.csv")
+    fragmentation = load_expected(DATA / "expected_fragmentation_fgd_artifact.csv")
+    result = compare(ours, allocation, fragmentation, tolerance=args.tolerance,
+                     per_seed_sds=None if args.seeds >= 10 else 3.0)
+    print_table(f"Reproduction of the FGD artifact (seeds {seeds[0]}-{seeds[-1]}, tie-break "
+                f"{args.tie_break}): GPU allocation ratio (%) at 100 % and 130 % arrived, "
+                f"fragmentation rate (%) at {FRAGMENTATION_POINT} %",
+                ["list", "policy", "100%\nours", "100%\nartifact", "100%\ndiff",
+                 "130%\nours", "130%\nartifact", "130%\ndiff",
+                 f"frag {FRAGMENTATION_POINT}%\nours", f"frag {FRAGMENTATION_POINT}%\nartifact",
+                 f"frag {FRAGMENTATION_POINT}%\ndiff"], table_rows(result),
+                caption=f"{time.process_time() - started:.0f} s of CPU. '!' marks a "
+                        f"difference beyond the tolerance.")
+    for order in result["orders"]:
+        print(f"{order['list']} at {order['point']} %: ours {' > '.join(order['ours'])}; "
+              f"artifact {' > '.join(order['artifact'])}{'' if order['ok'] else '  (DIFFERS)'}")
+    write_json(args.json, {"seeds": list(seeds), "tie_break": args.tie_break, **result,
+                           "curves": {f"{key[0]}:{key[1]}": {name: values.tolist()
+                                                             for name, values in value.items()}
+                                      for key, value in ours.items()}})
+    print(f"plot: {plot(ours, allocation, args.plot)}; table: {args.json}")
+    for failure in result["failures"]:
+        print(f"FAIL {failure}")
+    return 1 if result["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
