@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["Budget", "ConfigError", "Fields", "in_memory", "load_toml"]
+__all__ = ["Budget", "ConfigError", "Fields", "check_choice", "check_int", "check_items",
+           "check_number", "check_pair", "in_memory", "load_toml"]
 
 
 class ConfigError(ValueError):
@@ -281,3 +282,62 @@ class Budget:
             why = f": {self.why}" if self.why else ""
             raise fields.error(key, f"brings the scenario to {self.total:,.0f} {self.what}; "
                                     f"at most {self.limit:,} are accepted{why}")
+
+
+# -- the same checks for objects built in Python (the models' APIs) --------------------------
+
+def _label(owner: str, name: str) -> str:
+    return f"{owner}.{name}" if owner else name
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(owner: str, name: str, value, minimum: int, maximum: int | None = None) -> None:
+    """Raise ``TypeError``/``ValueError`` naming ``owner.name`` unless ``value`` is an integer
+    in ``minimum..maximum`` (the Python API's twin of the TOML reader's check)."""
+    accepted = (f"an integer >= {minimum}" if maximum is None
+                else f"an integer in {minimum}..{maximum}")
+    if not _is_int(value):
+        raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+
+
+def check_number(owner: str, name: str, value, minimum: float, *, strict: bool = False
+                 ) -> None:
+    """``value`` is a real number ``> minimum`` (``strict``) or ``>= minimum``."""
+    accepted = f"a number {'>' if strict else '>='} {minimum:g}"
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+
+
+def check_pair(owner: str, name: str, value, minimum: int) -> None:
+    """``value`` is a ``(least, most)`` pair of integers with ``minimum <= least <= most``."""
+    accepted = f"a (least, most) pair of integers with {minimum} <= least <= most"
+    if (not isinstance(value, tuple | list) or len(value) != 2
+            or not all(_is_int(item) for item in value)):
+        raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+    if not minimum <= value[0] <= value[1]:
+        raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+
+
+def check_choice(owner: str, name: str, value, choices) -> None:
+    """``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{_label(owner, name)} must be one of "
+                         f"{', '.join(map(repr, choices))}, not {value!r}")
+
+
+def check_items(owner: str, name: str, value, kind: type) -> None:
+    """``value`` is a tuple or list whose every item is a ``kind``."""
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{_label(owner, name)} must be a tuple of {kind.__name__}, "
+                        f"not {value!r}")
+    for index, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise TypeError(f"{_label(owner, name)}[{index}] must be a {kind.__name__}, "
+                            f"not {item!r}")

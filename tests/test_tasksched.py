@@ -495,6 +495,10 @@ def test_invariants_hold_on_the_shipped_scenarios():
         scene = tasksched.load_scenario(path)
         for policy in POLICIES:
             result = simulate(scene, policy, quick=True, check=True)
+            if path.stem == "reservation_livelock":
+                # Shipped to show the seed's rules livelocking (tests/test_sched_audit.py).
+                assert result["stopped"] == "livelock", policy
+                continue
             assert result["completed"] == result["admitted"], (path, policy)
 
 

@@ -67,13 +67,16 @@ Modules:
   (:func:`crossover`) and the batch-size sweep (:func:`batch_sweep`);
 - :mod:`~model.hostsched.cli`: ``gpusched hostsched``, which runs every scenario in
   ``configs/hostsched/`` with every policy (tables, utilisation gains, plots, JSON), then the
-  claims and the sweeps.
+  claims and the sweeps;
+- :mod:`~model.hostsched.api`: :func:`run`, the command from Python (a scenario or its file,
+  a policy, a seed, settings overridden by keyword), returning :class:`Results`.
 
 See ``docs/hostsched.md``.
 """
 
+from model.hostsched.api import Results, run
 from model.hostsched.claims import CLAIMS, batch_sweep, crossover, evaluate_claims
-from model.hostsched.cli import add_arguments, run
+from model.hostsched.cli import add_arguments
 from model.hostsched.config import (
     BINDINGS,
     ORDERS,
@@ -102,6 +105,7 @@ __all__ = [
     "InvariantChecker",
     "InvariantError",
     "Policy",
+    "Results",
     "RunResult",
     "Scenario",
     "SeedBatchDispatch",

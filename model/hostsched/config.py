@@ -6,7 +6,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import Budget, Fields, load_toml
+from model.config import (
+    Budget,
+    Fields,
+    check_choice,
+    check_int,
+    check_items,
+    check_number,
+    check_pair,
+    load_toml,
+)
 
 __all__ = ["BINDINGS", "FRAME_BYTES_1080P", "LINK_GB_S", "MAX_SUBTASKS", "ORDERS",
            "QUICK_SCALE", "SEGMENT_BYTES", "SHIP_STATE", "STATE_BYTES", "Scenario",
@@ -128,6 +137,15 @@ class ThreadGroup:
     streams: int = 1
     priority: int = 0
 
+    def __post_init__(self):
+        check_int("ThreadGroup", "count", self.count, 1)
+        for name, minimum in (("tasks", 1), ("subtasks", 1), ("duration_us", 1),
+                              ("start_us", 0)):
+            check_pair("ThreadGroup", name, getattr(self, name), minimum)
+        check_int("ThreadGroup", "interval_us", self.interval_us, 0)
+        check_int("ThreadGroup", "streams", self.streams, 1)
+        check_int("ThreadGroup", "priority", self.priority, 0, 15)
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -147,6 +165,26 @@ class Scenario:
     refill_us: int = 20
     binding: str = "random"
     groups: tuple[ThreadGroup, ...] = (ThreadGroup(),)
+
+    def __post_init__(self):
+        """The checks of :func:`load_scenario`, for a scenario built in Python."""
+        if not isinstance(self.name, str):
+            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        if not isinstance(self.system, SystemParams):
+            raise TypeError(f"Scenario.system must be a SystemParams, not {self.system!r}")
+        check_int("Scenario", "batch", self.batch, self.system.instances + 1)
+        if not isinstance(self.orders, tuple | list) or not self.orders:
+            raise ValueError(f"Scenario.orders must be a non-empty tuple of "
+                             f"{', '.join(map(repr, ORDERS))}, not {self.orders!r}")
+        for order in self.orders:
+            check_choice("Scenario", "orders[]", order, ORDERS)
+        check_choice("Scenario", "ship_state", self.ship_state, SHIP_STATE)
+        check_number("Scenario", "pack_gb_s", self.pack_gb_s, 0)
+        check_int("Scenario", "refill_us", self.refill_us, 0)
+        check_choice("Scenario", "binding", self.binding, BINDINGS)
+        check_items("Scenario", "groups", self.groups, ThreadGroup)
+        if not self.groups:
+            raise ValueError("Scenario.groups must list at least one ThreadGroup")
 
 
 def load_scenario(path) -> Scenario:

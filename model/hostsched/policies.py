@@ -159,6 +159,9 @@ class SeedBatchDispatch(Policy):
         self.fifo: deque[int] = deque()
         self.landing = 0                      # when the batch in the FIFO can be pulled
         self.batches = 0
+        # Batches of no more threads than instances: fewer threads had a sub-task ready than
+        # the configured size ([0091]: a thread with nothing to take is skipped).
+        self.short_batches = 0
         self.rounds = 0
 
     def _key(self, thread):
@@ -188,6 +191,7 @@ class SeedBatchDispatch(Policy):
             self.fifo.append(thread)
         self.landing = now + (self.cost(chosen) if self.cost is not None else 0)
         self.batches += 1
+        self.short_batches += len(chosen) <= self.instances
 
     def prepare(self, now):
         self.refill(now)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from model.checks import InvariantError
+from model.config import check_int
 from model.hostsched.config import SystemParams
 from model.hostsched.policies import Policy
 from model.hostsched.workload import SubTask, Workload
@@ -145,6 +146,7 @@ class RunResult:
     unfinished: int
     rounds: int = 0
     batches: int = 0
+    short_batches: int = 0
     pack_time: int = 0
     batch_dma_time: int = 0
     link_time: int = 0
@@ -187,6 +189,7 @@ class RunResult:
             "state_transfer_us": self.transfer_time,
             "rounds": self.rounds,
             "batches": self.batches,
+            "short_batches": self.short_batches,
             "host_pack_us": self.pack_time,
             "batch_dma_us": self.batch_dma_time,
             "link_busy_us": self.link_time,
@@ -466,6 +469,7 @@ class _Engine:
             fifo_wait=self.fifo_wait, ready_wait=self.ready_wait,
             subtasks_run=self.finished_count, unfinished=unfinished,
             rounds=getattr(self.policy, "rounds", 0), batches=getattr(self.policy, "batches", 0),
+            short_batches=getattr(self.policy, "short_batches", 0),
             **self.stats)
 
 
@@ -486,6 +490,12 @@ def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug:
         raise TypeError(f"workload must be a Workload, not {workload!r}")
     if not isinstance(system, SystemParams):
         raise TypeError(f"system must be a SystemParams, not {system!r}")
+    if not all(callable(getattr(policy, method, None))
+               for method in ("bind", "on_ready", "pick", "prepare")):
+        raise TypeError(f"policy must be a Policy (one of make_policies(scenario), or an "
+                        f"object with its bind, on_ready, prepare and pick), not {policy!r}")
+    if max_time_us is not None:
+        check_int("", "max_time_us", max_time_us, 1)
     if not isinstance(pack_gb_s, int | float) or isinstance(pack_gb_s, bool) or pack_gb_s < 0:
         raise ValueError(f"pack_gb_s must be a number >= 0, not {pack_gb_s!r}")
     if not isinstance(refill_us, int) or isinstance(refill_us, bool) or refill_us < 0:

@@ -55,12 +55,15 @@ Modules:
   and :func:`measure`;
 * :mod:`~model.procsched.claims`: :data:`CLAIMS` and :func:`evaluate_claims` (every claim
   over seeds, :func:`model.stats.compare`), :func:`run_policies`;
-* :mod:`~model.procsched.cli`: ``gpusched procsched`` (:func:`add_arguments`, :func:`run`,
-  the tables and plots).
+* :mod:`~model.procsched.cli`: ``gpusched procsched`` (:func:`add_arguments`,
+  ``cli.run(args)``, the tables and plots);
+* :mod:`~model.procsched.api`: :func:`run`, the command from Python (a scenario or its file,
+  a policy, a seed, settings overridden by keyword), returning :class:`Results`.
 """
 
+from model.procsched.api import Results, run
 from model.procsched.claims import CLAIMS, evaluate_claims, run_policies
-from model.procsched.cli import add_arguments, run
+from model.procsched.cli import add_arguments
 from model.procsched.config import (
     HOST_GB_S,
     POLICIES,
@@ -114,6 +117,7 @@ __all__ = [
     "InvariantError",
     "Pick",
     "Result",
+    "Results",
     "Scenario",
     "SeedPolicy",
     "SliceRecord",

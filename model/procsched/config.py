@@ -6,7 +6,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import Budget, Fields, load_toml
+from model.config import (
+    Budget,
+    Fields,
+    check_choice,
+    check_int,
+    check_items,
+    check_number,
+    check_pair,
+    load_toml,
+)
 
 __all__ = ["HOST_GB_S", "POLICIES", "PRIORITY_LEVELS", "PRIORITY_RULES", "RELOAD_RULES",
            "SAVE_PATHS", "GpuContext", "Scenario", "TaskGroup"]
@@ -79,6 +88,13 @@ class GpuContext:
         if self.save_to not in SAVE_PATHS:
             raise ValueError(f"save_to must be one of {', '.join(map(repr, SAVE_PATHS))}, "
                              f"not {self.save_to!r}")
+        # compute_units = 0 is allowed from Python (a context with nothing to move, in tests);
+        # the TOML reader asks for a size or a fixed switch_us.
+        for name in ("compute_units", "register_kib_per_cu", "shared_kib_per_cu", "switch_us"):
+            check_int("GpuContext", name, getattr(self, name), 0)
+        check_number("GpuContext", "extra_state_mib", self.extra_state_mib, 0)
+        check_number("GpuContext", "bandwidth_gb_s", self.bandwidth_gb_s, 0, strict=True)
+        check_number("GpuContext", "host_gb_s", self.host_gb_s, 0, strict=True)
 
     @property
     def context_bytes(self) -> int:
@@ -127,6 +143,14 @@ class TaskGroup:
     spacing: str = "fixed"
     work_us: tuple[int, int] = (100_000, 100_000)
 
+    def __post_init__(self):
+        check_int("TaskGroup", "count", self.count, 1)
+        check_int("TaskGroup", "priority", self.priority, 0, PRIORITY_LEVELS - 1)
+        check_int("TaskGroup", "arrival_us", self.arrival_us, 0)
+        check_int("TaskGroup", "spacing_us", self.spacing_us, 0)
+        check_choice("TaskGroup", "spacing", self.spacing, ("fixed", "poisson"))
+        check_pair("TaskGroup", "work_us", self.work_us, 1)
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -154,6 +178,28 @@ class Scenario:
             raise ValueError(f"priority_rule must be one of "
                              f"{', '.join(map(repr, PRIORITY_RULES))}, not "
                              f"{self.priority_rule!r}")
+        # The checks of the TOML reader, for a scenario built in Python.
+        if not isinstance(self.name, str):
+            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        if not isinstance(self.gpu, GpuContext):
+            raise TypeError(f"Scenario.gpu must be a GpuContext, not {self.gpu!r}")
+        for name in ("cache_tasks", "t0_us", "timeshare_slice_us", "cfs_latency_us",
+                     "cfs_min_granularity_us", "fairness_window_us"):
+            check_int("Scenario", name, getattr(self, name), 1)
+        check_items("Scenario", "groups", self.groups, TaskGroup)
+        policies = self.policies
+        if not isinstance(policies, tuple | list) or not policies:
+            raise ValueError(f"Scenario.policies must be a non-empty tuple of "
+                             f"{', '.join(map(repr, POLICIES))}, not {policies!r}")
+        for policy in policies:
+            check_choice("Scenario", "policies[]", policy, POLICIES)
+        if len(set(policies)) != len(policies):
+            raise ValueError(f"Scenario.policies must not repeat a policy, not {policies!r}")
+        if "timeshare-mean" in policies and (
+                "seed" not in policies
+                or list(policies).index("seed") > list(policies).index("timeshare-mean")):
+            raise ValueError("Scenario.policies must list 'seed' before 'timeshare-mean' (its "
+                             "slice is the seed's mean slice on the same workload)")
 
     @classmethod
     def from_toml(cls, path) -> "Scenario":

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from model.checks import InvariantError
+from model.config import check_int
 from model.procsched.config import PRIORITY_LEVELS
 from model.procsched.workload import TaskSpec
 from model.stats import jain_index, summary
@@ -446,6 +447,9 @@ def measure(result: Result, fairness_window_us: int = 1_000_000) -> dict:
     * ``efficiency``: useful / (useful + switching + cache loading), ``cache_load_us`` the
       time the seed spent moving contexts into and out of its hardware cache.
     """
+    if not isinstance(result, Result):
+        raise TypeError(f"result must be a Result (from simulate), not {result!r}")
+    check_int("", "fairness_window_us", fairness_window_us, 1)
     tasks = result.tasks
     by_id = {task.task_id: task for task in tasks}
     waits = dict.fromkeys(by_id, 0)

@@ -44,7 +44,12 @@ are methods of :class:`~model.tasksched.sim.TaskSchedulerSim` unless said otherw
 A task that can never match (no processor of its type, jobs larger than every processor of
 the type can take, more jobs than the matcher can match within the timeout, or a rejected
 predecessor) is rejected at admission (:func:`~model.tasksched.workload.admit`) with its
-reason in the results, never retried.
+reason in the results, never retried. A task that can match on its own is retried after every
+schedule failure; under the seed's rules (reservation with the all-jobs gate) tasks that
+each hold part of the processors they need can time out together round after round without
+end (a livelock). The model detects it -- no job sent or running and tasks failing for
+``livelock_rounds`` timeouts -- stops the run and reports it (``stopped = "livelock"`` and
+``livelock`` in the results); ``reserve_order = "oldest-first"`` resolves it.
 
 Modules: :mod:`~model.tasksched.config` (the scenario dataclasses, the TOML loader and the
 shared constants), :mod:`~model.tasksched.workload` (tasks, decomposition, arrivals,
@@ -52,17 +57,20 @@ admission), :mod:`~model.tasksched.policies` (the baseline arbiters), :mod:`~mod
 (the system model and :func:`~model.tasksched.sim.simulate`) and :mod:`~model.tasksched.cli`
 (``gpusched tasksched``, which runs every scenario in ``configs/tasksched/`` with all three
 policies on the same workload and prints one table per scenario, then the claims over seeds
-of :mod:`~model.tasksched.claims`). ``docs/tasksched.md`` has the decisions, the metrics and
+of :mod:`~model.tasksched.claims`); :mod:`~model.tasksched.api` has :func:`run`, the command
+from Python. ``docs/tasksched.md`` has the decisions, the metrics and
 the config format.
 """
 
+from model.tasksched.api import Results, run
 from model.tasksched.claims import CLAIMS, evaluate_claims
-from model.tasksched.cli import add_arguments, run
+from model.tasksched.cli import add_arguments
 from model.tasksched.config import (
     ARRIVALS,
     GATES,
     MATCHING,
     POLICIES,
+    RESERVE_ORDERS,
     TASK_CLASSES,
     ProcessorGroup,
     Scenario,
@@ -82,10 +90,12 @@ __all__ = [
     "GATES",
     "MATCHING",
     "POLICIES",
+    "RESERVE_ORDERS",
     "TASK_CLASSES",
     "FifoRoundRobinArbiter",
     "InvariantError",
     "ProcessorGroup",
+    "Results",
     "Scenario",
     "SchedulerArbiterParams",
     "SchedulerConfig",

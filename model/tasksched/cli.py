@@ -72,9 +72,15 @@ def _caption(by_policy: dict) -> str:
              f"task err: the same per task (>= {MIN_SHARE_ROUNDS} rounds); lag: jobs"]
     for policy in by_policy:
         unfinished = by_policy[policy]["unfinished"]
-        if unfinished:
+        livelock = by_policy[policy].get("livelock")
+        if livelock:
+            parts.append(f"{POLICY_SHORT[policy]}: LIVELOCK, stopped at beat {livelock['beat']}: "
+                         f"{livelock['failures']} schedule failures and no job sent or "
+                         f"running since beat {livelock['since']}; {len(unfinished)} tasks "
+                         f"unfinished")
+        elif unfinished:
             parts.append(f"{POLICY_SHORT[policy]}: {len(unfinished)} tasks unfinished at beat "
-                         f"{by_policy[policy]['beats']}")
+                         f"{by_policy[policy]['beats']} ({by_policy[policy]['stopped']})")
     rejected = first["rejected"]
     if rejected:
         reasons = dict.fromkeys(f"{entry['task'].split('#')[0]}: {entry['reason']}"
@@ -132,7 +138,8 @@ def _plot(scenario: Scenario, results: dict, path: Path) -> None:
     shares.legend(fontsize=7)
     config = scenario.scheduler
     fig.suptitle(f"tasksched: {scenario.name} (matching = {config.matching}, gate = "
-                 f"{config.gate}, timeout {config.timeout}, {scenario.arbiter.tasks} slots)")
+                 f"{config.gate}, reserve order {config.reserve_order}, timeout "
+                 f"{config.timeout}, {scenario.arbiter.tasks} slots)")
     save_figure(fig, path)
 
 

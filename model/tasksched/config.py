@@ -7,7 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.arbiter import MAX_TASKS, MAX_WEIGHT, ArbiterParams
-from model.config import Budget, ConfigError, Fields, load_toml
+from model.config import (
+    Budget,
+    ConfigError,
+    Fields,
+    check_choice,
+    check_int,
+    check_items,
+    check_pair,
+    load_toml,
+)
 
 __all__ = [
     "ARRIVALS",
@@ -21,6 +30,7 @@ __all__ = [
     "POLICIES",
     "POLICY_LABELS",
     "POLICY_SHORT",
+    "RESERVE_ORDERS",
     "TASK_CLASSES",
     "ProcessorGroup",
     "Scenario",
@@ -65,6 +75,15 @@ MATCHING = ("reserve", "count")
 #: embodiments").
 GATES = ("all", "per-job")
 
+#: In which order matching tasks may reserve processors (``matching = "reserve"`` only):
+#: ``concurrent`` -- every matching task reserves in every beat, side by side (the seed's
+#: rules, the default); ``oldest-first`` -- reservations are granted in task-ID order: a
+#: task reserves only while no older task that needs the same processor type is still short
+#: of processors, and the oldest short task may take the processors a younger task holds
+#: but has not yet been loaded with (the project's resolution of the gate's livelock, see
+#: ``docs/tasksched.md``).
+RESERVE_ORDERS = ("concurrent", "oldest-first")
+
 MAX_JOBS = 1 << 16
 
 #: The largest run a scenario may ask for (refused at load time, naming the field): the model
@@ -91,6 +110,13 @@ class ProcessorGroup:
     word_bytes: int
     max_job_words: int
 
+    def __post_init__(self):
+        if not isinstance(self.type, str) or not self.type:
+            raise TypeError(f"ProcessorGroup.type must be a non-empty string, not {self.type!r}")
+        check_int("ProcessorGroup", "count", self.count, 1, 1024)
+        check_int("ProcessorGroup", "word_bytes", self.word_bytes, 1)
+        check_int("ProcessorGroup", "max_job_words", self.max_job_words, 1)
+
 
 @dataclass(frozen=True)
 class Stream:
@@ -110,6 +136,30 @@ class Stream:
     chain: bool
     after: str | None
 
+    def __post_init__(self):
+        """The checks of the TOML reader, for a stream built in Python."""
+        for name in ("name", "processor"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise TypeError(f"Stream.{name} must be a non-empty string, "
+                                f"not {getattr(self, name)!r}")
+        check_choice("Stream", "task_class", self.task_class, TASK_CLASSES)
+        check_int("Stream", "weight", self.weight, 1, MAX_WEIGHT)
+        check_int("Stream", "count", self.count, 1, MAX_STREAM_TASKS)
+        check_int("Stream", "jobs", self.jobs, 2, MAX_JOBS)
+        if self.jobs & (self.jobs - 1):
+            raise ValueError(f"Stream.jobs must be a power of two 2**n with n >= 1 (the seed's "
+                             f"job count), not {self.jobs}")
+        check_int("Stream", "job_bytes", self.job_bytes, 1)
+        check_pair("Stream", "job_beats", self.job_beats, 1)
+        check_choice("Stream", "arrival", self.arrival, ARRIVALS)
+        check_int("Stream", "start", self.start, 0)
+        check_int("Stream", "gap", self.gap, 0 if self.arrival == "burst" else 1)
+        if not isinstance(self.chain, bool):
+            raise TypeError(f"Stream.chain must be True or False, not {self.chain!r}")
+        if self.after is not None and (not isinstance(self.after, str) or not self.after):
+            raise TypeError(f"Stream.after must be None or a stream's name, "
+                            f"not {self.after!r}")
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:
@@ -124,6 +174,8 @@ class SchedulerConfig:
     max_beats: int = 200_000
     matching: str = "reserve"
     gate: str = "all"
+    reserve_order: str = "concurrent"
+    livelock_rounds: int = 16
 
     def __post_init__(self):
         if self.matching not in MATCHING:
@@ -132,11 +184,18 @@ class SchedulerConfig:
         if self.gate not in GATES:
             raise ValueError(f"gate must be one of {', '.join(map(repr, GATES))}, "
                              f"not {self.gate!r}")
+        if self.reserve_order not in RESERVE_ORDERS:
+            raise ValueError(f"reserve_order must be one of "
+                             f"{', '.join(map(repr, RESERVE_ORDERS))}, "
+                             f"not {self.reserve_order!r}")
         for name in ("timeout", "send_beats", "fetch_beats", "register_beats",
-                     "cache_entries", "match_jobs_per_beat", "max_beats"):
+                     "cache_entries", "match_jobs_per_beat", "max_beats", "livelock_rounds"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+            least = 0 if name == "livelock_rounds" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, not {value!r}")
+        if self.max_beats > MAX_BEATS:
+            raise ValueError(f"max_beats must be at most {MAX_BEATS}, not {self.max_beats}")
 
 
 @dataclass(frozen=True)
@@ -176,6 +235,42 @@ class Scenario:
     processors: tuple[ProcessorGroup, ...]
     streams: tuple[Stream, ...]
     quick_divisor: int = 4
+
+    def __post_init__(self):
+        """The checks of :func:`parse_scenario`, for a scenario built in Python."""
+        if not isinstance(self.name, str):
+            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        if not isinstance(self.scheduler, SchedulerConfig):
+            raise TypeError(f"Scenario.scheduler must be a SchedulerConfig, "
+                            f"not {self.scheduler!r}")
+        if not isinstance(self.arbiter, ArbiterParams):
+            raise TypeError(f"Scenario.arbiter must be an ArbiterParams "
+                            f"(SchedulerArbiterParams), not {self.arbiter!r}")
+        if self.arbiter.classes != len(TASK_CLASSES):
+            raise ValueError(f"Scenario.arbiter must have {len(TASK_CLASSES)} classes (one per "
+                             f"task class), not {self.arbiter.classes}")
+        check_items("Scenario", "processors", self.processors, ProcessorGroup)
+        check_items("Scenario", "streams", self.streams, Stream)
+        if not self.processors:
+            raise ValueError("Scenario.processors must list at least one ProcessorGroup")
+        if not self.streams:
+            raise ValueError("Scenario.streams must list at least one Stream")
+        words: dict[str, int] = {}
+        for index, group in enumerate(self.processors):
+            if words.setdefault(group.type, group.word_bytes) != group.word_bytes:
+                raise ValueError(f"Scenario.processors[{index}].word_bytes must be "
+                                 f"{words[group.type]}, the word length of type "
+                                 f"{group.type!r}, not {group.word_bytes}")
+        names: set[str] = set()
+        for index, stream in enumerate(self.streams):
+            if stream.name in names:
+                raise ValueError(f"Scenario.streams[{index}].name must be unique, but "
+                                 f"{stream.name!r} is used twice")
+            if stream.after is not None and stream.after not in names:
+                raise ValueError(f"Scenario.streams[{index}].after must name a stream listed "
+                                 f"before it, not {stream.after!r}")
+            names.add(stream.name)
+        check_int("Scenario", "quick_divisor", self.quick_divisor, 1)
 
     def word_bytes(self, processor_type: str) -> int | None:
         """The word length of a processor type, ``None`` when no processor has that type."""
@@ -217,6 +312,8 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
         max_beats=table.int("max_beats", 200_000, minimum=1, maximum=MAX_BEATS),
         matching=table.str("matching", "reserve", choices=MATCHING),
         gate=table.str("gate", "all", choices=GATES),
+        reserve_order=table.str("reserve_order", "concurrent", choices=RESERVE_ORDERS),
+        livelock_rounds=table.int("livelock_rounds", 16, minimum=0),
     )
     table.done()
 

@@ -114,6 +114,12 @@ class TaskSchedulerSim:
         self.reserved_beats = 0
         self.reserve = self.config.matching == "reserve"
         self.per_job = self.config.gate == "per-job"
+        self.oldest_first = self.reserve and self.config.reserve_order == "oldest-first"
+        # Livelock detection: the last beat a job was sent or ended, the schedule failures
+        # since, and the report once no progress has been made for livelock_rounds timeouts.
+        self._progress_at = 0
+        self._quiet_failures = 0
+        self.livelock: dict | None = None
         self._compatible: dict[tuple[str, int], list[int]] = {}
 
         self.beat = 0
@@ -185,6 +191,29 @@ class TaskSchedulerSim:
                 taken += 1
         return taken
 
+    def _take(self, task: _Task, count: int, order: list[_Task]) -> int:
+        """``reserve_order = "oldest-first"``: move up to ``count`` reservations of processors
+        that can run ``task``'s jobs from younger tasks still matching (never loaded, so no
+        job of theirs is pending) to ``task``, youngest holder first; return how many."""
+        fits = set(self.compatible(task.spec))
+        taken = 0
+        for victim in sorted(order, key=lambda other: other.task_id, reverse=True):
+            if taken == count or victim.task_id <= task.task_id:
+                break
+            if (victim.state != "matching" or victim.loaded or victim.load_queued
+                    or victim.slot is None):
+                continue
+            for processor in [p for p in reversed(victim.reserved) if p in fits]:
+                if taken == count:
+                    break
+                victim.reserved.remove(processor)
+                victim.matched -= 1
+                self.proc_owner[processor] = task
+                task.reserved.append(processor)
+                self._log("reserve", task, processor, f"taken from {victim.spec.name}")
+                taken += 1
+        return taken
+
     def _unreserve(self, processor: int, t: int) -> None:
         self.proc_owner[processor] = None
         self.reserved_beats += t - self.reserved_since[processor]
@@ -247,6 +276,7 @@ class TaskSchedulerSim:
                 self._log("run", task, processor, f"{duration} beats")
                 continue
             self._log("job_end", task, processor)
+            self._progress_at, self._quiet_failures = t, 0
             self.proc_state[processor] = _IDLE
             self.proc_job[processor] = None
             self.proc_busy[processor] += duration
@@ -311,6 +341,7 @@ class TaskSchedulerSim:
         self._account(task, requesters)
         self._log("send", task, processor, f"job {task.sent} of {spec.jobs}")
         self.grants += 1
+        self._progress_at, self._quiet_failures = t, 0
         if task.first_sent is None:
             task.first_sent = t
         task.sent += 1
@@ -420,15 +451,27 @@ class TaskSchedulerSim:
             self._matching.append(task)
             active = True
         still = []
-        for task in self._matching:
+        # reserve_order = "oldest-first": tasks are served in task-ID order, and a type an
+        # older task is still short of is reserved for it alone.
+        order = (sorted(self._matching, key=lambda task: task.task_id) if self.oldest_first
+                 else self._matching)
+        short: set[str] = set()
+        for task in order:
             if t - task.match_start >= config.timeout:
                 self._fail(task, t)
                 active = True
                 continue
             if self.reserve:
                 wanted = min(config.match_jobs_per_beat, task.spec.jobs - task.matched)
-                matched = self._reserve(task, wanted, t)
+                if self.oldest_first and task.spec.processor in short:
+                    matched = 0
+                else:
+                    matched = self._reserve(task, wanted, t)
+                    if self.oldest_first and matched < wanted:
+                        matched += self._take(task, wanted - matched, order)
                 task.matched += matched
+                if self.oldest_first and task.matched < task.spec.jobs:
+                    short.add(task.spec.processor)
             elif self._idle_compatible(task.spec):
                 matched = min(config.match_jobs_per_beat, task.spec.jobs - task.matched)
                 task.matched += matched
@@ -479,6 +522,20 @@ class TaskSchedulerSim:
         task.load_queued = False
         self._release_slot(task, clear=was_loaded)
         self._waiting.append(task)
+        self._quiet_failures += 1
+        rounds = self.config.livelock_rounds
+        if (rounds and self.livelock is None and self._quiet_failures >= rounds
+                and t - self._progress_at >= rounds * self.config.timeout
+                and all(state == _IDLE for state in self.proc_state)):
+            # No job sent or running, no task completed, and tasks failing over and over for
+            # livelock_rounds timeouts: the run stops and reports it.
+            stuck = sorted({other.spec.name for other in self.tasks
+                            if other.state in ("matching", "to be scheduled", "pending")})
+            self.livelock = {"beat": t, "since": self._progress_at,
+                             "failures": self._quiet_failures, "rounds": rounds,
+                             "tasks": stuck}
+            self._log("livelock", task, detail=f"{self._quiet_failures} failures since beat "
+                                               f"{self._progress_at}, no job sent or running")
 
     def _arbitrate(self, t: int) -> bool:
         request = 0
@@ -539,7 +596,7 @@ class TaskSchedulerSim:
         ``max_beats``; return the metrics (see :func:`simulate`). ``progress``, when given,
         is called with the beat at every step."""
         limit = self.config.max_beats
-        while self._remaining and self.beat < limit:
+        while self._remaining and self.beat < limit and self.livelock is None:
             if progress is not None:
                 progress(self.beat)
             if self.step() or not self.skip_idle:
@@ -574,6 +631,26 @@ class TaskSchedulerSim:
         done = [task for task in self.tasks if task.state == "done"]
         span = max(self.last_completion, 1) if done else max(self.beat, 1)
         processors = len(self.proc_type)
+        unfinished = [task for task in self.tasks if task.state != "done"]
+        # Shares of processor time are taken over the time simulated: the makespan, or the
+        # whole run when tasks are left over (reservations still held at the end included).
+        horizon = max(span, self.beat) if unfinished else span
+        reserved = self.reserved_beats + sum(self.beat - self.reserved_since[p]
+                                             for p, owner in enumerate(self.proc_owner)
+                                             if owner is not None)
+        reserved_idle = reserved / (processors * horizon)
+        utilisation = sum(self.proc_busy) / (processors * horizon)
+        if not (0.0 <= reserved_idle <= 1.0 and 0.0 <= utilisation <= 1.0):
+            self._violation(f"shares of processor time out of [0, 1]: reserved idle "
+                            f"{reserved_idle:.3f}, utilisation {utilisation:.3f}")
+        if self.livelock is not None:
+            stopped = "livelock"
+        elif not unfinished:
+            stopped = "completed"
+        elif self.beat >= self.config.max_beats:
+            stopped = "max_beats"
+        else:
+            stopped = "stalled"
         by_type: dict[str, list[int]] = {}
         for index, kind in enumerate(self.proc_type):
             by_type.setdefault(kind, []).append(index)
@@ -601,7 +678,6 @@ class TaskSchedulerSim:
         task_errors = [100 * abs(task.grants - task.ideal) / task.rounds for task in measured]
         stream_errors = [entry["share_error_pp"] for entry in streams.values()
                          if entry["rounds"] >= MIN_SHARE_ROUNDS]
-        unfinished = [task for task in self.tasks if task.state != "done"]
         return {
             "policy": self.policy,
             "admitted": len(self.tasks),
@@ -609,12 +685,14 @@ class TaskSchedulerSim:
                          for index, reason in sorted(self.rejected.items())],
             "completed": len(done),
             "unfinished": [{"task": task.spec.name, "state": task.state} for task in unfinished],
+            "stopped": stopped,
+            "livelock": self.livelock,
             "beats": self.beat,
             "makespan": span,
             "throughput_per_1000_beats": 1000 * len(done) / span,
-            "utilisation": sum(self.proc_busy) / (processors * span),
+            "utilisation": utilisation,
             "utilisation_by_type": {kind: sum(self.proc_busy[p] for p in members)
-                                    / (len(members) * span)
+                                    / (len(members) * horizon)
                                     for kind, members in by_type.items()},
             "latency": latencies(done),
             "latency_by_class": {TASK_CLASSES[c]: latencies([task for task in done
@@ -635,7 +713,7 @@ class TaskSchedulerSim:
                                               for task in self.tasks
                                               if task.first_sent is not None
                                               and task.pending_at is not None]),
-            "reserved_idle": self.reserved_beats / (processors * span),
+            "reserved_idle": reserved_idle,
             "streams": streams,
             "tasks": [{"task": task.spec.name, "weight": task.spec.weight,
                        "rounds": task.rounds, "grants": task.grants,
