@@ -16,11 +16,18 @@ measure), :mod:`~model.cluster.power` (the sourced power tables), :mod:`~model.c
 (scenario files), :mod:`~model.cluster.workload` (pods), :mod:`~model.cluster.trace` (the
 v2023 readers), :mod:`~model.cluster.synthetic` (trace-shaped synthetic cluster and pods),
 :mod:`~model.cluster.sim` (the timed experiment), :mod:`~model.cluster.inflation` (the
-inflation experiment) and :mod:`~model.cluster.cli` (``gpusched cluster``). See
-``docs/cluster.md``.
+inflation experiment), :mod:`~model.cluster.cli` (``gpusched cluster``),
+:mod:`~model.cluster.api` (:func:`run` from Python), :mod:`~model.cluster.repro` (the FGD
+artifact's published curves reproduced) and :mod:`~model.cluster.remeasure` (the seed's
+claims under the artifact's rules). See ``docs/cluster.md``.
 """
 
-from model.cluster.cli import add_arguments, prepare, run, run_scenario, savings
+import argparse
+
+from model.cluster import api as _api
+from model.cluster import cli as _cli
+from model.cluster.api import ClusterResult
+from model.cluster.cli import add_arguments, prepare, run_scenario, savings
 from model.cluster.config import Scenario, load_scenario
 from model.cluster.inflation import InflationRun, inflate
 from model.cluster.placement import (
@@ -37,6 +44,7 @@ from model.cluster.sim import ClusterSimulation, InvariantError
 from model.cluster.workload import Job
 
 __all__ = [
+    "ClusterResult",
     "POLICIES",
     "POLICY_CLASSES",
     "ClusterSimulation",
@@ -59,3 +67,15 @@ __all__ = [
     "savings",
     "seed_key",
 ]
+
+
+def run(scenario_or_path, policy=None, *, seed: int | None = None, quick: bool = False,
+        **overrides):
+    """Run a scenario from Python (:func:`model.cluster.api.run`): returns a
+    :class:`ClusterResult` whose ``summary`` holds the numbers ``gpusched cluster --config
+    FILE`` writes. Given the command line's parsed arguments instead (an
+    ``argparse.Namespace``, as ``gpusched`` calls it), runs the command and returns its exit
+    status."""
+    if isinstance(scenario_or_path, argparse.Namespace):
+        return _cli.run(scenario_or_path)
+    return _api.run(scenario_or_path, policy, seed=seed, quick=quick, **overrides)

@@ -32,7 +32,7 @@ from model.stats import compare, interval
 
 __all__ = ["BASELINES", "INFLATION_METRICS", "TIMED_METRICS", "PreparedScenario",
            "add_arguments", "binned_average", "check_claims", "metric", "prepare", "run",
-           "run_scenario", "savings"]
+           "run_scenario", "savings", "summarise"]
 
 #: The policies the seed's energy saving is stated against, in report order.
 BASELINES = ("fgd", "pwr", "pwr-fgd", "best-fit", "dot-product", "gpu-packing",
@@ -182,6 +182,27 @@ def run_scenario(prepared: PreparedScenario, seed: int, *, debug: bool = False,
         return {run.policy.name: run.results() for run in done}
     horizon = max(sim.makespan_s for sim in done)
     return {sim.policy.name: sim.results(horizon) for sim in done}
+
+
+def summarise(entry: PreparedScenario, per_policy: dict[str, list[dict]],
+              seeds: list[int]) -> dict:
+    """The JSON entry of one scenario (``gpusched cluster``'s ``scenarios`` part): every
+    metric's mean and 95 % interval over the seeds per policy (``summary``), the claims, the
+    first seed's results (``policies``) and the other seeds' (``per_seed``)."""
+    scenario = entry.scenario
+    first = {policy: results[0] for policy, results in per_policy.items()}
+    known = TIMED_METRICS if scenario.experiment == "timed" else INFLATION_METRICS
+    summary = {policy: {name: interval([metric(result, name) for result in results])
+                        .as_dict() for name in known}
+               for policy, results in per_policy.items()}
+    return {"name": scenario.name, "file": str(scenario.source),
+            "description": scenario.description,
+            "experiment": scenario.experiment, "seeds": seeds,
+            "input_notes": entry.input_notes,
+            "typical_pods": entry.typical.as_dict() if entry.typical else None,
+            "energy_saving_percent": savings(first), "summary": summary,
+            "claims": _claim_rows(scenario, per_policy), "policies": first,
+            "per_seed": {policy: results[1:] for policy, results in per_policy.items()}}
 
 
 def metric(result: dict, name: str) -> float:
@@ -506,21 +527,8 @@ def run(args) -> int:
         first = {policy: results[0] for policy, results in per_policy.items()}
         plot = (_plot_inflation if scenario.experiment == "inflation" else _plot_timed)
         plot(entry, first, Path(args.plots) / f"cluster_{scenario.source.stem}.png")
-        judged = _claim_rows(scenario, per_policy)
-        claims += judged
-        known = TIMED_METRICS if scenario.experiment == "timed" else INFLATION_METRICS
-        summary = {policy: {name: interval([metric(result, name) for result in results])
-                            .as_dict() for name in known}
-                   for policy, results in per_policy.items()}
-        summary = {"name": scenario.name, "file": str(scenario.source),
-                       "description": scenario.description,
-                       "experiment": scenario.experiment, "seeds": seeds,
-                       "input_notes": entry.input_notes,
-                       "typical_pods": entry.typical.as_dict() if entry.typical else None,
-                       "energy_saving_percent": savings(first), "summary": summary,
-                       "claims": judged, "policies": first,
-                       "per_seed": {policy: results[1:] for policy, results
-                                    in per_policy.items()}}
+        summary = summarise(entry, per_policy, seeds)
+        claims += summary["claims"]
         record.scenario(scenario.name, summary, file=scenario.source)
         report.append(summary)
     if claims:
