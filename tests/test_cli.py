@@ -413,3 +413,102 @@ def test_version_is_the_one_the_json_records(tmp_path, capsys):
     assert cli.main(_cheap_args("tasksched", tmp_path, "--quiet", "--json", str(out))) == 0
     version = json.loads(out.read_text())["version"]
     assert version and printed == f"gpusched {version}"
+
+
+# -- gpusched dispatch --policy / --claims, and the Python API it shares -------------------------
+
+def _dispatch_json(tmp_path, *extra) -> dict:
+    out = tmp_path / "out.json"
+    args = ["dispatch", "--config", str(CHEAP["dispatch"][0]), "--cycles", "400", "--quiet",
+            "--plots", str(tmp_path), "--json", str(out), "--seeds", "2", *extra]
+    assert cli.main(args) == 0
+    return json.loads(out.read_text())
+
+
+def test_one_policy_runs_without_the_claims_unless_asked(tmp_path, capsys):
+    alone = _dispatch_json(tmp_path, "--policy", "emb1")
+    printed = capsys.readouterr().out
+    assert "claims" not in alone and "Capacity" not in printed and "claims over" not in printed
+    (entry,) = alone["scenarios"].values()
+    assert list(entry["policies"]) == ["emb1"]
+    asked = _dispatch_json(tmp_path, "--policy", "emb1", "--claims")
+    printed = capsys.readouterr().out
+    assert asked["claims"]["rows"] and "Capacity" in printed and "claims over" in printed
+    assert asked["options"]["claims"] is True and "claims" not in alone["options"]
+    every = _dispatch_json(tmp_path)              # no --policy: the claims, as make sim runs
+    assert every["claims"]["rows"] == asked["claims"]["rows"]
+    assert "claims" not in _dispatch_json(tmp_path, "--no-claims")
+
+
+def test_claims_and_no_claims_together_are_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(_cheap_args("dispatch", tmp_path, "--claims", "--no-claims"))
+    assert exit_.value.code == 2
+    assert "--claims" in _one_line(capsys.readouterr().err)
+
+
+def test_the_api_gives_the_command_lines_numbers(tmp_path):
+    import model.dispatch as dispatch
+
+    data = _dispatch_json(tmp_path, "--policy", "emb1", "--policy", "prior-art", "--seed", "3")
+    (entry,) = data["scenarios"].values()
+    result = dispatch.run(CHEAP["dispatch"][0], ["prior-art", "emb1"], seed=3, cycles=400)
+    assert result.claims is None and list(result.policies) == ["prior-art", "emb1"]
+    strip = lambda runs: {p: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
+                          for p, r in runs.items()}
+    assert strip(json.loads(json.dumps(result.policies))) == strip(entry["policies"])
+    assert result.notes == entry["notes"]
+    summary = result.summary
+    assert list(summary) == ["prior-art", "emb1"]
+    assert summary["prior-art"]["done"] == entry["policies"]["prior-art"]["workgroups_completed"]
+    assert summary["emb1"]["wait p99"] == entry["policies"]["emb1"]["wait"]["p99"]
+    text = str(summary)
+    assert "emb1" in text and report.format_cell(summary["emb1"]["WG/kcyc"]) in text
+    # The scenario's own settings unless overridden: its warm-up, scaled to the 400 cycles.
+    assert result.settings == {"seed": 3, "cycles": 400, "warmup": 2000 * 400 // 20000,
+                               "execution": "fixed"}
+
+
+SCENARIO = CHEAP["dispatch"][0]
+
+
+@pytest.mark.parametrize(("arguments", "keywords", "error", "message"), [
+    ((42,), {}, TypeError, "scenario_or_path must be a Scenario or the path"),
+    ((SCENARIO, "nonesuch"), {}, ValueError, "policy 'nonesuch' is not a policy"),
+    ((SCENARIO, 7), {}, TypeError, "policy must be a policy name"),
+    ((SCENARIO, "seed"), {"seed": "1"}, TypeError, "seed must be an integer"),
+    ((SCENARIO, "seed"), {"cycles": 0}, ValueError, "cycles must be an integer >= 1"),
+    ((SCENARIO, "seed"), {"execution": "slow"}, ValueError,
+     "execution must be one of fixed, shared"),
+    ((SCENARIO, "seed"), {"cycles": 400, "warmup": 400}, ValueError,
+     "warmup must be an integer in 0..399"),
+    ((SCENARIO, "seed"), {"claims": "yes"}, TypeError, "claims must be True, False or None"),
+    ((SCENARIO, "seed"), {"channels": []}, TypeError, "channels must be a non-empty list"),
+    ((SCENARIO, "seed"), {"claim_seeds": 1}, ValueError, "claim_seeds must be an integer >= 2"),
+])
+def test_the_api_names_a_bad_argument(arguments, keywords, error, message):
+    import model.dispatch as dispatch
+
+    with pytest.raises(error) as raised:
+        dispatch.run(*arguments, **keywords)
+    assert message in str(raised.value)
+
+
+# -- make help -----------------------------------------------------------------------------------
+
+def phony_targets(makefile: str) -> list[str]:
+    """The targets of every ``.PHONY:`` line of ``makefile`` (continuation lines joined)."""
+    joined = makefile.replace("\\\n", " ")
+    return [target for line in joined.splitlines() if line.startswith(".PHONY:")
+            for target in line.partition(":")[2].split()]
+
+
+def test_make_help_lists_every_phony_target():
+    make = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0, make.stderr
+    listed = set(re.findall(r"^make ([\w-]+)", make.stdout, flags=re.MULTILINE))
+    targets = phony_targets((ROOT / "Makefile").read_text())
+    assert {"sim", "test", "help", "clean"} <= set(targets)     # the reader found them
+    missing = [target for target in targets if target not in listed]
+    assert not missing, f"make help does not list {', '.join(missing)}"

@@ -23,9 +23,12 @@ Modules, and where each of the seed's embodiments lives:
   :func:`model.stats.compare`;
 * :mod:`~model.dispatch.kernels`, :mod:`~model.dispatch.gpus`, :mod:`~model.dispatch.profilers`:
   kernel traces on real GPUs (``docs/kernels.md``);
+* :mod:`~model.dispatch.api`: the Python API, :func:`run` (``model.dispatch.run(scenario,
+  policy)``), the same runs, table and claims as the command line (``docs/api.md``);
 * :mod:`~model.dispatch.cli`: the command line, tables and plots.
 """
 
+from model.dispatch.api import DispatchResult, run
 from model.dispatch.config import (
     PRESETS,
     ChannelConfig,
@@ -40,6 +43,7 @@ from model.dispatch.config import (
 )
 from model.dispatch.engine import DispatchSimulator, InvariantError, Lfsr, simulate, split_table
 
-__all__ = ["PRESETS", "ChannelConfig", "DispatchSimulator", "GpuConfig", "InvariantError",
-           "Lfsr", "PolicyConfig", "Scenario", "WorkGroup", "generate_workload",
-           "load_scenario", "read_trace", "simulate", "split_table", "write_trace"]
+__all__ = ["PRESETS", "ChannelConfig", "DispatchResult", "DispatchSimulator", "GpuConfig",
+           "InvariantError", "Lfsr", "PolicyConfig", "Scenario", "WorkGroup",
+           "generate_workload", "load_scenario", "read_trace", "run", "simulate", "split_table",
+           "write_trace"]

@@ -2,13 +2,16 @@
 policies, plot, write JSON.
 
 Every scenario file runs every policy it lists on the same workload (same seed), under the
-scenario's execution model (``--execution`` overrides it). Per scenario: a table comparing
+scenario's execution model (``--execution`` overrides it), through the same functions as the
+Python API (:mod:`model.dispatch.api`, ``model.dispatch.run``). Per scenario: a table comparing
 the policies, notes on anything not used or not submitted, a PNG
 (``<plots>/dispatch_<scenario>.png``, :mod:`model.dispatch.plots`); after all scenarios, the
 scenarios' claims over ``--seeds`` workload seeds at each of their loads and execution models,
 with 95 % intervals and a verdict (:mod:`model.dispatch.claims`; ``--generated-cycles``
 shortens every run on a generated workload, tables and claims alike, so that the claims reuse
-the tables' runs; traces run whole; ``--no-claims`` skips the claims).
+the tables' runs; traces run whole; ``--no-claims`` skips the claims). ``--policy NAME`` alone
+runs that policy's table only: the claims (and the capacity they measure) then run only with
+``--claims``.
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
 ``--bench`` instead times every policy on the default scenario under both execution models
 and prints simulated cycles per second.
@@ -17,15 +20,14 @@ and prints simulated cycles per second.
 """
 
 import argparse
-import contextlib
-import time
 from pathlib import Path
 
 from model.cli import CONFIG_ROOT, positive_int, select_policies
 from model.config import ConfigError
 from model.dispatch import claims as claims_over_seeds
+from model.dispatch.api import measure_claims, run_scenario, summary_table, workload_notes
 from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
-from model.dispatch.engine import DispatchSimulator, write_events
+from model.dispatch.engine import write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
 from model.dispatch.plots import plot_scenario
@@ -59,7 +61,14 @@ def add_arguments(parser) -> None:
                         help="cycle limit of every run on a generated workload, the scenario "
                              "tables and the claims (default: each scenario's; --quick: "
                              f"{QUICK_CYCLES}); trace scenarios run whole")
-    parser.add_argument("--no-claims", action="store_true",
+    claims = parser.add_mutually_exclusive_group()
+    # --claims is left out of the JSON's options unless given (default SUPPRESS), so that the
+    # options of every earlier command line are recorded as before.
+    claims.add_argument("--claims", action="store_true", default=argparse.SUPPRESS,
+                        help="measure the claims over seeds (the capacity and --seeds workload "
+                             "seeds) also with --policy (without --policy they run unless "
+                             "--no-claims)")
+    claims.add_argument("--no-claims", action="store_true",
                         help="do not measure the claims over seeds")
     parser.add_argument("--events", type=Path, metavar="CSV",
                         help="write every run's per-WG event log (arrive, reject, dispatch, "
@@ -119,79 +128,6 @@ def _converted(args, scenario):
     return scenario
 
 
-def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies=None,
-                 debug: bool = False, quiet: bool = True, strict: bool = False,
-                 events: dict | None = None, skip: bool = True,
-                 execution: str | None = None, bar: RunProgress | None = None,
-                 done=None) -> dict:
-    """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
-    wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
-    limit are not submitted; each result counts them (``workgroups_after_end``). With
-    ``events`` (a dict), ``events[policy name]`` receives each run's event rows.
-    ``execution`` overrides the scenario's execution model; its warm-up is scaled to
-    ``cycles``. ``bar`` shows the simulated cycles; ``done(policy, result)`` is called after
-    each policy."""
-    limit = cycles or scenario.cycles
-    warmup = scenario.warmup * limit // scenario.cycles
-    workload = scenario.workload(seed)
-    chosen = [p for p in scenario.policies if policies is None or p.name in policies]
-    results = {}
-    with contextlib.ExitStack() as stack:
-        if bar is None:
-            bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
-                                                  quiet=quiet))
-        for policy in chosen:
-            started = time.perf_counter()
-            rows = [] if events is not None else None
-            with bar.run(f"{scenario.name} {policy.name}", expected=limit,
-                         unit="cycles") as tick:
-                simulator = DispatchSimulator(
-                    scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
-                    debug=debug, strict=strict, skip=skip,
-                    sample_interval=scenario.sample_interval,
-                    power_window=scenario.power_window, events=rows,
-                    execution=execution or scenario.execution, warmup=warmup,
-                    observer=None if tick is None else lambda cycle, _: tick(cycle))
-                result = simulator.run()
-            result["seconds"] = time.perf_counter() - started
-            results[policy.name] = result
-            if events is not None:
-                events[policy.name] = rows
-            if done is not None:
-                done(policy.name, result)
-    return results
-
-
-def workload_notes(scenario, results: dict, limit: int) -> list[str]:
-    """What a reader must know about the workload: WGs not submitted because they arrive at
-    or after the cycle limit, channels that submitted nothing, an empty workload, and what
-    the scenario file gives that is not used."""
-    notes = list(scenario.notes)
-    first = next(iter(results.values()), None)
-    if first is None:
-        return notes
-    if first["workgroups_after_end"]:
-        notes.append(f"{first['workgroups_after_end']} WGs arrive at or after cycle {limit} "
-                     f"(the cycle limit) and are not submitted")
-    if not first["workgroups_submitted"]:
-        source = (f"the trace {scenario.trace.name} has no rows before the cycle limit"
-                  if scenario.trace else "no channel generated a WG before the cycle limit")
-        notes.append(f"no WG was submitted ({source}): every figure is zero because "
-                     f"nothing ran")
-    else:
-        for channel, stats in first["wait"]["per_channel"].items():
-            if not stats["count"]:
-                index = int(channel)
-                why = ""
-                if index < len(scenario.channels) and not scenario.trace:
-                    config = scenario.channels[index]
-                    why = (" (count = 0)" if not config.count else
-                           f" (start = {config.start})" if config.start >= limit
-                           else "")
-                notes.append(f"channel {channel} submitted no WG{why}")
-    return notes
-
-
 def events_path(base: Path, scenario, policy: str, single: bool) -> Path:
     """Where ``--events`` writes one run: ``base`` itself for a single run, else
     ``<base stem>.<scenario file stem>.<policy>.csv`` beside it."""
@@ -224,21 +160,7 @@ def claim_rows(scenario, results: dict) -> list[list]:
 
 
 def _table(scenario, results: dict) -> None:
-    lowest = str(scenario.gpu.priorities - 1)
-    headers = ["policy", "done", "rej", "WG/kcyc", "wait mean", "wait p99", "wait max",
-               f"P{lowest} max", "VGPR util", "PEU CV", "AP res CV", "AP pwr CV", "frag",
-               "splits", "stale", "viol"]
-    rows = []
-    for name, r in results.items():
-        rows.append([name, r["workgroups_completed"], r["workgroups_rejected"], r["throughput"],
-                     r["wait"]["mean"], r["wait"]["p99"], r["wait"]["max"],
-                     r["wait"]["per_priority"][lowest]["max"], r["utilisation"]["vgpr"],
-                     r["peu_imbalance"], r["ap_imbalance"]["resource"],
-                     r["ap_imbalance"]["power"], r["fragmentation"], r["splits"],
-                     r["stale_aborts"], r["invariant_violations"]])
-    first = next(iter(results.values()))
-    print_table(f"{scenario.name}: {first['workgroups_submitted']} WGs, "
-                f"{scenario.gpu.aps} APs x {scenario.gpu.peus} PEUs", headers, rows)
+    print_table(*summary_table(scenario, results))
     for name, r in results.items():
         for rejection in r["rejections"][:3]:
             print(f"  [{name}] rejected: {rejection['reason']}")
@@ -278,7 +200,10 @@ def run(args) -> int:
     if args.bench:
         return _bench(args)
     record = args.record
-    if not args.no_claims:       # checked before anything runs
+    # The claims over seeds run by default, but not for --policy alone (one policy's table
+    # in about a second): --claims asks for them, --no-claims never.
+    measure = not args.no_claims and (getattr(args, "claims", False) or not args.policy)
+    if measure:                  # checked before anything runs
         if args.seeds < 2:
             raise ConfigError(f"--seeds must be at least 2 (an interval needs two runs), not "
                               f"{args.seeds}")
@@ -326,21 +251,21 @@ def run(args) -> int:
                          lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
             plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
             converted.append(scenario)
-            if not args.no_claims and (cycles or scenario.cycles) == \
+            if measure and (cycles or scenario.cycles) == \
                     claims_over_seeds.claim_cycles(scenario, settings):
                 # The claims over seeds reuse these runs (seed, load as written, same length).
                 for name, result in results.items():
                     known[claims_over_seeds.run_key(scenario, result["execution"], args.seed,
                                                     name)] = result
             record.scenario(scenario.name, {"notes": notes, "policies": results}, file=path)
-    if not args.no_claims and any(scenario.claims for scenario in converted):
+    if measure and any(scenario.claims for scenario in converted):
         record.note(claims=_claims(converted, settings, args, known))
     return 0
 
 
 def _claims(scenarios, settings, args, known: dict) -> dict:
     """Measure every claim over seeds and print the capacities and the claims table."""
-    measured = claims_over_seeds.evaluate(scenarios, settings, quiet=args.quiet, known=known)
+    measured = measure_claims(scenarios, settings, quiet=args.quiet, known=known)
     last = settings.first_seed + settings.seeds - 1
     length = (f"{settings.cycles:,} cycles per generated run, traces whole" if settings.cycles
               else "each scenario's cycle limit")
@@ -359,5 +284,4 @@ def _claims(scenarios, settings, args, known: dict) -> dict:
         print(f"  {measured['runs']} more runs, generated workloads cut at {settings.cycles:,} "
               f"cycles;\n  the full figures: `gpusched dispatch --seeds {settings.seeds}` (each "
               f"scenario's cycle limit)")
-    return {"settings": {"seeds": settings.seeds, "first_seed": settings.first_seed,
-                         "cycles": settings.cycles}, **measured}
+    return measured
