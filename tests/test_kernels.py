@@ -341,13 +341,14 @@ def _trace_shapes():
 
 TRACE_CASES = _trace_shapes()
 
-#: Where the model and the vendor rule differ on the real trace's shapes, and why. The model
-#: has no limit on workgroups per AP: Pascal holds at most 32 blocks per SM, so single-warp
-#: blocks that registers and warp slots would allow 64 of are capped by the hardware at 32.
-#: The model places 64. No shape gets fewer WGs from contiguous allocation than the vendor
-#: rule: on an empty AP first fit leaves no holes, and embodiment 8's rotating split spreads
-#: the waves as evenly as the vendors' per-CU pooling assumes.
-DOCUMENTED = {("pascal-sm", 32, 32, 0): (64, 32)}
+#: The model once differed from the vendor rule on one shape of the real trace: Pascal holds
+#: at most 32 blocks per SM, and single-warp blocks that registers and warp slots would allow
+#: 64 of were placed 64 times (the model has no workgroup-count limit). The preset now carries
+#: the slot as an LDS reservation where it binds (``GpuPreset.shape``), and the model places
+#: 32. No shape gets fewer WGs from contiguous allocation than the vendor rule: on an empty AP
+#: first fit leaves no holes, and embodiment 8's rotating split spreads the waves as evenly as
+#: the vendors' per-CU pooling assumes.
+WORKGROUP_LIMIT_BINDS = {("pascal-sm", 32, 32, 0): (32, 64)}
 
 
 @pytest.mark.parametrize("case", TRACE_CASES, ids=lambda c: "-".join(map(str, c[:4])))
@@ -357,16 +358,16 @@ def test_occupancy_matches_the_vendor_rule_on_every_shape_of_the_real_trace(case
                       wave_size=wave)
     vendor, without_limit = vendor_occupancy(preset, threads, registers, lds, sgprs, accum,
                                              wave)
-    assert model == without_limit, "the allocator differs from the per-resource rule"
+    assert model == vendor
     key = (preset, threads, registers, lds)
-    if key in DOCUMENTED:
-        assert (model, vendor) == DOCUMENTED[key]
+    if key in WORKGROUP_LIMIT_BINDS:
+        assert (model, without_limit) == WORKGROUP_LIMIT_BINDS[key]
     else:
-        assert model == vendor
+        assert model == without_limit
 
 
-def test_every_documented_difference_occurs_in_the_trace():
-    assert set(DOCUMENTED) <= {c[:3] + (c[3],) for c in TRACE_CASES}
+def test_the_workgroup_limit_binds_where_documented():
+    assert set(WORKGROUP_LIMIT_BINDS) <= {c[:3] + (c[3],) for c in TRACE_CASES}
 
 
 def test_occupancy_matches_the_per_resource_rule_on_random_shapes():
@@ -384,9 +385,8 @@ def test_occupancy_matches_the_per_resource_rule_on_random_shapes():
         wave = rng.choice([None, 64]) if preset == "rdna4-wgp" else None
         model = occupancy(preset, threads, registers, lds, sgprs=sgprs, accum_vgprs=accum,
                           wave_size=wave)
-        _, without_limit = vendor_occupancy(preset, threads, registers, lds, sgprs, accum,
-                                            wave)
-        assert model == without_limit, (f"seed {seed}: {preset} threads={threads} "
+        vendor, _ = vendor_occupancy(preset, threads, registers, lds, sgprs, accum, wave)
+        assert model == vendor, (f"seed {seed}: {preset} threads={threads} "
                                         f"registers={registers} lds={lds} sgprs={sgprs} "
                                         f"accum={accum} wave={wave}")
 
@@ -402,7 +402,7 @@ def test_occupancy_sweeps_each_limit_alone(preset):
         sweeps += [(64, 8, 0, s) for s in range(1, 113, 5)]
     for threads, registers, lds, s in sweeps:
         model = occupancy(preset, threads, registers, lds, sgprs=s)
-        assert model == vendor_occupancy(preset, threads, registers, lds, s)[1], \
+        assert model == vendor_occupancy(preset, threads, registers, lds, s)[0], \
             (preset, threads, registers, lds, s)
 
 

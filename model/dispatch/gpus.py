@@ -28,9 +28,25 @@ granule)``. A shape the GPU cannot launch at all (too many threads, registers or
 workgroup, a wave size it does not run, or, on Pascal, more registers per block than the
 hardware check allows) raises :class:`LaunchError` naming the limit.
 
-What the model does not have: a limit on workgroups per AP (barrier resources: 16 multi-wave
-workgroups per CDNA3 CU, 32 per RDNA WGP; 32 blocks per Pascal SM). It is kept here
-(:attr:`GpuPreset.workgroups_per_ap`) so that an occupancy comparison can show where it binds.
+**Resident workgroups per AP** (:attr:`GpuPreset.workgroups_per_ap`: 32 blocks per Pascal SM;
+16 multi-wave workgroups per CDNA3 CU and 32 per RDNA WGP in WGP mode, single-wave ones
+exempt, as they take no barrier). The dispatcher model has no workgroup-slot resource, so the
+slot is carried as LDS: a shape whose other resources would let an empty AP hold more than
+``workgroups_per_ap`` of it reserves ``lds_blocks / workgroups_per_ap`` LDS blocks per
+workgroup (at least; :attr:`WorkgroupShape.reserved` counts the blocks added). For one shape
+on an AP this gives exactly ``min(per-resource occupancy, workgroups_per_ap)``, the vendor's
+rule (``floor(L / max(l, L / W)) = min(floor(L / l), W)`` when ``W`` divides ``L``, which
+:class:`GpuPreset` checks); for a mix of shapes on one AP it is conservative (a reserving WG
+holds LDS that a real one would leave to a WG of another kernel). It binds only on Pascal
+(one-warp blocks: 64 warp slots, 32 blocks): with 32 (CDNA3) or 64 (RDNA4) wave slots per
+AP a multi-wave workgroup never fits more than 16 or 32 times. The engine's own per-AP slot
+count will replace it (docs/kernels.md, "Occupancy").
+
+The vendors' occupancy rules are restated independently of the presets by
+:func:`cuda_occupancy` (the CUDA occupancy calculator, ``cuda_occupancy.h``, for compute
+capabilities 5.x and 6.x) and :func:`amd_occupancy` (AMD's compiler, LLVM's AMDGPU backend,
+and the HIP runtime), each from its own table of per-target figures;
+:meth:`GpuPreset.vendor_occupancy` applies the rule of the preset's target.
 
 Sources (figures only; nothing is copied):
 
@@ -53,6 +69,12 @@ Sources (figures only; nothing is copied):
   registers per thread; 48 KB shared memory and 64K registers per block. NVIDIA
   ``cuda_occupancy.h`` (CUDA toolkit): 4 sub-partitions per SM on 6.1, registers allocated
   per warp in units of 256, shared memory in units of 256 B.
+* NVIDIA ``cuda_occupancy.h`` (CUDA 8 to 12): ``cudaOccMaxBlocksPerMultiprocessor`` (32 on
+  5.x and 6.x), ``cudaOccSMemAllocationGranularity`` (256 B on 3.x-7.x),
+  ``cudaOccRegAllocationGranularity`` (256), ``cudaOccSubPartitionsPerMultiprocessor`` (2 on
+  6.0, else 4), ``cudaOccMaxBlocksPerSMRegsLimit`` and the per-block "hardware check".
+* LLVM ``AMDGPUBaseInfo.cpp`` ``getMaxWorkGroupsPerCU``: single-wave workgroups take no
+  barrier; otherwise at most ``min(max waves / waves per WG, 16)`` per CU, 32 in WGP mode.
 * Clocks (for time in cycles): MI300X peak engine clock 2100 MHz (its published 163.4 TFLOPS
   FP32 matrix = 304 CUs x 256 FLOP/clock x 2.1 GHz); RX 9070 XT boost 2970 MHz; GTX 1080 Ti
   boost 1582 MHz.
@@ -66,7 +88,9 @@ so the preset is the 64-CU RX 9070 XT.
 
 from dataclasses import dataclass
 
-__all__ = ["GPU_PRESETS", "GpuPreset", "LaunchError", "WorkgroupShape", "gpu_preset"]
+__all__ = ["AMD_TARGETS", "CUDA_CAPABILITIES", "GPU_PRESETS", "AmdTarget", "CudaCapability",
+           "GpuPreset", "LaunchError", "WorkgroupShape", "amd_occupancy", "cuda_occupancy",
+           "gpu_preset"]
 
 
 class LaunchError(ValueError):
@@ -75,12 +99,17 @@ class LaunchError(ValueError):
 
 @dataclass(frozen=True)
 class WorkgroupShape:
-    """One workgroup in the model's units: waves, VGPR and SGPR blocks per wave, LDS blocks."""
+    """One workgroup in the model's units: waves, VGPR and SGPR blocks per wave, LDS blocks.
+
+    ``reserved`` of the ``lds`` blocks are not the kernel's LDS but its resident-workgroup slot
+    (module docstring).
+    """
 
     waves: int
     vgpr: int
     sgpr: int
     lds: int
+    reserved: int = 0
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -116,10 +145,15 @@ class GpuPreset:
         Threads per workgroup; registers per workgroup with the warp count rounded up to the
         PEUs (NVIDIA's hardware launch check), ``0`` when there is no such check.
     workgroups_per_ap, single_wave_exempt
-        Resident workgroups per AP (barrier resources) and whether single-wave workgroups are
-        exempt. Not modelled by the dispatcher; kept for comparisons.
+        Resident workgroups per AP (NVIDIA: blocks per SM; AMD: workgroup barriers) and
+        whether single-wave workgroups are exempt (AMD: they use no barrier). Carried as an
+        LDS reservation where it binds (module docstring); ``0``: no limit.
     clock_mhz
         The clock that turns a trace's nanoseconds into cycles.
+    target
+        The vendor's name of the part whose occupancy rule applies: a CUDA compute
+        capability (``"6.1"``) or an AMD target with its mode (``"gfx942"``,
+        ``"gfx1201:wgp"``); see :meth:`vendor_occupancy`.
     """
 
     name: str
@@ -142,6 +176,7 @@ class GpuPreset:
     workgroups_per_ap: int
     single_wave_exempt: bool
     clock_mhz: int
+    target: str = ""
 
     def __post_init__(self):
         blocks = {total // granule for _, total, granule in self.register_files}
@@ -151,6 +186,44 @@ class GpuPreset:
         if self.lds_per_ap % self.lds_granule:
             raise ValueError(f"GPU preset {self.name!r}: LDS granule {self.lds_granule} must "
                              f"divide the LDS size {self.lds_per_ap}")
+        if self.workgroups_per_ap and self.lds_blocks % self.workgroups_per_ap:
+            raise ValueError(f"GPU preset {self.name!r}: {self.workgroups_per_ap} resident "
+                             f"workgroups per AP must divide its {self.lds_blocks} LDS blocks "
+                             f"(the slot is carried as an equal share of the LDS)")
+
+    @property
+    def slot_lds(self) -> int:
+        """LDS blocks that stand for one resident-workgroup slot (0 without a limit)."""
+        return self.lds_blocks // self.workgroups_per_ap if self.workgroups_per_ap else 0
+
+    def _slot_can_bind(self, waves: int, vgpr: int, sgpr: int, lds: int) -> bool:
+        """Whether the other resources could let an empty AP hold more than
+        ``workgroups_per_ap`` WGs of this shape (an upper bound of the model's placement:
+        all wave slots, every PEU's VGPR / SGPR blocks, the AP's LDS)."""
+        if not self.workgroups_per_ap or (self.single_wave_exempt and waves == 1):
+            return False
+        waves_per_ap = self.peus * self.wave_slots
+        if vgpr:
+            waves_per_ap = min(waves_per_ap, self.peus * (self.vgpr_blocks // vgpr))
+        if sgpr and self.sgprs_per_peu:
+            waves_per_ap = min(waves_per_ap, self.peus * (self.sgpr_blocks // sgpr))
+        bound = waves_per_ap // waves
+        if lds:
+            bound = min(bound, self.lds_blocks // lds)
+        return bound > self.workgroups_per_ap
+
+    def vendor_occupancy(self, threads: int, registers: int, lds_bytes: int, *,
+                         sgprs: int = 0, accum_registers: int = 0,
+                         wave_size: int | None = None) -> int:
+        """Workgroups of this shape resident on one compute unit / SM by the vendor's own
+        rule for :attr:`target` (:func:`cuda_occupancy` or :func:`amd_occupancy`), which
+        does not read the preset's fields."""
+        if self.vendor == "NVIDIA":
+            return cuda_occupancy(self.target, threads, registers, lds_bytes)
+        name, _, mode = self.target.partition(":")
+        return amd_occupancy(name, threads, registers, lds_bytes, sgprs=sgprs,
+                             accum_vgprs=accum_registers, wave_size=wave_size,
+                             wgp_mode=mode == "wgp")
 
     @property
     def wave_sizes(self) -> tuple[int, ...]:
@@ -227,8 +300,12 @@ class GpuPreset:
                                   f"warps exceeds {self.name}'s "
                                   f"{self.max_registers_per_workgroup} registers per block")
         sgpr = _ceil_div(sgprs, self.sgpr_granule) if self.sgprs_per_peu else 0
-        return WorkgroupShape(waves=waves, vgpr=vgpr, sgpr=sgpr,
-                              lds=_ceil_div(lds_bytes, self.lds_granule))
+        lds = _ceil_div(lds_bytes, self.lds_granule)
+        reserved = 0
+        if self._slot_can_bind(waves, vgpr, sgpr, lds):
+            reserved = max(0, self.slot_lds - lds)
+        return WorkgroupShape(waves=waves, vgpr=vgpr, sgpr=sgpr, lds=lds + reserved,
+                              reserved=reserved)
 
 
 #: The presets by name.
@@ -240,7 +317,7 @@ GPU_PRESETS = {preset.name: preset for preset in (
         unified_accumulation=True, sgprs_per_peu=800, sgpr_granule=16, max_sgprs=112,
         lds_per_ap=64 * 1024, lds_granule=512, max_lds_per_workgroup=64 * 1024,
         wave_slots=8, max_threads=1024, max_registers_per_workgroup=0,
-        workgroups_per_ap=16, single_wave_exempt=True, clock_mhz=2100),
+        workgroups_per_ap=16, single_wave_exempt=True, clock_mhz=2100, target="gfx942"),
     GpuPreset(
         name="rdna4-wgp", vendor="AMD",
         description="AMD Radeon RX 9070 XT (RDNA4, gfx1201): 32 WGPs of 4 SIMD32s, WGP mode, "
@@ -249,7 +326,7 @@ GPU_PRESETS = {preset.name: preset for preset in (
         unified_accumulation=False, sgprs_per_peu=0, sgpr_granule=1, max_sgprs=0,
         lds_per_ap=128 * 1024, lds_granule=512, max_lds_per_workgroup=64 * 1024,
         wave_slots=16, max_threads=1024, max_registers_per_workgroup=0,
-        workgroups_per_ap=32, single_wave_exempt=True, clock_mhz=2970),
+        workgroups_per_ap=32, single_wave_exempt=True, clock_mhz=2970, target="gfx1201:wgp"),
     GpuPreset(
         name="pascal-sm", vendor="NVIDIA",
         description="NVIDIA GeForce GTX 1080 Ti (Pascal GP102, compute capability 6.1): 28 SMs "
@@ -258,7 +335,7 @@ GPU_PRESETS = {preset.name: preset for preset in (
         unified_accumulation=False, sgprs_per_peu=0, sgpr_granule=1, max_sgprs=0,
         lds_per_ap=96 * 1024, lds_granule=256, max_lds_per_workgroup=48 * 1024,
         wave_slots=16, max_threads=1024, max_registers_per_workgroup=64 * 1024,
-        workgroups_per_ap=32, single_wave_exempt=False, clock_mhz=1582),
+        workgroups_per_ap=32, single_wave_exempt=False, clock_mhz=1582, target="6.1"),
 )}
 
 
@@ -269,3 +346,179 @@ def gpu_preset(name) -> GpuPreset:
     if name not in GPU_PRESETS:
         raise ValueError(f"unknown GPU preset {name!r}; known: {', '.join(GPU_PRESETS)}")
     return GPU_PRESETS[name]
+
+
+# -- the vendors' occupancy rules, from their own figures (not from the presets) -------------
+
+@dataclass(frozen=True)
+class CudaCapability:
+    """The figures of one CUDA compute capability that decide occupancy.
+
+    From the CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"
+    (threads, blocks, registers and shared memory per SM and per block) and the occupancy
+    calculator ``cuda_occupancy.h`` (allocation granularities, sub-partitions).
+    """
+
+    threads_per_sm: int            # maxThreadsPerMultiProcessor
+    blocks_per_sm: int             # cudaOccMaxBlocksPerMultiprocessor
+    registers_per_sm: int          # regsPerMultiprocessor
+    registers_per_block: int       # regsPerBlock
+    registers_per_thread: int      # cudaOccRegAllocationMaxPerThread
+    register_granule: int          # cudaOccRegAllocationGranularity (registers of a warp)
+    sub_partitions: int            # cudaOccSubPartitionsPerMultiprocessor
+    smem_per_sm: int               # sharedMemPerMultiprocessor (fixed on 5.x / 6.x)
+    smem_per_block: int            # sharedMemPerBlock
+    smem_granule: int              # cudaOccSMemAllocationGranularity
+    threads_per_block: int = 1024
+    warp_size: int = 32
+
+
+def _cuda(smem_per_sm_kib: int, registers_per_block: int = 65536,
+          sub_partitions: int = 4) -> CudaCapability:
+    return CudaCapability(threads_per_sm=2048, blocks_per_sm=32, registers_per_sm=65536,
+                          registers_per_block=registers_per_block, registers_per_thread=255,
+                          register_granule=256, sub_partitions=sub_partitions,
+                          smem_per_sm=smem_per_sm_kib * 1024, smem_per_block=48 * 1024,
+                          smem_granule=256)
+
+
+#: Compute capabilities whose shared memory per SM is fixed (Maxwell, Pascal); from 7.0 the
+#: L1 / shared-memory carveout makes it a launch setting, which this rule does not model.
+#: 5.3 and 6.2 (Tegra) have 32K registers per block; 6.0 (GP100) has 2 sub-partitions.
+CUDA_CAPABILITIES = {
+    "5.0": _cuda(64), "5.2": _cuda(96), "5.3": _cuda(64, registers_per_block=32768),
+    "6.0": _cuda(64, sub_partitions=2), "6.1": _cuda(96),
+    "6.2": _cuda(64, registers_per_block=32768),
+}
+
+
+def _up(value: int, granule: int) -> int:
+    return _ceil_div(value, granule) * granule
+
+
+def _regs_limit(cap: CudaCapability, warps: int, registers: int) -> int:
+    """``cudaOccMaxBlocksPerSMRegsLimit`` with partitioned global caching off."""
+    per_warp = _up(registers * cap.warp_size, cap.register_granule)
+    if (per_warp * _up(warps, cap.sub_partitions) > cap.registers_per_block   # hardware check
+            or per_warp * warps > cap.registers_per_block                    # software check
+            or registers > cap.registers_per_thread):
+        return 0
+    if not per_warp:
+        return 1 << 30
+    warps_per_partition = cap.registers_per_sm // cap.sub_partitions // per_warp
+    return warps_per_partition * cap.sub_partitions // warps
+
+
+def cuda_occupancy(cc: str, threads_per_block: int, regs_per_thread: int,
+                   smem_per_block: int) -> int:
+    """Resident blocks per SM by the CUDA occupancy calculator (``cuda_occupancy.h``,
+    ``cudaOccMaxActiveBlocksPerMultiprocessor``) for compute capability ``cc`` ("6.1"):
+    the least of the warp limit ``(threads per SM / 32) // warps``, the register limit
+    (registers of a warp rounded up to 256, counted per sub-partition), the shared-memory
+    limit ``smem per SM // roundup(smem, 256)`` and the blocks per SM; 0 when the block
+    breaks a per-block limit (threads, registers per thread or per block, shared memory).
+    ``smem_per_block`` is static plus dynamic shared memory in bytes."""
+    if cc not in CUDA_CAPABILITIES:
+        raise ValueError(f"no occupancy figures for compute capability {cc!r}; known: "
+                         f"{', '.join(CUDA_CAPABILITIES)}")
+    cap = CUDA_CAPABILITIES[cc]
+    if threads_per_block < 1 or regs_per_thread < 0 or smem_per_block < 0:
+        raise ValueError(f"threads must be positive and registers and shared memory not "
+                         f"negative, not {threads_per_block}, {regs_per_thread}, "
+                         f"{smem_per_block}")
+    if threads_per_block > cap.threads_per_block:
+        return 0
+    warps = _ceil_div(threads_per_block, cap.warp_size)
+    by_warps = cap.threads_per_sm // cap.warp_size // warps
+    if cc == "6.0" and _regs_limit(CUDA_CAPABILITIES["6.1"], warps, regs_per_thread) == 0:
+        return 0                   # what cannot run on GP10x runs on no Pascal (the calculator)
+    by_registers = _regs_limit(cap, warps, regs_per_thread)
+    smem = _up(smem_per_block, cap.smem_granule)
+    if smem > cap.smem_per_block:
+        return 0
+    by_smem = cap.smem_per_sm // smem if smem else 1 << 30
+    return min(by_warps, by_registers, by_smem, cap.blocks_per_sm)
+
+
+@dataclass(frozen=True)
+class AmdTarget:
+    """The figures of one AMD GPU target that decide occupancy (per CU, or per WGP in WGP
+    mode, where the workgroup processor's two CUs share the LDS and barriers).
+
+    From LLVM's AMDGPU backend (``AMDGPUBaseInfo.cpp``: ``getMaxWavesPerEU``,
+    ``getVGPRAllocGranule``, ``getTotalNumVGPRs``, ``getTotalNumSGPRs``,
+    ``getMaxWorkGroupsPerCU``; ``AMDGPUUsage.rst``: LDS granule), the HIP runtime
+    (``ihipOccupancyMaxActiveBlocksPerMultiprocessor``: waves pooled over the CU's SIMDs,
+    LDS per CU) and AMD's "GPU hardware specifications" (LDS per CU).
+    """
+
+    simds: int                                  # SIMDs (EUs) per CU, per WGP in WGP mode
+    waves_per_simd: int                         # getMaxWavesPerEU
+    vgprs: dict                                 # wave size -> (VGPRs per lane, granule)
+    max_vgprs: int                              # registers per lane one wave may address
+    unified_accumulation: bool                  # GFX90A / GFX942: align(arch, 4) + acc
+    sgprs: int                                  # SGPRs per SIMD, 0 when not pooled
+    max_sgprs: int
+    lds: int                                    # bytes per CU (per WGP in WGP mode)
+    max_lds_per_workgroup: int
+    barriers: int                               # multi-wave workgroups per CU / WGP
+    lds_granule: int = 512
+    max_threads: int = 1024
+
+
+#: Targets of the presets (and their CDNA2 sibling). gfx1201 is given in WGP mode (the HIP
+#: default on RDNA); its CU mode would have 2 SIMDs, 64 KiB and 16 barriers.
+AMD_TARGETS = {
+    "gfx90a": AmdTarget(simds=4, waves_per_simd=8, vgprs={64: (512, 8)}, max_vgprs=512,
+                        unified_accumulation=True, sgprs=800, max_sgprs=112, lds=64 * 1024,
+                        max_lds_per_workgroup=64 * 1024, barriers=16),
+    "gfx942": AmdTarget(simds=4, waves_per_simd=8, vgprs={64: (512, 8)}, max_vgprs=512,
+                        unified_accumulation=True, sgprs=800, max_sgprs=112, lds=64 * 1024,
+                        max_lds_per_workgroup=64 * 1024, barriers=16),
+    "gfx1201:wgp": AmdTarget(simds=4, waves_per_simd=16, vgprs={32: (1536, 24), 64: (768, 12)},
+                             max_vgprs=256, unified_accumulation=False, sgprs=0, max_sgprs=0,
+                             lds=128 * 1024, max_lds_per_workgroup=64 * 1024, barriers=32),
+}
+
+
+def amd_occupancy(target: str, threads: int, vgprs: int, lds_bytes: int, *, sgprs: int = 0,
+                  accum_vgprs: int = 0, wave_size: int | None = None,
+                  wgp_mode: bool = False) -> int:
+    """Resident workgroups per CU (per WGP with ``wgp_mode``) of an AMD ``target``
+    ("gfx942", "gfx1201") by AMD's documented rule: waves per SIMD = the least of the wave
+    limit, ``VGPRs per SIMD // align(VGPRs, granule)`` (on GFX90A/GFX942 the wave holds
+    ``align(arch, 4) + acc``) and ``SGPRs per SIMD // align(SGPRs, 16)`` where SGPRs are
+    pooled; workgroups = ``SIMDs x waves per SIMD // waves per workgroup``, at most
+    ``LDS // align(LDS bytes, 512)`` and, for workgroups of more than one wave, the barrier
+    limit (LLVM ``getMaxWorkGroupsPerCU``: 16 per CU, 32 per WGP); 0 when the workgroup
+    cannot launch (threads, registers, SGPRs or LDS above the target's maximum)."""
+    key = f"{target}:wgp" if wgp_mode else target
+    if key not in AMD_TARGETS:
+        raise ValueError(f"no occupancy figures for AMD target {key!r}; known: "
+                         f"{', '.join(AMD_TARGETS)}")
+    t = AMD_TARGETS[key]
+    size = wave_size or min(t.vgprs)
+    if size not in t.vgprs:
+        return 0
+    per_simd, granule = t.vgprs[size]
+    if t.unified_accumulation:
+        used = _up(vgprs, 4) + accum_vgprs if accum_vgprs else vgprs
+    elif accum_vgprs:
+        return 0
+    else:
+        used = vgprs
+    if (threads < 1 or threads > t.max_threads or used > t.max_vgprs
+            or lds_bytes > t.max_lds_per_workgroup or (t.sgprs and sgprs > t.max_sgprs)):
+        return 0
+    waves_per_simd = t.waves_per_simd
+    if used:
+        waves_per_simd = min(waves_per_simd, per_simd // _up(used, granule))
+    if t.sgprs and sgprs:
+        waves_per_simd = min(waves_per_simd, t.sgprs // _up(sgprs, 16))
+    waves = _ceil_div(threads, size)
+    workgroups = t.simds * waves_per_simd // waves
+    if lds_bytes:
+        workgroups = min(workgroups, t.lds // _up(lds_bytes, t.lds_granule))
+    if waves > 1:
+        workgroups = min(workgroups, t.barriers)
+    return workgroups

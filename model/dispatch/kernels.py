@@ -13,12 +13,13 @@ into workgroups for a :class:`~model.dispatch.gpus.GpuPreset`:
   taken in order of start time (ties in file order). The end (or duration) gives the
   kernel's measured time ``D = ceil(duration x f)`` cycles.
 * **Shape.** Each launch becomes ``workgroups`` WGs of :meth:`GpuPreset.shape` (waves,
-  VGPR/SGPR blocks per wave, LDS blocks) as if compiled for the preset: a wave size the GPU
-  does not run becomes its native one; registers or SGPRs above what the GPU allows are
-  clamped to its maximum (counted: rocprof v1 reports 128 SGPRs for every gfx10+ kernel);
-  accumulation registers on a GPU without them count as VGPRs. A launch the GPU cannot run
-  (too many threads or LDS bytes per WG, NVIDIA's per-block register check) is skipped and
-  counted.
+  VGPR/SGPR blocks per wave, LDS blocks, with the LDS share of a resident-WG slot where the
+  GPU's limit on WGs per AP binds, counted in the notes) as if compiled for the preset: a
+  wave size the GPU does not run becomes its native one; registers or SGPRs above what the
+  GPU allows are clamped to its maximum (counted: rocprof v1 reports 128 SGPRs for every
+  gfx10+ kernel); accumulation registers on a GPU without them count as VGPRs. A launch the
+  GPU cannot run (too many threads or LDS bytes per WG, NVIDIA's per-block register check)
+  is skipped and counted.
 * **Duration** (:func:`workgroup_duration`, the fixed execution model): the kernel's ``N``
   WGs run in ``R = ceil(N / (A x O))`` rounds on ``A`` APs holding ``O`` WGs each (``O`` =
   :func:`occupancy`, as the model's allocator places the shape), and each WG lasts
@@ -208,6 +209,10 @@ def adapt(kernel: Kernel, preset: GpuPreset) -> Adapted:
         sgprs = preset.max_sgprs
     shape = preset.shape(kernel.threads, registers, kernel.lds_bytes, sgprs=sgprs,
                          accum_registers=accum, wave_size=wave)
+    if shape.reserved:
+        changes.append(f"LDS raised to {preset.slot_lds} blocks per WG, the share of one of "
+                       f"the {preset.workgroups_per_ap} resident-WG slots per AP (the "
+                       f"model has no WG-count limit)")
     return Adapted(shape, tuple(changes))
 
 
@@ -250,6 +255,7 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
     notes = [f"{trace.path.name}: {FORMATS[trace.format]}, {len(trace.kernels)} kernel "
              f"launches"
              + "".join(f"; {count} {reason} skipped" for reason, count in trace.skipped.items())]
+    notes += [f"{trace.path.name}: {note}" for note in trace.notes]
     channels: dict[tuple, int] = {}
     changed: dict[str, int] = {}
     unlaunchable: list[str] = []

@@ -64,7 +64,7 @@ products otherwise.
 import csv
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
 from model.config import ConfigError
@@ -112,12 +112,14 @@ class Kernel:
 
 @dataclass(frozen=True)
 class KernelTrace:
-    """The kernels of a trace file in file order, and the rows skipped (reason -> count)."""
+    """The kernels of a trace file in file order, the rows skipped (reason -> count) and notes
+    on what the file does not record (e.g. an early rocprofv3 file without registers)."""
 
     path: Path
     format: str
     kernels: tuple[Kernel, ...]
     skipped: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 class _Problems:
@@ -127,8 +129,9 @@ class _Problems:
         self.path = path
         self.lines: list[str] = []
 
-    def add(self, row: int, column: str, message: str) -> None:
-        self.lines.append(f"{self.path}: row {row}, column {column!r}: {message}")
+    def add(self, row: int, column: str | None, message: str) -> None:
+        where = f", column {column!r}" if column is not None else ""
+        self.lines.append(f"{self.path}: row {row}{where}: {message}")
 
     def raise_if_any(self) -> None:
         if not self.lines:
@@ -142,7 +145,7 @@ class _Problems:
 class _Bad(Exception):
     """A malformed cell: the column and what was wrong."""
 
-    def __init__(self, column: str, message: str):
+    def __init__(self, column: str | None, message: str):
         super().__init__(message)
         self.column, self.message = column, message
 
@@ -157,15 +160,38 @@ class _Row:
         index = self.columns[column]
         return self.cells[index].strip() if index < len(self.cells) else ""
 
+    def check_width(self, header: list[str]) -> None:
+        """A row with fewer cells than the header (a truncated line) or with more non-empty
+        ones is malformed: never read as a launch."""
+        if len(self.cells) < len(header):
+            raise _Bad(header[len(self.cells)].strip(),
+                       f"missing: the row has {len(self.cells)} of the header's {len(header)} "
+                       f"columns (truncated?)")
+        extra = [cell for cell in self.cells[len(header):] if cell.strip()]
+        if extra:
+            raise _Bad(None, f"{len(self.cells)} cells, but the header has {len(header)} "
+                             f"columns (first extra cell {extra[0][:40]!r})")
+
     def integer(self, column: str, *, minimum: int = 0) -> int:
         text = self.text(column)
         try:
             value = int(text)
         except ValueError:
-            raise _Bad(column, f"{text!r} is not an integer") from None
+            # pandas writes integer columns as 256.0 when a cell is missing (rocprof-compute)
+            try:
+                number = Decimal(text)
+            except InvalidOperation:
+                number = None
+            if number is None or not number.is_finite() or number != number.to_integral_value():
+                raise _Bad(column, f"{text!r} is not an integer") from None
+            value = int(number)
         if value < minimum:
             raise _Bad(column, f"{value} is below {minimum}")
         return value
+
+    def optional_integer(self, column: str | None) -> int:
+        """An optional count column: 0 when the column or the cell is absent."""
+        return self.integer(column) if column and self.text(column) else 0
 
     def decimal(self, column: str) -> Decimal:
         text = self.text(column)
@@ -177,35 +203,90 @@ class _Row:
             raise _Bad(column, f"{text!r} is not a non-negative number")
         return value
 
+    def name(self, column: str) -> str:
+        text = self.text(column)
+        if not text:
+            raise _Bad(column, "empty kernel name")
+        return text
+
+    def span(self, begin: str, end: str) -> tuple[int, int]:
+        """``(start, duration)`` in whole ns from two timestamp columns in ns, which may carry
+        fractions (rocprof-compute averages its passes: '41551790928449.54'); each is
+        rounded to the nearest ns."""
+        start, stop = self.decimal(begin), self.decimal(end)
+        if stop < start:
+            raise _Bad(end, f"{self.text(end)} is before {begin} {self.text(begin)}")
+        first = int(start.to_integral_value(ROUND_HALF_UP))
+        return first, int(stop.to_integral_value(ROUND_HALF_UP)) - first
+
+
+#: Bytes read to recognise the encoding and binary files.
+_SNIFF = 65536
+
+
+def _open_text(path: Path):
+    """The file as text: UTF-8 (a byte-order mark skipped), UTF-16 when it starts with its
+    byte-order mark or has a NUL in every other byte (PowerShell's ``>``); undecodable
+    bytes become U+FFFD. A :class:`ConfigError` for an empty, binary or unreadable file."""
+    try:
+        with path.open("rb") as raw:
+            head = raw.read(_SNIFF)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the kernel trace ({error.strerror})") from None
+    if not head.strip():
+        raise ConfigError(f"{path}: the file is empty; a kernel trace is a profiler's CSV "
+                          f"file with a header and one row per launch")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    elif head.startswith(b"\xef\xbb\xbf"):
+        encoding = "utf-8-sig"
+    elif b"\x00" in head:
+        even, odd = head[0::2], head[1::2]
+        if odd and odd.count(0) > 0.9 * len(odd) and even.count(0) < 0.1 * len(even):
+            encoding = "utf-16-le"
+        elif even and even.count(0) > 0.9 * len(even) and odd.count(0) < 0.1 * len(odd):
+            encoding = "utf-16-be"
+        else:
+            raise ConfigError(f"{path}: a binary file (NUL bytes in its first "
+                              f"{min(len(head), _SNIFF):,} bytes), not a profiler's CSV "
+                              f"kernel trace")
+    else:
+        encoding = "utf-8"
+    try:
+        return path.open(newline="", encoding=encoding, errors="replace")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the kernel trace ({error.strerror})") from None
+
 
 def _records(path: Path):
     """``(line number, cells)`` of every CSV record of the file."""
-    try:
-        file = path.open(newline="", encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the kernel trace ({error.strerror})") from None
+    file = _open_text(path)
     with file:
         reader = csv.reader(file)
         try:
             for cells in reader:
                 yield reader.line_num, cells
-        except csv.Error as error:
+        except (csv.Error, UnicodeError) as error:
             raise ConfigError(f"{path}: row {reader.line_num}: not CSV ({error})") from None
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read the kernel trace ({error.strerror})") \
+                from None
 
 
 def _signature(cells: list[str]) -> str | None:
-    """The format whose header ``cells`` is, or ``None``."""
-    names = {cell.strip() for cell in cells}
+    """The format whose header ``cells`` is, or ``None`` (column names in any case: rocpd's
+    CSV export writes ``Vgpr_Count`` where rocprofv3 writes ``VGPR_Count``)."""
+    names = {cell.strip().lower() for cell in cells}
     bare = {re.split(r"[ (:]", name, maxsplit=1)[0] for name in names}
-    if {"KernelName", "grd", "wgr"} <= names:
+    if {"kernelname", "grd", "wgr"} <= names:
         return "rocprof"
-    if {"Kernel_Name", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup"} <= names:
+    if {"kernel_name", "grid_size", "workgroup_size", "lds_per_workgroup"} <= names:
         return "rocprof-compute"
-    if {"Kernel_Name", "Start_Timestamp", "End_Timestamp"} <= names:
+    if {"kernel_name", "start_timestamp", "end_timestamp"} <= names:
         return "rocprofv3"
-    if {"Start", "Duration", "Grid X", "Block X", "Name"} <= names:
+    if {"start", "duration", "grid x", "block x", "name"} <= names:
         return "nvprof"
-    if {"Start", "Duration", "GrdX", "BlkX", "Name"} <= bare:
+    if {"start", "duration", "grdx", "blkx", "name"} <= bare:
         return "nsys"
     return None
 
@@ -224,7 +305,7 @@ def detect_format(path) -> str:
             first = ",".join(cells)[:120]
         found = _signature(cells)
         if found:
-            if "Counter_Name" in {cell.strip() for cell in cells}:
+            if "counter_name" in {cell.strip().lower() for cell in cells}:
                 break
             return found
         if number >= _HEADER_SEARCH:
@@ -249,13 +330,31 @@ def read_kernel_trace(path, format: str | None = None) -> KernelTrace:  # noqa: 
                           f"{', '.join(FORMATS)}")
     records = _records(path)
     header_row, header = _find_header(path, records, format)
-    columns = {}
-    for index, name in enumerate(header):
-        columns.setdefault(name.strip(), index)
+    columns = _Columns(header)
     problems = _Problems(path)
     kernels, skipped = _READERS[format](path, header_row, columns, records, problems)
     problems.raise_if_any()
-    return KernelTrace(path=path, format=format, kernels=tuple(kernels), skipped=skipped)
+    return KernelTrace(path=path, format=format, kernels=tuple(kernels), skipped=skipped,
+                       notes=tuple(columns.notes))
+
+
+class _Columns(dict):
+    """Column name -> index (the first of equal names), with the header's cells and notes
+    about what the file lacks (the trace's :attr:`KernelTrace.notes`)."""
+
+    def __init__(self, header: list[str]):
+        super().__init__()
+        for index, name in enumerate(header):
+            self.setdefault(name.strip(), index)
+        self.header = header
+        self.notes: list[str] = []
+
+    def find(self, name: str) -> str | None:
+        """The file's column called ``name``, in any case."""
+        if name in self:
+            return name
+        lower = name.lower()
+        return next((column for column in self if column.lower() == lower), None)
 
 
 def _find_header(path: Path, records, format: str):
@@ -273,11 +372,14 @@ def _pick(path: Path, format: str, columns: dict[str, int], *names: str,
     """The first of ``names`` that is a column; a :class:`ConfigError` when none is and the
     column is required."""
     for name in names:
-        if name in columns:
-            return name
+        found = columns.find(name)
+        if found is not None:
+            return found
     if required:
+        hint = (" (rocprof writes timestamps with --timestamp on)"
+                if format == "rocprof" and "BeginNs" in names else "")
         raise ConfigError(f"{path}: a {FORMATS[format]} file needs a column "
-                          f"{' or '.join(repr(n) for n in names)}")
+                          f"{' or '.join(repr(n) for n in names)}{hint}")
     return None
 
 
@@ -304,21 +406,20 @@ def _read_rocprof(path, header_row, columns, records, problems):
     sgpr = _pick(path, fmt, columns, "sgpr", required=False)
     wave = _pick(path, fmt, columns, "wave_size", required=False)
     begin, end = _pick(path, fmt, columns, "BeginNs"), _pick(path, fmt, columns, "EndNs")
-    stream = [c for c in ("gpu-id", "queue-id") if c in columns]
+    stream = [c for c in (columns.find("gpu-id"), columns.find("queue-id")) if c]
     kernels = []
     for number, cells in _data_rows(records):
         row = _Row(cells, columns)
         try:
-            start, stop = row.integer(begin), row.integer(end)
-            if stop < start:
-                raise _Bad(end, f"{stop} is before {begin} {start}")
+            row.check_width(columns.header)
+            start, duration = row.span(begin, end)
             threads = row.integer(group, minimum=1)
             kernels.append(Kernel(
-                row=number, name=row.text(name), stream=tuple(row.text(c) for c in stream),
-                start_ns=start, duration_ns=stop - start,
+                row=number, name=row.name(name), stream=tuple(row.text(c) for c in stream),
+                start_ns=start, duration_ns=duration,
                 workgroups=_ceil_div(row.integer(grid, minimum=1), threads), threads=threads,
-                registers=row.integer(vgpr), accum_registers=row.integer(accum) if accum else 0,
-                sgprs=row.integer(sgpr) if sgpr else 0, lds_bytes=row.integer(lds),
+                registers=row.integer(vgpr), accum_registers=row.optional_integer(accum),
+                sgprs=row.optional_integer(sgpr), lds_bytes=row.integer(lds),
                 wave_size=_wave(row, wave)))
         except _Bad as bad:
             problems.add(number, bad.column, bad.message)
@@ -334,44 +435,53 @@ def _wave(row: _Row, column: str | None) -> int | None:
     return size
 
 
-def _dimensions(row: _Row, columns: dict, stem: str) -> tuple[int, ...] | None:
-    names = [f"{stem}_{axis}" for axis in "XYZ"]
-    if all(name in columns for name in names):
+def _dimensions(row: _Row, columns, stem: str) -> tuple[int, ...] | None:
+    names = [columns.find(f"{stem}_{axis}") for axis in "XYZ"]
+    if all(names):
         return tuple(row.integer(name, minimum=1) for name in names)
     return None
 
 
+def _registers_column(path, fmt, columns, *names):
+    """The VGPR column, or ``None`` with a note: rocprofv3 before ROCm 6.2 wrote no register
+    counts (``Private_Segment_Size``, ``Group_Segment_Size`` only)."""
+    found = _pick(path, fmt, columns, *names, required=False)
+    if found is None:
+        columns.notes.append(f"no register column ({' or '.join(names)}): registers read "
+                             f"as 0, so occupancy is decided by waves and LDS only")
+    return found
+
+
 def _read_rocprofv3(path, header_row, columns, records, problems):
     fmt = "rocprofv3"
-    if "Counter_Name" in columns:
+    if columns.find("Counter_Name"):
         raise ConfigError(f"{path}: a rocprofv3 counter-collection file (one row per counter) "
                           f"is not a kernel trace: use its kernel_trace.csv")
     name = _pick(path, fmt, columns, "Kernel_Name")
     begin = _pick(path, fmt, columns, "Start_Timestamp")
     end = _pick(path, fmt, columns, "End_Timestamp")
     lds = _pick(path, fmt, columns, "LDS_Block_Size", "Group_Segment_Size")
-    vgpr = _pick(path, fmt, columns, "VGPR_Count", "Arch_VGPR_Count")
+    vgpr = _registers_column(path, fmt, columns, "VGPR_Count", "Arch_VGPR_Count")
     accum = _pick(path, fmt, columns, "Accum_VGPR_Count", required=False)
     sgpr = _pick(path, fmt, columns, "SGPR_Count", required=False)
     wave = _pick(path, fmt, columns, "Wave_Size", "Wavefront_Size", required=False)
-    if not all(f"Workgroup_Size_{a}" in columns for a in "XYZ"):
+    if _dimensions_missing(columns, "Workgroup_Size"):
         _pick(path, fmt, columns, "Workgroup_Size_X", "Workgroup_Size")
-    if not all(f"Grid_Size_{a}" in columns for a in "XYZ"):
+    if _dimensions_missing(columns, "Grid_Size"):
         _pick(path, fmt, columns, "Grid_Size_X", "Grid_Size")
-    kind = "Kind" if "Kind" in columns else None
-    stream = [c for c in ("Agent_Id", "Stream_Id" if "Stream_Id" in columns else "Queue_Id")
-              if c in columns]
+    kind = columns.find("Kind")
+    stream = [c for c in (columns.find("Agent_Id"),
+                          columns.find("Stream_Id") or columns.find("Queue_Id")) if c]
     kernels, skipped = [], {}
     for number, cells in _data_rows(records):
         row = _Row(cells, columns)
-        if kind and row.text(kind) != "KERNEL_DISPATCH":
-            reason = f"{row.text(kind) or 'empty'} rows (not kernel dispatches)"
-            skipped[reason] = skipped.get(reason, 0) + 1
-            continue
         try:
-            start, stop = row.integer(begin), row.integer(end)
-            if stop < start:
-                raise _Bad(end, f"{stop} is before {begin} {start}")
+            row.check_width(columns.header)
+            if kind and row.text(kind) != "KERNEL_DISPATCH":
+                reason = f"{row.text(kind) or 'empty'} rows (not kernel dispatches)"
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
+            start, duration = row.span(begin, end)
             group = _dimensions(row, columns, "Workgroup_Size")
             grid = _dimensions(row, columns, "Grid_Size")
             if group is not None and grid is not None:
@@ -380,19 +490,24 @@ def _read_rocprofv3(path, header_row, columns, records, problems):
                                                                       strict=True))
             else:
                 threads = (_product(group) if group else
-                           row.integer("Workgroup_Size", minimum=1))
-                total = _product(grid) if grid else row.integer("Grid_Size", minimum=1)
+                           row.integer(columns.find("Workgroup_Size"), minimum=1))
+                total = (_product(grid) if grid else
+                         row.integer(columns.find("Grid_Size"), minimum=1))
                 workgroups = _ceil_div(total, threads)
             kernels.append(Kernel(
-                row=number, name=row.text(name), stream=tuple(row.text(c) for c in stream),
-                start_ns=start, duration_ns=stop - start, workgroups=workgroups,
-                threads=threads, registers=row.integer(vgpr),
-                accum_registers=row.integer(accum) if accum else 0,
-                sgprs=row.integer(sgpr) if sgpr else 0, lds_bytes=row.integer(lds),
+                row=number, name=row.name(name), stream=tuple(row.text(c) for c in stream),
+                start_ns=start, duration_ns=duration, workgroups=workgroups,
+                threads=threads, registers=row.integer(vgpr) if vgpr else 0,
+                accum_registers=row.optional_integer(accum),
+                sgprs=row.optional_integer(sgpr), lds_bytes=row.integer(lds),
                 wave_size=_wave(row, wave)))
         except _Bad as bad:
             problems.add(number, bad.column, bad.message)
     return kernels, skipped
+
+
+def _dimensions_missing(columns, stem: str) -> bool:
+    return not all(columns.find(f"{stem}_{axis}") for axis in "XYZ")
 
 
 def _product(values) -> int:
@@ -408,27 +523,26 @@ def _read_rocprof_compute(path, header_row, columns, records, problems):
     grid = _pick(path, fmt, columns, "Grid_Size")
     group = _pick(path, fmt, columns, "Workgroup_Size")
     lds = _pick(path, fmt, columns, "LDS_Per_Workgroup")
-    vgpr = _pick(path, fmt, columns, "Arch_VGPR", "VGPR", "vgpr")
+    vgpr = _pick(path, fmt, columns, "Arch_VGPR", "VGPR")
     accum = _pick(path, fmt, columns, "Accum_VGPR", required=False)
     sgpr = _pick(path, fmt, columns, "SGPR", required=False)
-    wave = _pick(path, fmt, columns, "Wave_Size", "wave_size", required=False)
+    wave = _pick(path, fmt, columns, "Wave_Size", required=False)
     begin = _pick(path, fmt, columns, "Start_Timestamp")
     end = _pick(path, fmt, columns, "End_Timestamp")
-    stream = [c for c in ("GPU_ID", "Queue_ID") if c in columns]
+    stream = [c for c in (columns.find("GPU_ID"), columns.find("Queue_ID")) if c]
     kernels = []
     for number, cells in _data_rows(records):
         row = _Row(cells, columns)
         try:
-            start, stop = row.integer(begin), row.integer(end)
-            if stop < start:
-                raise _Bad(end, f"{stop} is before {begin} {start}")
+            row.check_width(columns.header)
+            start, duration = row.span(begin, end)
             threads = row.integer(group, minimum=1)
             kernels.append(Kernel(
-                row=number, name=row.text(name), stream=tuple(row.text(c) for c in stream),
-                start_ns=start, duration_ns=stop - start,
+                row=number, name=row.name(name), stream=tuple(row.text(c) for c in stream),
+                start_ns=start, duration_ns=duration,
                 workgroups=_ceil_div(row.integer(grid, minimum=1), threads), threads=threads,
-                registers=row.integer(vgpr), accum_registers=row.integer(accum) if accum else 0,
-                sgprs=row.integer(sgpr) if sgpr else 0, lds_bytes=row.integer(lds),
+                registers=row.integer(vgpr), accum_registers=row.optional_integer(accum),
+                sgprs=row.optional_integer(sgpr), lds_bytes=row.integer(lds),
                 wave_size=_wave(row, wave)))
         except _Bad as bad:
             problems.add(number, bad.column, bad.message)
@@ -437,8 +551,14 @@ def _read_rocprof_compute(path, header_row, columns, records, problems):
 
 # -- NVIDIA ---------------------------------------------------------------------------------
 
-def _is_memory_operation(name: str) -> bool:
-    return name.startswith("[CUDA ")
+def _activity(name: str, grid_x: str) -> str | None:
+    """Why a row is not a kernel launch (the skip reason), or ``None`` for a kernel: memory
+    copies and sets (``[CUDA memcpy HtoD]``, ``[CUDA memset]``) and other bracketed GPU
+    activities (``[Unified Memory ...]``) have no grid."""
+    if grid_x or not name.startswith("["):
+        return None
+    return "memory copies and sets" if name.startswith("[CUDA ") else \
+        "other GPU activities (no grid)"
 
 
 def _read_nvprof(path, header_row, columns, records, problems):
@@ -450,7 +570,8 @@ def _read_nvprof(path, header_row, columns, records, problems):
     static = _pick(path, fmt, columns, "Static SMem")
     dynamic = _pick(path, fmt, columns, "Dynamic SMem")
     name = _pick(path, fmt, columns, "Name")
-    stream = [c for c in ("Device", "Context", "Stream") if c in columns]
+    stream = [c for c in (columns.find("Device"), columns.find("Context"),
+                          columns.find("Stream")) if c]
     rows = _data_rows(records)
     units_row = next(rows, None)
     if units_row is None:
@@ -468,11 +589,18 @@ def _read_nvprof(path, header_row, columns, records, problems):
         scale[column] = table[unit]
     kernels, skipped = [], {}
     for number, cells in rows:
-        row = _Row(cells, columns)
-        if _is_memory_operation(row.text(name)) and not row.text(grid[0]):
-            skipped["memory copies and sets"] = skipped.get("memory copies and sets", 0) + 1
+        if cells and cells[0].startswith("=="):
+            # nvprof's own messages ("==PID== Warning: ...") after the table
+            skipped["nvprof messages (==PID== lines)"] = \
+                skipped.get("nvprof messages (==PID== lines)", 0) + 1
             continue
+        row = _Row(cells, columns)
         try:
+            row.check_width(columns.header)
+            reason = _activity(row.text(name), row.text(grid[0]))
+            if reason:
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
             kernels.append(_nvidia_kernel(number, row, name, stream, start, duration, grid,
                                           block, registers, static, dynamic, scale))
         except _Bad as bad:
@@ -488,7 +616,7 @@ def _nvidia_kernel(number, row, name, stream, start, duration, grid, block, regi
     if dynamic is not None and row.text(dynamic):
         shared += row.decimal(dynamic) * scale[dynamic]
     shared = round(shared)
-    return Kernel(row=number, name=row.text(name), stream=tuple(row.text(c) for c in stream),
+    return Kernel(row=number, name=row.name(name), stream=tuple(row.text(c) for c in stream),
                   start_ns=begin, duration_ns=length,
                   workgroups=_product(row.integer(c, minimum=1) for c in grid),
                   threads=_product(row.integer(c, minimum=1) for c in block),
@@ -509,11 +637,11 @@ def _read_nsys(path, header_row, columns, records, problems):
     fmt = "nsys"
     by_stem = {}
     for column in columns:
-        by_stem.setdefault(re.split(r"[ (:]", column, maxsplit=1)[0], column)
+        by_stem.setdefault(re.split(r"[ (:]", column, maxsplit=1)[0].lower(), column)
 
     def pick(stem, required=True):
-        if stem in by_stem:
-            return by_stem[stem]
+        if stem.lower() in by_stem:
+            return by_stem[stem.lower()]
         if required:
             raise ConfigError(f"{path}: a {FORMATS[fmt]} file needs a column {stem!r}")
         return None
@@ -531,10 +659,12 @@ def _read_nsys(path, header_row, columns, records, problems):
     kernels, skipped = [], {}
     for number, cells in _data_rows(records):
         row = _Row(cells, columns)
-        if _is_memory_operation(row.text(name)) and not row.text(grid[0]):
-            skipped["memory copies and sets"] = skipped.get("memory copies and sets", 0) + 1
-            continue
         try:
+            row.check_width(columns.header)
+            reason = _activity(row.text(name), row.text(grid[0]))
+            if reason:
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
             kernels.append(_nvidia_kernel(number, row, name, stream, start, duration, grid,
                                           block, registers, static, dynamic, scale))
         except _Bad as bad:
