@@ -375,3 +375,47 @@ def test_readme_says_servable_tasks_are_retried_and_a_livelock_reported():
     assert 'stops and reports it (`stopped = "livelock"`)' in flat
     result = tasksched.run(LIVELOCK, "delay-factor")["delay-factor"]
     assert result["stopped"] == "livelock" and result["beats"] < result["livelock"]["beat"] + 2
+
+
+# -- the other public functions check their arguments too ---------------------------------------
+
+
+def _scenarios():
+    return (tasksched.load_scenario(CONFIG_ROOT / "tasksched" / "dependency_chains.toml"),
+            procsched.Scenario.from_toml(CONFIG_ROOT / "procsched" / "crowded_pool.toml"),
+            hostsched.load_scenario(CONFIG_ROOT / "hostsched" / "transcode.toml"))
+
+
+BAD_CALLS = [
+    ("decompose(4, 0)", lambda t, p, h: tasksched.decompose(4, 0), ValueError, "word_bytes"),
+    ("decompose(0, 4)", lambda t, p, h: tasksched.decompose(0, 4), ValueError, "job_bytes"),
+    ("build_workload quick", lambda t, p, h: tasksched.build_workload(t, 1, quick="y"),
+     TypeError, "quick"),
+    ("tasksched admit", lambda t, p, h: tasksched.admit("x", []), TypeError, "scenario"),
+    ("tasksched claims", lambda t, p, h: tasksched.evaluate_claims(t), TypeError, "scenarios"),
+    ("generate_tasks rng", lambda t, p, h: procsched.generate_tasks(p, 1), TypeError, "rng"),
+    ("generate_tasks scenario", lambda t, p, h: procsched.generate_tasks("x", random.Random()),
+     TypeError, "scenario"),
+    ("make_policy scenario", lambda t, p, h: procsched.make_policy("seed", "x"), TypeError,
+     "scenario"),
+    ("procsched simulate policy", lambda t, p, h: procsched.simulate([], "seed", 0), TypeError,
+     "policy must be a policy object"),
+    ("procsched run_policies seed", lambda t, p, h: procsched.run_policies(p, "1", ["seed"]),
+     TypeError, "seed"),
+    ("generate_workload rng", lambda t, p, h: hostsched.generate_workload(h, 1), TypeError,
+     "rng"),
+    ("generate_workload scale", lambda t, p, h: hostsched.generate_workload(
+        h, random.Random(1), scale=0), ValueError, "scale"),
+    ("make_policies", lambda t, p, h: hostsched.make_policies("x"), TypeError, "scenario"),
+    ("binding_for", lambda t, p, h: hostsched.binding_for(4, 0, 1), ValueError, "instances"),
+    ("crossover seeds", lambda t, p, h: hostsched.crossover(h, seeds=1), ValueError, "seeds"),
+    ("batch_sweep seeds", lambda t, p, h: hostsched.batch_sweep(h, seeds=1), ValueError,
+     "seeds"),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "error", "words"), BAD_CALLS,
+                         ids=[call[0] for call in BAD_CALLS])
+def test_public_functions_name_the_bad_argument(label, call, error, words):
+    with pytest.raises(error, match=words):
+        call(*_scenarios())

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+from model.config import check_int
 from model.hostsched.config import Scenario
 from model.hostsched.policies import make_policies
 from model.hostsched.sim import simulate
@@ -119,6 +120,10 @@ def run_policies(scenario: Scenario, seed: int, *, scale: float = 1.0,
     the invariant checker. Keys starting with ``_`` carry per-thread and per-instance data
     for the plots. ``bar`` (a :class:`model.report.RunProgress`) shows each run's simulated
     time; ``on_result(policy, metrics)`` is called as each run finishes."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an integer, not {seed!r}")
     workload = generate_workload(scenario, random.Random(seed), scale=scale)
     results = {}
     for policy in make_policies(scenario, len(workload.threads), seed=seed):
@@ -153,6 +158,8 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     """Every claim whose scenario is among ``scenarios``, judged over ``seeds`` seeds; one
     dictionary per claim with ``comparison`` and ``sensitivity`` as in
     :func:`model.procsched.claims.evaluate_claims`."""
+    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
+        raise TypeError(f"scenarios must be a sequence of hostsched Scenario, not {scenarios!r}")
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
         raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
     by_name = {scenario.name: scenario for scenario in scenarios}
@@ -206,6 +213,9 @@ def crossover(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5, scale:
     ``static_faster_from_ratio`` is the smallest swept ratio from which static binding
     finishes sooner than the seed on every later point, judged per seed
     (:func:`model.stats.compare` "holds"; ``None`` when nowhere)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
+    check_int("", "seeds", seeds, 2)
     move = scenario.system.state_move_us
     curves = {}
     for cache in caches:
@@ -255,6 +265,9 @@ def batch_sweep(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5,
     top-priority threads' median completion against the batch size, from ``I + 1`` (the
     smallest the seed allows) to ``16 I``; means over seeds with intervals. ``shorter``
     divides the workload's times (sub-tasks that much shorter against the same moves)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
+    check_int("", "seeds", seeds, 2)
     label = scenario.name if shorter == 1 else f"{scenario.name}, sub-tasks 1/{shorter}"
     scenario = _shorter(shorter)(scenario) if shorter != 1 else scenario
     instances = scenario.system.instances

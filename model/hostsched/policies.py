@@ -7,6 +7,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from model.config import check_int
 from model.hostsched.config import ORDERS, SHIP_STATE, Scenario
 
 __all__ = ["Policy", "SeedBatchDispatch", "StaticBinding", "WorkQueue", "binding_for",
@@ -102,6 +103,8 @@ def binding_for(threads: int, instances: int, seed: int) -> tuple[int, ...]:
     """The prior art's round robin over a random permutation of the threads, drawn with
     ``seed``: every instance gets ``threads / instances`` threads (give or take one), which
     ones depends on the seed. A claim over seeds is then a claim over bindings."""
+    check_int("", "threads", threads, 0)
+    check_int("", "instances", instances, 1)
     order = list(range(threads))
     random.Random(f"binding:{seed}").shuffle(order)
     binding = [0] * threads
@@ -219,6 +222,8 @@ def make_policies(scenario: Scenario, threads: int | None = None, *, seed: int =
 
     With ``scenario.binding == "random"`` static binding needs the workload's ``threads``;
     its binding is drawn with ``seed`` (:func:`binding_for`)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
     if scenario.binding == "random":
         if threads is None:
             raise ValueError("a random static binding needs the workload's thread count")

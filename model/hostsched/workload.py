@@ -84,6 +84,12 @@ def generate_workload(scenario: Scenario, rng: random.Random, *, scale: float = 
     """Draw the scenario's workload with ``rng`` (threads numbered group by group, in file
     order). ``scale`` multiplies each thread's task count (at least one task), for
     ``--quick``."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, not {rng!r}")
+    if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
+        raise ValueError(f"scale must be a positive number, not {scale!r}")
     threads = []
     task_id = 0
     for group in scenario.groups:

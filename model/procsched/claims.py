@@ -102,6 +102,10 @@ def run_policies(scenario: Scenario, seed: int, policies: Sequence[str], *,
     """``{policy: measure(...)}`` for ``policies`` on the scenario's workload drawn with
     ``seed`` (``scale`` as ``--quick``). ``timeshare-mean`` takes the mean slice of the seed's
     scheduler on the same workload, which is run for it when not listed."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an integer, not {seed!r}")
     specs = generate_tasks(scenario, random.Random(seed), scale=scale)
     window = max(1, round(scenario.fairness_window_us * scale))
     order = list(policies)
@@ -126,6 +130,8 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     comparison under the variant). Each scenario (and variant) runs once per seed with every
     policy its claims need.
     """
+    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
+        raise TypeError(f"scenarios must be a sequence of procsched Scenario, not {scenarios!r}")
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
         raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
     by_name = {scenario.name: scenario for scenario in scenarios}

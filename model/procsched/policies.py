@@ -243,6 +243,8 @@ def make_policy(name: str, scenario: Scenario, *, mean_slice_us: float | None = 
     stages), so that the tables separate what the seed gains from long slices and what from
     its two stages.
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
     if name in ("seed", "seed-prop"):
         return SeedPolicy(scenario.cache_tasks, scenario.t0_us,
                           "seed" if name == "seed" else "proportional",

@@ -141,6 +141,10 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     id, and for a negative or non-integer switch cost.
     """
     _check_run_arguments(specs, switch_cost_us)
+    if not (all(callable(getattr(policy, method, None)) for method in ("arrive", "pick", "ran"))
+            and hasattr(policy, "strict_priority")):
+        raise TypeError(f"policy must be a policy object (make_policy(name, scenario)), "
+                        f"not {policy!r}")
     tasks = [Task(spec) for spec in sorted(specs, key=lambda s: (s.arrival_us, s.task_id))]
     result = Result(policy=name or type(policy).__name__,
                     strict_priority=policy.strict_priority, switch_cost_us=switch_cost_us,

@@ -39,6 +39,10 @@ def generate_tasks(scenario: Scenario, rng: random.Random, *, scale: float = 1.0
 
     ``scale`` multiplies every work, arrival and spacing (``--quick`` uses 0.25).
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, not {rng!r}")
     if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
         raise ValueError(f"scale must be a positive number, not {scale!r}")
     specs = []

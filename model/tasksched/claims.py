@@ -93,6 +93,8 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     scenario variant runs once per seed and policy); one dictionary per claim with
     ``comparison`` and ``sensitivity`` as in :func:`model.procsched.claims.evaluate_claims`.
     """
+    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
+        raise TypeError(f"scenarios must be a sequence of tasksched Scenario, not {scenarios!r}")
     if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
         raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
     by_name = {scenario.name: scenario for scenario in scenarios}

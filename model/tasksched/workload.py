@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from model.config import check_int
 from model.tasksched.config import TASK_CLASSES, Scenario, Stream
 
 __all__ = ["TaskSpec", "admit", "build_workload", "decompose"]
@@ -35,6 +36,8 @@ class TaskSpec:
 
 def decompose(job_bytes: int, word_bytes: int) -> int:
     """Words per job: the job size rounded up to whole processor words (seed [0056])."""
+    check_int("", "job_bytes", job_bytes, 1)
+    check_int("", "word_bytes", word_bytes, 1)
     return -(-job_bytes // word_bytes)
 
 
@@ -62,6 +65,8 @@ def build_workload(scenario: Scenario, seed: int, *, quick: bool = False) -> lis
         raise TypeError(f"scenario must be a Scenario, not {scenario!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an integer, not {seed!r}")
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick must be True or False, not {quick!r}")
     rng = random.Random(seed)
     drafts = []        # (arrival, position in stream, stream order, fields)
     by_stream: dict[str, list[int]] = {}
@@ -102,6 +107,8 @@ def admit(scenario: Scenario, tasks: Sequence[TaskSpec]) -> dict[int, str]:
     timeout even with processors idle, when the all-jobs-matched gate with reservation needs
     more idle processors at once than can take its jobs, or when a predecessor was rejected.
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a tasksched Scenario, not {scenario!r}")
     config = scenario.scheduler
     rejected: dict[int, str] = {}
     for task in tasks:
