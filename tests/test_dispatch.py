@@ -143,9 +143,9 @@ def test_emb2_windows_promote_one_priority_per_window():
     policy = with_policy(EMB1, windows=(4, 3, 2, 1))            # period 10
     sim = DispatchSimulator(ONE_AP, policy, [])
     # Cycles 0-3 promote P0, 4-6 P1, 7-8 P2, 9 P3; the others keep their order.
-    assert [sim._rank(3, c) for c in range(10)] == [3] * 9 + [-1]
-    assert [sim._rank(1, c) for c in (3, 4, 6, 7, 14)] == [1, -1, -1, 1, -1]
-    assert sim._rank(0, 0) == -1 and sim._rank(0, 5) == 0
+    assert [sim.selector.rank(3, c) for c in range(10)] == [3] * 9 + [-1]
+    assert [sim.selector.rank(1, c) for c in (3, 4, 6, 7, 14)] == [1, -1, -1, 1, -1]
+    assert sim.selector.rank(0, 0) == -1 and sim.selector.rank(0, 5) == 0
 
 
 def test_emb2_low_priority_wins_in_its_window():

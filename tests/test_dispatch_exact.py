@@ -355,7 +355,7 @@ def _reference_choice(sim, mask, cycle):
     if policy.history == "window":
         b = {ap: sim.history[ap].window(cycle, policy.history_cycles) for ap in scaled}
     else:
-        sim._advance_ema(cycle)
+        sim.resources.advance_ema(cycle)
         b = {ap: sim.ema[ap] for ap in scaled}
     if policy.ap_choice == "resource":
         score = r
@@ -393,13 +393,13 @@ def test_ap_choice_equals_exact_rational_arithmetic(choice, history, scale):
         sim = DispatchSimulator(gpu, policy, workload, channels=channels, cycles=cycles,
                                 debug=True, strict=True)
         widths = score_widths(gpu, policy)
-        original = sim._choose_ap
+        original = sim.selector.choose_ap
 
         def checked_choice(mask, cycle, sim=sim, original=original, widths=widths, seed=seed):
             nonlocal checked
             expected = _reference_choice(sim, mask, cycle)
-            resource = sim._resource_scores()
-            history_scores = sim._history_scores(cycle)
+            resource = sim.selector.resource_scores()
+            history_scores = sim.resources.history_scores(cycle)
             for value, width in [(v, widths["resource_score"]) for v in resource] + \
                     [(v, widths["history"]) for v in history_scores]:
                 assert isinstance(value, int) and 0 <= value < 1 << width
@@ -407,7 +407,7 @@ def test_ap_choice_equals_exact_rational_arithmetic(choice, history, scale):
             assert chosen == expected, (seed, cycle)
             checked += 1
             return chosen
-        sim._choose_ap = checked_choice
+        sim.selector.choose_ap = checked_choice
         sim.run()
     assert checked > 50
 
@@ -437,7 +437,7 @@ def test_ema_history_runs_every_cycle(skip):
 
     def watch(cycle, sim):
         if cycle == 20:
-            seen["scores"] = sim._history_scores(20)
+            seen["scores"] = sim.resources.history_scores(20)
     sim, _ = run(SMALL, policy, workload, channels=channels, skip=skip, observer=watch)
     x = 0
     for cycle in range(20):
@@ -866,7 +866,7 @@ def test_combined_scale_is_the_candidates_or_every_ap(scale, expected):
     # power is small next to AP 0's (1 - 2/20 = 0.9 > 0.4): AP 1.
     policy = with_policy(EMB1, ap_choice="combined", history="ema", combined_scale=scale)
     sim = DispatchSimulator(replace(SMALL, aps=3), policy, [], cycles=10)
-    assert sim._choose_ap(0b110, 0, ([10, 10, 4], [20, 2, 0])) == expected
+    assert sim.selector.choose_ap(0b110, 0, ([10, 10, 4], [20, 2, 0])) == expected
 
 
 def test_combined_scale_is_refused_where_it_is_not_read(tmp_path):

@@ -189,14 +189,14 @@ def test_the_match_keeps_the_scores_of_score_latency_cycles_before():
                          score_latency=3)
     simulator = DispatchSimulator(GPU, policy, work, cycles=200, debug=True, strict=True)
     kept, current = {}, {}
-    original = simulator._match_stage
+    original = simulator.pipeline.match_stage
 
     def match_stage(cycle):
-        now = (simulator._resource_scores(), simulator._history_scores(cycle))
+        now = (simulator.selector.resource_scores(), simulator.resources.history_scores(cycle))
         match = original(cycle)
         kept[cycle], current[cycle] = match.scores, now
         return match
-    simulator._match_stage = match_stage
+    simulator.pipeline.match_stage = match_stage
     assert simulator.run()["invariant_violations"] == 0
     assert all(kept[c] == current[max(c - 3, 0)] for c in kept)
     assert any(current[c] != current[c - 3] for c in current if c >= 3)  # it does change

@@ -1,0 +1,106 @@
+"""The baselines' selection rules, each a selector of its own (the seed's rule is
+:class:`model.dispatch.selector.Selector`).
+
+Seed 002's "existing technique" (背景技术) and two real dispatchers' rules, for comparison
+with embodiment 1: ``"strict"`` (the prior art: the highest-priority head in round-robin
+channel order, which blocks every channel while it does not fit), ``"gpgpusim"`` (the first
+channel in round-robin order whose head fits anywhere, as GPGPU-Sim's kernel/CTA issue does)
+and ``"miaow"`` (MIAOW's one-WG buffer: a WG is taken from the channels in round-robin order
+and waits in the buffer until it fits). The AP choice is the policy's, as for the seed's
+rule. RTL twin: :mod:`hw.dispatch.selector` (its ``selection`` register chooses the rule).
+
+:func:`selector_for` builds the selector of a policy.
+"""
+
+from model.dispatch.config import WorkGroup
+from model.dispatch.selector import Selector
+
+__all__ = ["GpgpuSimSelector", "MiaowSelector", "StrictSelector", "selector_for"]
+
+
+class _RoundRobin(Selector):
+    """A rule that walks the channels in round-robin order: the channel pointer moves past
+    the channel of each WG dispatched (chosen, in the decision pipeline)."""
+
+    def advance(self, channel: int, ap: int) -> None:
+        self.ap_pointer = (ap + 1) % self.P
+        self.channel_pointer = (channel + 1) % self.channel_count
+
+
+class StrictSelector(_RoundRobin):
+    """The prior art (``selection = "strict"``): the highest-priority head (the first such
+    in round-robin channel order) or nothing, even when another head would fit."""
+
+    def select(self, cycle: int):
+        channels = self.channels
+        heads = [c for c in range(self.channel_count) if channels[c]]
+        if not heads:
+            return None, False
+        best = min(channels[c][0].priority for c in heads)
+        channel = next(c for c in self.channel_order()
+                       if channels[c] and channels[c][0].priority == best)
+        mask = self.matcher.head_mask(channels[channel][0])
+        return ((channel, mask, ()) if mask else None), bool(mask)
+
+    def choose(self, candidates: dict, cycle: int) -> int | None:
+        best = min(wg.priority for wg, _ in candidates.values())
+        channel = next(c for c in self.channel_order()
+                       if c in candidates and candidates[c][0].priority == best)
+        return channel if candidates[channel][1] else None
+
+
+class GpgpuSimSelector(_RoundRobin):
+    """GPGPU-Sim-like (``selection = "gpgpusim"``): the first channel in round-robin order
+    whose head fits some AP, whatever its priority."""
+
+    def select(self, cycle: int):
+        channels = self.channels
+        mask_of = self.matcher.head_mask
+        for channel in self.channel_order():
+            if channels[channel]:
+                mask = mask_of(channels[channel][0])
+                if mask:
+                    return (channel, mask, ()), True
+        return None, False
+
+    def choose(self, candidates: dict, cycle: int) -> int | None:
+        return next((c for c in self.channel_order()
+                     if c in candidates and candidates[c][1]), None)
+
+
+class MiaowSelector(Selector):
+    """MIAOW-like (``selection = "miaow"``): an empty buffer takes the head of the next
+    non-empty channel in round-robin order; the buffered WG is the only candidate until it
+    is dispatched. (Not defined with the decision pipeline: the policy check refuses it.)"""
+
+    def select(self, cycle: int):
+        channels = self.channels
+        if self.buffer is None:
+            count = self.channel_count
+            for k in range(count):
+                channel = (self.channel_pointer + k) % count
+                if channels[channel]:
+                    self.buffer = channels[channel].popleft()
+                    self.channel_pointer = (channel + 1) % count
+                    break
+        if self.buffer is None:
+            return None, False
+        mask = self.matcher.head_mask(self.buffer)
+        return ((self.buffer.channel, mask, ()) if mask else None), bool(mask)
+
+    def head(self, channel: int) -> WorkGroup:
+        return self.buffer
+
+    def take(self, channel: int):
+        self.buffer = None
+        return None
+
+
+#: The selector of each ``PolicyConfig.selection``.
+SELECTORS = {"multi": Selector, "strict": StrictSelector, "gpgpusim": GpgpuSimSelector,
+             "miaow": MiaowSelector}
+
+
+def selector_for(gpu, policy, queues, matcher, resources, view) -> Selector:
+    """The selector of ``policy.selection``, on the given stages."""
+    return SELECTORS[policy.selection](gpu, policy, queues, matcher, resources, view)

@@ -1,0 +1,279 @@
+"""What a run measures, and its event log.
+
+Not a stage of seed 002: the waits, latencies, throughput, utilisation, fragmentation and
+the AP/PEU imbalance by which the seed's effects (embodiments 1-3: no head-of-line blocking,
+no starvation; 8-10: balance) are judged, computed from the model's integer state. RTL twin:
+none in :mod:`hw.dispatch` (the co-simulation compares the RTL's decisions with the event
+log of :func:`write_events`, which is its record).
+
+Every sample behind the time series, fragmentation and imbalance is taken every
+``sample_interval`` cycles, also across skipped cycles (:meth:`Metrics.sample` records the
+state that no skipped cycle changes), so skipping changes no output.
+"""
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from model.dispatch.config import GpuConfig, WorkGroup
+from model.dispatch.resources import Allocation, Resources
+from model.stats import coefficient_of_variation, summary
+
+__all__ = ["EVENT_KINDS", "Counters", "Metrics", "event_columns", "event_recorder",
+           "write_events"]
+
+#: The kinds of event in the event log, in the order they can happen within one cycle.
+EVENT_KINDS = ("release", "arrive", "reject", "dispatch", "stale-abort", "split")
+
+
+@dataclass
+class Counters:
+    stale_aborts: int = 0
+    flushed: int = 0                   # WGs chosen behind a stale abort, chosen again later
+    splits: int = 0
+    sub_workgroups: int = 0
+    dispatch_cycles: int = 0
+    processed_cycles: int = 0
+    violations: list = field(default_factory=list)
+
+
+def _ignore(*args, **kwargs) -> None:
+    return None
+
+
+def event_recorder(events: list | None):
+    """``event(cycle, kind, wg, ap=None, waves=None, allocation=None, reason=None)``, which
+    appends one row to ``events`` (nothing when ``events`` is ``None``)."""
+    if events is None:
+        return _ignore
+
+    def event(cycle: int, kind: str, wg: WorkGroup, ap=None, waves=None,
+              allocation: Allocation | None = None, reason: str | None = None) -> None:
+        starts = None
+        if allocation is not None:
+            starts = ([None if v is None else v[0] for v in allocation.vgpr],
+                      [None if s is None else s[0] for s in allocation.sgpr],
+                      None if allocation.lds is None else allocation.lds[0])
+        events.append((cycle, kind, wg, ap,
+                       None if waves is None else [int(w) for w in waves], starts, reason))
+    return event
+
+
+def event_columns(peus: int) -> list[str]:
+    """The event log's header for a GPU of ``peus`` PEUs per AP (docs/dispatch.md)."""
+    return (["cycle", "event", "wg", "parent", "channel", "priority", "waves", "vgpr", "sgpr",
+             "lds", "independent", "duration", "arrival", "ap"]
+            + [f"waves_{q}" for q in range(peus)] + [f"vgpr_start_{q}" for q in range(peus)]
+            + [f"sgpr_start_{q}" for q in range(peus)] + ["lds_start", "reason", "work",
+                                                            "barrier"])
+
+
+def write_events(path, events, peus: int) -> Path:
+    """Write the rows a simulator collected in ``events`` as CSV (:func:`event_columns`);
+    empty cells where a value does not apply (no AP before dispatch, no start address for a
+    resource a wave group does not use)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blank = [""] * peus
+    with path.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(event_columns(peus))
+        for cycle, kind, wg, ap, waves, starts, reason in events:
+            row = [cycle, kind, wg.id, "" if wg.parent is None else wg.parent, wg.channel,
+                   wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds, int(wg.independent),
+                   wg.duration, wg.arrival, "" if ap is None else ap]
+            row += blank if waves is None else waves
+            if starts is None:
+                row += blank + blank + [""]
+            else:
+                vgpr, sgpr, lds = starts
+                row += ["" if v is None else v for v in vgpr]
+                row += ["" if v is None else v for v in sgpr]
+                row.append("" if lds is None else lds)
+            row.append(reason or "")
+            # Appended for the shared-issue model and in-order kernels (after the columns
+            # an RTL co-simulation of the fixed model reads).
+            row += [wg.duration if wg.work is None else wg.work, int(wg.barrier)]
+            writer.writerow(row)
+    return path
+
+
+class Metrics:
+    """The run's measurements as it goes: ``waits`` ``(priority, channel, wait)`` of every
+    submitted WG dispatched (a split one when its last part is) with its arrival in
+    ``wait_arrivals``; ``finished`` ``(arrival, release)`` of every completed WG; ``runs``
+    the run time of every WG or part; ``peu_waves[ap][q]`` the waves each PEU received; the
+    time integrals of held resources (``used_integral``); the samples; ``counters``."""
+
+    def __init__(self, gpu: GpuConfig, resources: Resources, counters: Counters,
+                 sample_interval: int, power_window: int):
+        self.gpu = gpu
+        self.P, self.Q = gpu.aps, gpu.peus
+        self.resources = resources
+        self.counters = counters
+        self.sample_interval = sample_interval
+        self.power_window = power_window
+        self.peu_waves = [[0] * self.Q for _ in range(self.P)]
+        self.waits: list[tuple[int, int, int]] = []
+        self.wait_arrivals: list[int] = []
+        self.used_integral = {name: 0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
+        self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
+                        "ap_resource_cv": [], "ap_power_cv": []}
+        self.completed = 0
+        self.finished: list[tuple[int, int]] = []
+        self.runs: list[int] = []
+
+    def accumulate(self, cycles: int) -> None:
+        """The time integrals of ``cycles`` more cycles of the present state."""
+        if cycles <= 0:
+            return
+        resources = self.resources
+        held = resources.held_total
+        integral = self.used_integral
+        integral["vgpr"] += cycles * held["vgpr"]
+        integral["sgpr"] += cycles * held["sgpr"]
+        integral["lds"] += cycles * held["lds"]
+        integral["wave_slots"] += cycles * (self.P * self.Q * self.gpu.wave_slots
+                                            - resources.slots_free)
+
+    def sample(self, start: int, stop: int) -> None:
+        """Record one sample for every sample cycle in ``[start, stop)``: the state after
+        this cycle's dispatch (which no cycle before ``stop`` changes) and the power history
+        as of each sample cycle."""
+        interval = self.sample_interval
+        first = -(-start // interval) * interval
+        if first >= stop:
+            return
+        P, Q, gpu, resources = self.P, self.Q, self.gpu, self.resources
+        held, size = resources.held, resources.size
+        used = [float(resources.held_total[name]) / (float(n) * len(held[name]))
+                for name, n in size.items()]
+        total_slots = P * Q * gpu.wave_slots
+        used.append(1.0 - float(resources.slots_free) / total_slots)
+        # Plain-Python floats in the order and with the operations of the numpy expressions
+        # they replace (each an IEEE operation on the same values), so the means are the same.
+        fragments = [1.0 - largest / free for name in size
+                     for free, largest in zip(resources.free[name], resources.largest[name],
+                                              strict=True)
+                     if free > 0]
+        fragmentation = float(np.array(fragments).mean()) if fragments else 0.0
+        held_v, held_s, held_l = held["vgpr"], held["sgpr"], held["lds"]
+        per_slots = gpu.wave_slots * Q
+        ap_slots = resources.ap_slots
+        per_ap = [(sum(held_v[ap * Q:ap * Q + Q]) / (Q * gpu.vgpr)
+                   + sum(held_s[ap * Q:ap * Q + Q]) / (Q * gpu.sgpr)
+                   + held_l[ap] / gpu.lds + (per_slots - ap_slots[ap]) / per_slots) / 4
+                  for ap in range(P)]
+        resource_cv = coefficient_of_variation(per_ap)
+        history = resources.history
+        samples = self.samples
+        for sample in range(first, stop, interval):
+            power = [h.window(sample, self.power_window) for h in history]
+            samples["cycle"].append(sample)
+            samples["utilisation"].append(used)
+            samples["fragmentation"].append(fragmentation)
+            samples["ap_resource_cv"].append(resource_cv)
+            samples["ap_power_cv"].append(coefficient_of_variation(power))
+
+    def results(self, sim, cycles: int) -> dict:
+        """The result of the run of ``sim`` (a :class:`~model.dispatch.engine.
+        DispatchSimulator`) that ended after ``cycles`` cycles."""
+        gpu = self.gpu
+        queues = sim.queues
+        counters = self.counters
+        submitted = len(sim.workload)
+        # WGs still waiting at the end count with their wait so far (a lower bound), so a
+        # starved priority shows up as a long wait rather than as no data.
+        waiting_ids = set()
+        for wg in queues.queued(sim.selector.buffer):
+            original = queues.original(wg)
+            if original.id not in waiting_ids:
+                waiting_ids.add(original.id)
+                self.waits.append((original.priority, original.channel,
+                                   cycles - original.arrival))
+                self.wait_arrivals.append(original.arrival)
+        waits_all = [w for _, _, w in self.waits]
+        per_priority = {str(p): summary([w for pr, _, w in self.waits if pr == p])
+                        for p in range(gpu.priorities)}
+        per_channel = {str(c): summary([w for _, ch, w in self.waits if ch == c])
+                       for c in range(queues.channel_count)}
+        capacity = {"vgpr": gpu.vgpr * self.P * self.Q, "sgpr": gpu.sgpr * self.P * self.Q,
+                    "lds": gpu.lds * self.P, "wave_slots": gpu.wave_slots * self.P * self.Q}
+        utilisation = {name: (self.used_integral[name] / (capacity[name] * cycles)
+                              if cycles else 0.0) for name in capacity}
+
+        def mean(key):
+            values = self.samples[key]
+            return float(np.mean(np.array(values, dtype=float), axis=0).mean()) if values \
+                else 0.0
+        rejected_rows = queues.rejected
+        incomplete = submitted - len(rejected_rows) - self.completed
+        if incomplete and sim.debug and not counters.violations and \
+                cycles < sim.cycles_limit:
+            sim.violation(f"{incomplete} WGs neither completed nor rejected")
+        for wg in sim.workload:
+            if wg.completed is not None and wg.dispatched is None and \
+                    wg.id not in queues.parents:
+                sim.violation(f"WG {wg.id} completed without being dispatched")
+            if wg.dispatched is not None and wg.id in queues.parents:
+                sim.violation(f"WG {wg.id} was dispatched whole and split")
+        peu_waves = np.array(self.peu_waves, dtype=np.int64)
+        # Latency (arrival to release) of every submitted WG not rejected; one not finished by
+        # the end counts with its time so far, a lower bound, as a wait does.
+        rejected = {r["id"] for r in rejected_rows}
+        finished_arrivals = {wg.id for wg in sim.workload if wg.completed is not None}
+        latencies = [(arrival, release - arrival) for arrival, release in self.finished]
+        latencies += [(wg.arrival, cycles - wg.arrival) for wg in sim.workload
+                      if wg.id not in finished_arrivals and wg.id not in rejected]
+        warmup = sim.warmup
+        window = cycles - warmup
+        steady_done = sum(1 for _, release in self.finished if release > warmup)
+        steady_offered = sum(1 for wg in sim.workload if warmup <= wg.arrival < cycles)
+        steady = {
+            "throughput": 1000.0 * steady_done / window if window > 0 else 0.0,
+            "offered": 1000.0 * steady_offered / window if window > 0 else 0.0,
+            "wait": summary([w for (_, _, w), arrival in zip(self.waits, self.wait_arrivals,
+                                                             strict=True)
+                             if arrival >= warmup]),
+            "latency": summary([value for arrival, value in latencies if arrival >= warmup]),
+        }
+        return {
+            "policy": sim.policy.name,
+            "cycles": cycles,
+            "workgroups_submitted": submitted,
+            "workgroups_completed": self.completed,
+            "workgroups_rejected": len(rejected_rows),
+            "workgroups_unfinished": incomplete,
+            "workgroups_waiting_at_end": len(waiting_ids),
+            "workgroups_after_end": sim.after_end,
+            "rejections": rejected_rows,
+            "throughput": 1000.0 * self.completed / cycles if cycles else 0.0,
+            "wait": {**summary(waits_all), "per_priority": per_priority,
+                     "per_channel": per_channel},
+            "utilisation": utilisation,
+            "ap_imbalance": {"resource": mean("ap_resource_cv"),
+                             "power": mean("ap_power_cv")},
+            "peu_imbalance": coefficient_of_variation(peu_waves.ravel()),
+            "fragmentation": mean("fragmentation"),
+            "splits": counters.splits,
+            "sub_workgroups": counters.sub_workgroups,
+            "stale_aborts": counters.stale_aborts,
+            "flushed": counters.flushed,
+            "invariant_violations": len(counters.violations),
+            "violations": counters.violations[:20],
+            "processed_cycles": counters.processed_cycles,
+            "execution": sim.execution,
+            "latency": summary([value for _, value in latencies]),
+            "run": summary(self.runs),
+            "makespan": max((release for _, release in self.finished), default=0),
+            "steady": steady,
+            "fixed_point": sim.widths,
+            "series": {"cycle": self.samples["cycle"],
+                       "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
+                       "ap_resource_cv": self.samples["ap_resource_cv"],
+                       "ap_power_cv": self.samples["ap_power_cv"],
+                       "peu_waves": peu_waves.ravel().tolist(),
+                       "waits": [[p, w] for p, _, w in self.waits]},
+        }

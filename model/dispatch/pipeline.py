@@ -1,0 +1,217 @@
+"""The decision of a cycle: match, select, allocate and commit, in one clock
+(:class:`OneCycleDecision`) or over ``k + 1`` clocks (:class:`DecisionPipeline`,
+``decision_pipeline = k``, docs/dispatch.md, "The pipelined decision").
+
+Seed 002, embodiment 1's steps a3-a43 as one decision per cycle: the match
+(:mod:`model.dispatch.matcher`), the target WG and AP (:mod:`model.dispatch.selector`, or a
+baseline's rule in :mod:`model.dispatch.baselines`), the first fit
+(:mod:`model.dispatch.allocator`). The seed decides in one clock; the pipeline is this
+project's way to the clock rate of an FPGA, not an embodiment. RTL twin:
+:mod:`hw.dispatch.pipeline` (the score pipeline and the selector of registered matches) with
+the dispatcher's flight stages (:mod:`hw.dispatch.dispatcher`).
+
+Each ``step(cycle)`` returns ``(dispatched, stale abort, any head matched, any head
+waiting)``; ``matched`` is ``None`` in a cycle whose choice the pipeline cancelled (then
+embodiment 3's counter does not count it). ``commit(wg, channel, ap, allocation, cycle)``
+is the dispatcher's commit of a WG (:meth:`model.dispatch.engine.DispatchSimulator.commit`).
+"""
+
+from collections import deque
+from dataclasses import dataclass
+
+from model.dispatch.allocator import Allocator
+from model.dispatch.config import PolicyConfig, WorkGroup
+from model.dispatch.matcher import Matcher
+from model.dispatch.queues import Queues
+from model.dispatch.resources import Resources
+from model.dispatch.selector import Selector
+
+__all__ = ["Decision", "DecisionPipeline", "Match", "OneCycleDecision"]
+
+
+@dataclass
+class Decision:
+    """A WG chosen by the decision pipeline and not yet dispatched."""
+    wg: WorkGroup
+    channel: int
+    ap: int
+    waves: tuple                       # per PEU, from the pointer the match saw
+    chosen: int                        # the cycle of the choice
+    plan: tuple | None = None          # the first fit, in the cycle after the choice
+
+
+@dataclass
+class Match:
+    """The pipeline's match stage of one cycle: per channel, its first two WGs not already
+    chosen with the APs each fits (``None`` where the queue had no such WG), and every AP's
+    embodiment 9 and 10 scores and pointer as they were."""
+    rows: list
+    scores: tuple
+    pointers: list
+
+
+class OneCycleDecision:
+    """Steps 4-5 of the seed's cycle in one clock: select the target WG and AP on this
+    cycle's view, allocate in the current status, commit or abort (a stale abort changes no
+    selection state)."""
+
+    def __init__(self, queues: Queues, matcher: Matcher, selector: Selector,
+                 allocator: Allocator, counters, event, commit):
+        self.channels = queues.channels
+        self.matcher, self.selector, self.allocator = matcher, selector, allocator
+        self.counters, self.event, self.commit = counters, event, commit
+
+    def step(self, cycle: int) -> tuple[bool, bool, bool, bool]:
+        selector = self.selector
+        waiting = selector.buffer is not None or any(self.channels)     # heads at step 4
+        picked, matched = selector.select(cycle)
+        if picked is None:
+            return False, False, matched, waiting
+        channel, mask, updates = picked
+        wg = selector.head(channel)
+        ap = selector.choose_ap(mask, cycle)
+        allocation = self.allocator.allocate(wg, ap, cycle)
+        if allocation is None:
+            self.counters.stale_aborts += 1
+            selector.abort(updates)              # an aborted dispatch changes no state
+            self.event(cycle, "stale-abort", wg, ap, self.matcher.placement(wg, ap))
+            return False, True, True, waiting
+        selector.keep(updates)
+        self.commit(wg, channel, ap, allocation, cycle)
+        return True, False, True, waiting
+
+
+class DecisionPipeline:
+    """The decision over ``k + 1`` cycles: the match (cycle ``t``: each channel's first two
+    WGs not yet chosen against every AP), the choice (``t + 1``), the first fit (``t + 2``)
+    and the dispatch (``k`` cycles after the choice). State: ``flight``, the WGs chosen and
+    not yet dispatched, oldest first; ``last``, the previous cycle's match; the channel
+    chosen in the previous cycle; the cycles whose choice is cancelled after a stale abort;
+    the ring of scores ``score_latency`` cycles old."""
+
+    def __init__(self, policy: PolicyConfig, queues: Queues, matcher: Matcher,
+                 selector: Selector, allocator: Allocator, resources: Resources, counters,
+                 event, violation, commit):
+        self.k = policy.decision_pipeline
+        self.policy = policy
+        self.P = matcher.P
+        self.queues, self.channels = queues, queues.channels
+        self.channel_count = queues.channel_count
+        self.matcher, self.selector, self.allocator = matcher, selector, allocator
+        self.resources = resources
+        self.counters, self.event, self.violation, self.commit = (counters, event, violation,
+                                                                  commit)
+        self.flight: deque[Decision] = deque()
+        self.last: Match | None = None
+        self.chosen_last: int | None = None
+        self.squash = 0
+        self.scores: deque = deque()
+
+    def match_stage(self, cycle: int) -> Match:
+        """What the match stage registers in ``cycle``: each channel's first two WGs behind
+        those in flight, against the view, slots and pointers of this cycle."""
+        in_flight = [0] * self.channel_count
+        busy = 0                            # APs with a WG in flight: one at a time
+        for decision in self.flight:
+            in_flight[decision.channel] += 1
+            busy |= 1 << decision.ap
+        running = self.queues.inflight
+        masks_of = self.matcher.masks_of
+        rows = []
+        for channel, queue in enumerate(self.channels):
+            row = []
+            for position in (in_flight[channel], in_flight[channel] + 1):
+                if position >= len(queue):
+                    row.append(None)
+                    continue
+                wg = queue[position]
+                held = wg.barrier and (running[channel] or position)
+                row.append((wg, 0 if held else masks_of(wg) & ~busy))
+            rows.append(row)
+        choice = self.policy.ap_choice
+        resource = (self.selector.resource_scores() if choice in ("resource", "combined")
+                    else [0] * self.P)
+        instruction = (self.resources.history_scores(cycle)
+                       if choice in ("instruction", "combined") else [0] * self.P)
+        # The scores the match keeps are those of score_latency cycles before (an idle GPU's
+        # before cycle 0): an RTL computes them in a pipeline of their own.
+        ring = self.scores
+        if not ring:
+            ring.extend([(resource, instruction)] * self.policy.score_latency)
+        ring.append((resource, instruction))
+        return Match(rows, ring.popleft(), list(self.matcher.pointer))
+
+    def choose(self, cycle: int):
+        """The choice stage: ``(decision or None, any candidate matched, any candidate)``
+        from the previous cycle's match, per the selection rule."""
+        match, last = self.last, self.chosen_last
+        # The AP chosen in the previous cycle was not busy yet when the match ran.
+        free = ~(1 << self.flight[-1].ap) if last is not None else -1
+        in_flight = [0] * self.channel_count
+        for decision in self.flight:
+            in_flight[decision.channel] += 1
+        candidates = {}
+        for channel, row in enumerate(match.rows):
+            entry = row[1 if last == channel else 0]
+            queue = self.channels[channel]
+            # Still the channel's first WG not chosen (a split since changes it).
+            if (entry is not None and in_flight[channel] < len(queue)
+                    and queue[in_flight[channel]] is entry[0]):
+                candidates[channel] = (entry[0], entry[1] & free)
+        if not candidates:
+            return None, False, False
+        selector = self.selector
+        chosen = selector.choose(candidates, cycle)
+        if chosen is None:
+            return None, False, True
+        wg, mask = candidates[chosen]
+        ap = selector.choose_ap(mask, cycle, match.scores)
+        selector.advance(chosen, ap)
+        pointer = match.pointers[ap] if self.policy.rotate else 0
+        return (Decision(wg, chosen, ap, self.matcher.row_for(wg.waves, pointer), cycle),
+                True, True)
+
+    def step(self, cycle: int) -> tuple[bool, bool, bool | None, bool]:
+        """One cycle of the decision pipeline: match; first fit of the WG chosen in the
+        previous cycle; dispatch (or stale abort) of the WG chosen ``k`` cycles ago; choice."""
+        k = self.k
+        match = self.match_stage(cycle)
+        flight = self.flight
+        if flight and flight[-1].chosen + 1 == cycle:       # the one chosen last cycle
+            decision = flight[-1]
+            decision.plan = self.allocator.plan(decision.wg, decision.ap, decision.waves)
+        dispatched = aborted = False
+        if flight and flight[0].chosen + k == cycle:
+            decision = flight.popleft()
+            wg, ap = decision.wg, decision.ap
+            if decision.plan is not None:
+                # Nothing else was placed on the AP since the plan (one WG in flight per AP)
+                # and releases only free blocks and slots: the plan cannot go stale.
+                if not self.allocator.still_free(ap, decision.waves, decision.plan):
+                    self.violation(f"cycle {cycle}: WG {wg.id}'s first fit on AP {ap} went "
+                                   f"stale in flight")
+                if self.channels[decision.channel][0] is not wg:
+                    self.violation(f"cycle {cycle}: WG {wg.id} dispatched before the WGs "
+                                   f"ahead of it in channel {decision.channel}")
+                allocation = self.allocator.take(wg, ap, decision.waves, decision.plan, cycle)
+                self.commit(wg, decision.channel, ap, allocation, cycle)
+                dispatched = True
+            else:
+                self.counters.stale_aborts += 1
+                self.counters.flushed += len(flight)
+                self.event(cycle, "stale-abort", wg, ap, decision.waves)
+                flight.clear()
+                self.squash = 2             # this cycle's choice and the next one's
+                aborted = True
+        matched, waiting = None, False
+        chosen = None
+        if self.squash:
+            self.squash -= 1
+        elif self.last is not None:
+            decision, matched, waiting = self.choose(cycle)
+            if decision is not None:
+                flight.append(decision)
+                chosen = decision.channel
+        self.chosen_last = chosen
+        self.last = match
+        return dispatched, aborted, matched, waiting
