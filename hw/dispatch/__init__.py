@@ -3,6 +3,9 @@
 :class:`Dispatcher` is built from the model's configuration objects
 (:class:`model.dispatch.GpuConfig`, :class:`model.dispatch.PolicyConfig`) and runs the model's
 cycle (:mod:`model.dispatch.engine`) clock for clock; docs/dispatch_rtl.md describes it.
+
+Model twin: :mod:`model.dispatch` (the loop :mod:`model.dispatch.engine` and one model
+module per stage module here, of the same name).
 """
 
 from hw.dispatch.dispatcher import Dispatcher

@@ -9,6 +9,8 @@ dispatcher aborts the dispatch.
 
 With a latency (the pipelined decision), each tree is pipelined as deep as it allows
 (:meth:`hw.maxblock.ExactMaxFreeBlock.max_latency`) and registers after it make up the rest.
+
+Model twin: :mod:`model.dispatch.allocator`.
 """
 
 from amaranth.hdl import Cat, Module, Signal

@@ -5,6 +5,8 @@ the allocator and the resource table together, keeps the configuration registers
 8's rotating pointers and embodiment 3's all-fail counter, and registers its decisions onto
 the dispatch-out stream. Its cycle is the model's (:mod:`model.dispatch.engine`), one clock
 per cycle: the co-simulation holds the two equal clock for clock.
+
+Model twin: :mod:`model.dispatch.engine` (the loop that calls the model's stages).
 """
 
 from types import SimpleNamespace

@@ -3,6 +3,8 @@ priority encoder, the n-th set bit, argmax trees, saturation and block masks.
 
 Each returns Amaranth values (named signals where a value has several users), built as
 balanced trees where the input is wide, so that the depth grows with ``log2`` of the width.
+
+Model twin: none (building blocks; the model's stages compute the same functions inline).
 """
 
 from collections.abc import Callable, Sequence

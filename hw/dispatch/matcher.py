@@ -6,6 +6,8 @@ free wave slots, one VGPR block of ``w_q x vgpr`` and one SGPR block of ``w_q x 
 blocks no longer than the view's lengths, and the WG's LDS fits the AP's LDS view (steps
 a3, a31-a32). All heads against all APs in parallel: ``channels x APs x PEUs`` sets of three
 comparators, combinational.
+
+Model twin: :mod:`model.dispatch.matcher`.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal

@@ -10,6 +10,8 @@ The policy given at construction fixes what is structural (the free-block circui
 size and latency, the largest history length) and the reset values of every register the
 configuration port can change at run time (selection rule, AP choice, weights, windows,
 split threshold, LFSR seed, history length, rotation).
+
+Model twin: :mod:`model.dispatch.config` (the objects the parameters are derived from).
 """
 
 from dataclasses import dataclass, replace

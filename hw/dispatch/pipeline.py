@@ -7,6 +7,8 @@ The pipelined dispatcher (:class:`hw.dispatch.Dispatcher` with ``k >= 2``) decid
 every AP, registered), the choice (``t + 1``: :class:`PipelinedSelector`), the first fit
 (``t + 2`` to ``t + k``: the allocator's trees, pipelined) and the dispatch (``t + k + 1``),
 the model's cycle clock for clock.
+
+Model twin: :mod:`model.dispatch.pipeline`.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed

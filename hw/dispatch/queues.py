@@ -11,6 +11,8 @@ With a pipelined decision (``decision_pipeline = k``) the match reads two WGs of
 at positions behind those already chosen, so the FIFO is a row of registers, each presented
 (``entries``), and the two positions are given as indices into them (``row_part``,
 ``row_entry``), a split head's parts counting as positions of their own.
+
+Model twin: :mod:`model.dispatch.queues`.
 """
 
 from amaranth.hdl import Module, Mux, Signal

@@ -11,6 +11,8 @@ slots, power) is registered as read from the record, with one bit per AP for the
 check, and ORed or added into the ``status`` and ``slots`` outputs (subtracted from the power
 the history adds) a clock late: the outputs are the same in every clock, and the record read
 and its check end at registers beside the record memory.
+
+Model twin: :mod:`model.dispatch.resources`.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal

@@ -6,6 +6,9 @@ Everything here is combinational from the clock's registers, except the selectio
 component keeps (tie-break flags, LFSR, channel and AP pointers, the MIAOW-like buffer, the
 window counter), which changes only in the clock edge after a dispatch is carried out
 (``commit``), so a stale abort leaves it as it was.
+
+Model twin: :mod:`model.dispatch.selector` (the baselines' rules:
+:mod:`model.dispatch.baselines`).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed

@@ -6,6 +6,8 @@ pipeline making up as much of the latency as it can be built with and registers 
 word the rest; or, with ``circuit = "shared"``, embodiment 7: one time-multiplexed exact unit
 per AP (:class:`hw.shared_maxblock.SharedMaxFreeBlock`) serving that AP's VGPR, SGPR and LDS
 words on the schedule of :func:`model.dispatch.config.shared_schedule`.
+
+Model twin: :mod:`model.dispatch.views`.
 """
 
 from amaranth.hdl import Module, Signal
