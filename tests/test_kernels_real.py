@@ -356,3 +356,28 @@ def test_bad_files_give_one_line_and_exit_2(tmp_path, capsys, name):
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_rocprofv2_and_long_form_pmc_perf(tmp_path):
+    # rocprofv2's file plugin (version 2) writes rocprof-compute's columns and a Counters one.
+    v2 = tmp_path / "results_v2.csv"
+    v2.write_text("Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,"
+                  "LDS_Per_Workgroup,Scratch_Per_Workitem,Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,"
+                  "Kernel_Name,Start_Timestamp,End_Timestamp,Correlation_ID,Counters\n"
+                  "1,2,1,77,77,65536,256,1024,0,16,0,24,64,\"k(int*)\",1000,4000,9,\n")
+    (kernel,) = read_kernel_trace(v2).kernels
+    assert (kernel.workgroups, kernel.lds_bytes, kernel.duration_ns) == (256, 1024, 3000)
+    # rocprof-compute on rocprofiler-sdk: one row per dispatch and counter.
+    long_form = tmp_path / "pmc_perf.csv"
+    long_form.write_text(
+        "GPU_ID,Dispatch_ID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,Scratch_Per_Workitem,"
+        "Arch_VGPR,Accum_VGPR,SGPR,Kernel_Name,Start_Timestamp,End_Timestamp,Kernel_ID,"
+        "Counter_Name,Counter_Value\n"
+        "0,0,256,64,0,0,8,0,16,kernel_a,10,20,0,SQ_WAVES,4\n"
+        "0,0,256,64,0,0,8,0,16,kernel_a,10,20,0,SQ_BUSY_CYCLES,100\n"
+        "0,1,512,64,0,0,8,0,16,kernel_a,30.5,42.25,0,SQ_WAVES,8\n")
+    trace = read_kernel_trace(long_form)
+    assert trace.format == "rocprof-compute"
+    assert [(k.workgroups, k.start_ns, k.duration_ns) for k in trace.kernels] == [
+        (4, 10, 10), (8, 31, 11)]
+    assert trace.skipped == {"further counter rows of a dispatch (long-form pmc_perf)": 1}

@@ -2,9 +2,21 @@
 
 :func:`read_kernel_trace` reads a CSV file written by one of five profilers, detects the format
 from its header (or takes it by name), finds the columns it needs by name and ignores the
-others. Every malformed row is reported in one line naming the file, the row (the line number
-in the file) and the column; rows that are not kernel launches (memory copies and sets) are
+others (column names match in any case). Every malformed row is reported in one line naming
+the file, the row (the line number in the file) and the column: a cell that is not a number,
+a row shorter than the header (a truncated line) or with more non-empty cells, an empty
+kernel name. Such a row is never read as a launch. Rows that are not kernel launches (memory
+copies and sets, other bracketed GPU activities, nvprof's ``==PID==`` messages, rocprofv3
+rows of another ``Kind``, the further counter rows of a long-form ``pmc_perf.csv``) are
 skipped and counted in :attr:`KernelTrace.skipped`. Nothing is dropped without a count.
+
+Files are read as the tools and shells write them: UTF-8 with or without a byte-order mark,
+UTF-16 (a byte-order mark, or a NUL in every other byte: PowerShell's ``>``); bytes that are
+not UTF-8 become U+FFFD in names. An empty file, a binary one (NUL bytes otherwise) and a CSV
+error (a field above the csv module's limit) are refused in one line. Timestamps may carry
+fractions of a ns (rocprof-compute averages its passes: ``41551790928449.54``; rounded to the
+nearest ns) and integer columns may be written as integral decimals (``256.0``, as pandas
+writes a column with a missing cell).
 
 ``rocprof`` — rocprof v1 ``results.csv`` (ROCm rocprofiler, ``rocprof --timestamp on``)
     Columns used: ``KernelName``, ``grd`` (work-items of the whole grid, not workgroups),
@@ -24,8 +36,14 @@ skipped and counted in :attr:`KernelTrace.skipped`. Nothing is dropped without a
     ``Accum_VGPR_Count``, ``SGPR_Count``, ``Workgroup_Size_X/Y/Z`` (or ``Workgroup_Size``) and
     ``Grid_Size_X/Y/Z`` (or ``Grid_Size``) in work-items. Source: rocprofv3 documentation
     ("Kernel naming and filtering", its ``kernel_trace.csv`` example) and rocprofiler-sdk's
-    tests, which check ``LDS_Block_Size`` against the dispatch's group segment size.
-``rocprof-compute`` — rocprof-compute (formerly Omniperf) ``pmc_perf.csv``
+    tests, which check ``LDS_Block_Size`` against the dispatch's group segment size. Also
+    rocpd's CSV export (``Lds_Block_Size``, ``Vgpr_Count``: names in any case) and the first
+    rocprofv3 releases, which wrote no register counts (registers read as 0, said in
+    :attr:`KernelTrace.notes`).
+``rocprof-compute`` — rocprof-compute (formerly Omniperf) ``pmc_perf.csv``; rocprofv2's kernel
+    trace (file plugin version 2: the same columns and ``Counters``); the long form of
+    rocprof-compute on rocprofiler-sdk (one row per dispatch and ``Counter_Name``: the first
+    row of each ``Dispatch_ID`` is the launch)
     Columns used: ``Kernel_Name``, ``Grid_Size`` (work-items), ``Workgroup_Size``,
     ``LDS_Per_Workgroup`` (bytes), ``Arch_VGPR``, ``Accum_VGPR``, ``SGPR``, ``Wave_Size`` (or
     ``wave_size``), ``Start_Timestamp``, ``End_Timestamp`` (ns), ``GPU_ID`` and ``Queue_ID``
@@ -305,7 +323,8 @@ def detect_format(path) -> str:
             first = ",".join(cells)[:120]
         found = _signature(cells)
         if found:
-            if "counter_name" in {cell.strip().lower() for cell in cells}:
+            if found != "rocprof-compute" and \
+                    "counter_name" in {cell.strip().lower() for cell in cells}:
                 break
             return found
         if number >= _HEADER_SEARCH:
@@ -530,11 +549,22 @@ def _read_rocprof_compute(path, header_row, columns, records, problems):
     begin = _pick(path, fmt, columns, "Start_Timestamp")
     end = _pick(path, fmt, columns, "End_Timestamp")
     stream = [c for c in (columns.find("GPU_ID"), columns.find("Queue_ID")) if c]
-    kernels = []
+    # The long form (rocprof-compute on rocprofiler-sdk) has one row per dispatch and counter.
+    long_form = columns.find("Counter_Name") is not None
+    dispatch = _pick(path, fmt, columns, "Dispatch_ID") if long_form else None
+    seen: set[tuple[str, ...]] = set()
+    kernels, skipped = [], {}
     for number, cells in _data_rows(records):
         row = _Row(cells, columns)
         try:
             row.check_width(columns.header)
+            if long_form:
+                key = tuple(row.text(c) for c in stream) + (row.text(dispatch),)
+                if key in seen:
+                    reason = "further counter rows of a dispatch (long-form pmc_perf)"
+                    skipped[reason] = skipped.get(reason, 0) + 1
+                    continue
+                seen.add(key)
             start, duration = row.span(begin, end)
             threads = row.integer(group, minimum=1)
             kernels.append(Kernel(
@@ -546,7 +576,7 @@ def _read_rocprof_compute(path, header_row, columns, records, problems):
                 wave_size=_wave(row, wave)))
         except _Bad as bad:
             problems.add(number, bad.column, bad.message)
-    return kernels, {}
+    return kernels, skipped
 
 
 # -- NVIDIA ---------------------------------------------------------------------------------
