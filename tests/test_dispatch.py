@@ -25,6 +25,7 @@ from model.dispatch import (
     generate_workload,
     load_scenario,
     read_trace,
+    simulate,
     split_table,
     write_trace,
 )
@@ -51,6 +52,23 @@ def run(gpu, policy, workload, **options):
     simulator = DispatchSimulator(gpu, policy, workload, cycles=options.pop("cycles", 5000),
                                   **options)
     return simulator, simulator.run()
+
+
+def test_simulate_requires_what_a_scenario_sets():
+    # No silent default that differs from a scenario's: the cycle limit, warm-up, execution
+    # model and channels must be given; given, it is the simulator's run.
+    for missing in ("cycles", "warmup", "execution", "channels"):
+        given = {"cycles": 60, "warmup": 10, "execution": "shared",
+                 "channels": (ChannelConfig(),)}
+        del given[missing]
+        with pytest.raises(TypeError, match=missing):
+            simulate(ONE_AP, EMB1, [wg(0)], **given)
+    workload = [wg(0, waves=2, duration=5), wg(1, waves=3, duration=4, arrival=2)]
+    result = simulate(ONE_AP, EMB1, workload, cycles=60, warmup=10, execution="shared",
+                      channels=(ChannelConfig(),), debug=True, strict=True)
+    assert result == DispatchSimulator(ONE_AP, EMB1, workload, cycles=60, warmup=10,
+                                       execution="shared", channels=(ChannelConfig(),)).run()
+    assert result["execution"] == "shared" and result["cycles"] < 60
 
 
 # -- building blocks --------------------------------------------------------------------------
