@@ -43,6 +43,7 @@ limit are made, and a window of more than :data:`MAX_WORKGROUPS` WGs is refused 
 saying how to narrow it.
 """
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -230,7 +231,7 @@ class KernelWorkload:
 
 
 def _short(name: str, width: int = 48) -> str:
-    name = name.removeprefix("void ")
+    name = re.sub(r"\s*\[\d+\]$", "", name.removeprefix("void "))   # nvprof's correlation id
     return name if len(name) <= width else name[:width - 3] + "..."
 
 
