@@ -381,3 +381,17 @@ def test_rocprofv2_and_long_form_pmc_perf(tmp_path):
     assert [(k.workgroups, k.start_ns, k.duration_ns) for k in trace.kernels] == [
         (4, 10, 10), (8, 31, 11)]
     assert trace.skipped == {"further counter rows of a dispatch (long-form pmc_perf)": 1}
+
+
+def test_nsys_context_and_stream_spelled_out(tmp_path):
+    # Older Nsight Systems reports name the columns Context and Stream (not Ctx / Strm) and
+    # write units without a space; two streams must stay two channels.
+    path = tmp_path / "gputrace.csv"
+    path.write_text("Start(ns),Duration(ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,"
+                    "StcSMem(B),DymSMem(B),Bytes(B),Device,Context,Stream,Name\n"
+                    "100,50,1,4,1,1,128,1,1,32,1024,0,,GPU 0,1,7,k1\n"
+                    "120,50,2,4,1,1,128,1,1,32,1024,0,,GPU 0,1,9,k2\n")
+    trace = read_kernel_trace(path)
+    assert trace.format == "nsys"
+    assert [(k.stream, k.lds_bytes, k.start_ns) for k in trace.kernels] == [
+        (("GPU 0", "1", "7"), 1024, 100), (("GPU 0", "1", "9"), 1024, 120)]

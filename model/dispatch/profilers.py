@@ -681,7 +681,8 @@ def _read_nsys(path, header_row, columns, records, problems):
     block = [pick(f"Blk{a}") for a in "XYZ"]
     registers, name = pick("Reg/Trd"), pick("Name")
     static, dynamic = pick("StcSMem"), pick("DymSMem", required=False)
-    stream = [c for c in (pick("Device", False), pick("Ctx", False), pick("Strm", False)) if c]
+    stream = [c for c in (pick("Device", False), pick("Ctx", False) or pick("Context", False),
+                          pick("Strm", False) or pick("Stream", False)) if c]
     scale = {start: _unit(start, _TIME_UNITS, path), duration: _unit(duration, _TIME_UNITS, path),
              static: _unit(static, _NSYS_BYTES, path)}
     if dynamic:
