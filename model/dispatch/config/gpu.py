@@ -1,6 +1,7 @@
-"""The ``[gpu]`` table: the GPU's shape and resources (:class:`GpuConfig`), its reader, and
+"""The ``[gpu]`` table: the GPU's shape and resources (:class:`GpuConfig`), its reader,
 embodiment 7's schedule of a shared free-block unit over the AP's status words
-(:func:`shared_schedule`)."""
+(:func:`shared_schedule`), and the execution models (:data:`EXECUTIONS`; the shared-issue one
+reads the GPU's ``issue_width`` and ``drain``)."""
 
 import math
 from dataclasses import dataclass
