@@ -1,5 +1,6 @@
-"""The baselines' selection rules, each a selector of its own (the seed's rule is
-:class:`model.dispatch.selector.Selector`).
+"""The baselines' selection rules and wave placement, each a selector or matcher of its own
+(the seed's are :class:`model.dispatch.selector.Selector` and
+:class:`model.dispatch.matcher.Matcher`).
 
 Seed 002's "existing technique" (背景技术) and two real dispatchers' rules, for comparison
 with embodiment 1: ``"strict"`` (the prior art: the highest-priority head in round-robin
@@ -7,15 +8,20 @@ channel order, which blocks every channel while it does not fit), ``"gpgpusim"``
 channel in round-robin order whose head fits anywhere, as GPGPU-Sim's kernel/CTA issue does)
 and ``"miaow"`` (MIAOW's one-WG buffer: a WG is taken from the channels in round-robin order
 and waits in the buffer until it fits). The AP choice is the policy's, as for the seed's
-rule. RTL twin: :mod:`hw.dispatch.selector` (its ``selection`` register chooses the rule).
+rule. ``wave_placement = "least_loaded"`` deals each wave to the PEU with the most free
+slots, as real dispatchers spread them, instead of embodiment 8's split table
+(:class:`LeastLoadedMatcher`). RTL twin: :mod:`hw.dispatch.selector` (its ``selection``
+register chooses the rule); the least-loaded placement has none (the RTL refuses it).
 
-:func:`selector_for` builds the selector of a policy.
+:func:`selector_for` and :func:`matcher_for` build a policy's.
 """
 
 from model.dispatch.config import WorkGroup
+from model.dispatch.matcher import Matcher
 from model.dispatch.selector import Selector
 
-__all__ = ["GpgpuSimSelector", "MiaowSelector", "StrictSelector", "selector_for"]
+__all__ = ["GpgpuSimSelector", "LeastLoadedMatcher", "MiaowSelector", "StrictSelector",
+           "matcher_for", "selector_for"]
 
 
 class _RoundRobin(Selector):
@@ -104,3 +110,50 @@ SELECTORS = {"multi": Selector, "strict": StrictSelector, "gpgpusim": GpgpuSimSe
 def selector_for(gpu, policy, queues, matcher, resources, view) -> Selector:
     """The selector of ``policy.selection``, on the given stages."""
     return SELECTORS[policy.selection](gpu, policy, queues, matcher, resources, view)
+
+
+class LeastLoadedMatcher(Matcher):
+    """``wave_placement = "least_loaded"``: each wave in turn goes to the PEU of the AP with
+    the most free wave slots (less the waves already given to it) on which the grown wave
+    group still fits the VGPR and SGPR views; ties to the lowest index. No rotating pointer.
+    (Not defined with the decision pipeline: the policy check refuses it.)"""
+
+    def least_loaded_row(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
+        """Waves per PEU of ``ap`` for ``wg``; ``None`` when some wave fits no PEU."""
+        Q = self.Q
+        base = ap * Q
+        slots = self.slots[ap]
+        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        v, s = wg.vgpr, wg.sgpr
+        counts = [0] * Q
+        for _ in range(wg.waves):
+            best, most = -1, 0
+            for q in range(Q):
+                room = slots[q] - counts[q]
+                grown = counts[q] + 1
+                if room > most and grown * v <= vgpr[base + q] and grown * s <= sgpr[base + q]:
+                    best, most = q, room
+            if best < 0:
+                return None
+            counts[best] += 1
+        return tuple(counts)
+
+    def placement(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
+        return self.least_loaded_row(wg, ap)
+
+    def fits(self, wg: WorkGroup, ap: int) -> bool:
+        if wg.lds > self.view["lds"][ap]:
+            return False
+        return wg.waves <= self.ap_slots[ap] and self.least_loaded_row(wg, ap) is not None
+
+    def masks_of(self, wg: WorkGroup) -> int:
+        return sum(1 << ap for ap in range(self.P) if self.fits(wg, ap))
+
+    def chosen(self, ap: int, waves: int) -> None:
+        return None                          # no pointer to move
+
+
+def matcher_for(gpu, policy, view, resources, queues) -> Matcher:
+    """The matcher of ``policy.wave_placement``, on the given stages."""
+    kind = LeastLoadedMatcher if policy.wave_placement == "least_loaded" else Matcher
+    return kind(gpu, policy, view, resources, queues)

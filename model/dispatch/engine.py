@@ -61,7 +61,7 @@ import numpy as np
 from model.checks import InvariantError
 from model.config import ConfigError
 from model.dispatch.allocator import Allocator
-from model.dispatch.baselines import selector_for
+from model.dispatch.baselines import matcher_for, selector_for
 from model.dispatch.checks import check_all, reporter
 from model.dispatch.config import (
     EXECUTIONS,
@@ -75,7 +75,7 @@ from model.dispatch.config import (
     quantised_mix,
 )
 from model.dispatch.execution import execution_for
-from model.dispatch.matcher import Matcher, split_table
+from model.dispatch.matcher import split_table
 from model.dispatch.metrics import (
     EVENT_KINDS,
     Counters,
@@ -183,7 +183,7 @@ class DispatchSimulator:
         self.resources = Resources(gpu, policy, self.views, self.violation, power_window)
         self.queues = Queues(gpu, policy, self.views, channel_count, len(copies), event,
                              self.counters, self.violation)
-        self.matcher = Matcher(gpu, policy, self.views, self.resources, self.queues)
+        self.matcher = matcher_for(gpu, policy, self.views, self.resources, self.queues)
         self.selector = selector_for(gpu, policy, self.queues, self.matcher, self.resources,
                                      self.views)
         self.allocator = Allocator(gpu, policy, self.resources, self.matcher, self.wave_power)

@@ -3,9 +3,10 @@
 Seed 002, embodiment 1 (steps a3, a31-a32: a head fits an AP when every PEU can take its wave
 group — free wave slots, a VGPR and an SGPR block no longer than the view's lengths — and
 the WG's LDS fits the AP's view) and embodiment 8 (steps h101-h103: the split table and the
-per-AP rotating pointer, moved only when the AP is really chosen). Also the least-loaded
-wave placement of real dispatchers (``wave_placement = "least_loaded"``), a baseline's
-matcher. RTL twin: :mod:`hw.dispatch.matcher`.
+per-AP rotating pointer, moved only when the AP is really chosen). The least-loaded wave
+placement of real dispatchers (``wave_placement = "least_loaded"``) is a baseline's matcher
+of its own (:class:`model.dispatch.baselines.LeastLoadedMatcher`). RTL twin:
+:mod:`hw.dispatch.matcher`.
 
 Step 4 of the model's cycle (:mod:`model.dispatch.engine`) reads the view of cycle
 ``t - L`` (:class:`model.dispatch.views.View`) and the current free wave slots
@@ -54,7 +55,6 @@ class Matcher:
         self.rows: dict[tuple[int, int], tuple[int, ...]] = {}
         self.pointer = [0] * P                       # embodiment 8, per AP
         self.rotate = policy.rotate
-        self.least_loaded = policy.wave_placement == "least_loaded"
         self.masks: dict[int, list[int]] = {}
 
     # -- embodiment 8 --------------------------------------------------------------------------
@@ -76,37 +76,12 @@ class Matcher:
 
     def chosen(self, ap: int, waves: int) -> None:
         """A WG of ``waves`` was dispatched to ``ap``: its pointer moves on (step h103)."""
-        if self.rotate and not self.least_loaded:
+        if self.rotate:
             self.pointer[ap] = (self.pointer[ap] + waves) % self.Q
 
-    def least_loaded_row(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
-        """``wave_placement = "least_loaded"``: each wave in turn goes to the PEU of ``ap``
-        with the most free wave slots (less the waves already given to it) on which the
-        grown wave group still fits the VGPR and SGPR views; ties to the lowest index.
-        ``None`` when some wave fits no PEU."""
-        Q = self.Q
-        base = ap * Q
-        slots = self.slots[ap]
-        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
-        v, s = wg.vgpr, wg.sgpr
-        counts = [0] * Q
-        for _ in range(wg.waves):
-            best, most = -1, 0
-            for q in range(Q):
-                room = slots[q] - counts[q]
-                grown = counts[q] + 1
-                if room > most and grown * v <= vgpr[base + q] and grown * s <= sgpr[base + q]:
-                    best, most = q, room
-            if best < 0:
-                return None
-            counts[best] += 1
-        return tuple(counts)
-
     def placement(self, wg: WorkGroup, ap: int) -> tuple[int, ...] | None:
-        """Waves per PEU of ``ap`` for ``wg`` under the policy's wave placement (``None``:
-        the least-loaded placement finds no PEU for some wave)."""
-        if self.least_loaded:
-            return self.least_loaded_row(wg, ap)
+        """Waves per PEU of ``ap`` for ``wg`` under the policy's wave placement (``None``
+        when it finds no PEU for some wave; never for the split table's)."""
         return self.row(wg.waves, ap)
 
     def waves(self, wg: WorkGroup) -> np.ndarray:
@@ -122,8 +97,6 @@ class Matcher:
         slots) and the WG's LDS fits the AP's view."""
         if wg.lds > self.view["lds"][ap]:
             return False
-        if self.least_loaded:
-            return wg.waves <= self.ap_slots[ap] and self.least_loaded_row(wg, ap) is not None
         row = self.rows.get((wg.waves, self.pointer[ap] if self.rotate else 0))
         if row is None:
             row = self.row(wg.waves, ap)
@@ -144,8 +117,6 @@ class Matcher:
     def masks_of(self, wg: WorkGroup) -> int:
         """:meth:`fits` on every AP at once, as a bit mask (the loop of ``fits`` inlined:
         a new head is tested against every AP)."""
-        if self.least_loaded:
-            return sum(1 << ap for ap in range(self.P) if self.fits(wg, ap))
         lds_view, vgpr, sgpr = self.view["lds"], self.view["vgpr"], self.view["sgpr"]
         rows, pointer, rotate = self.rows, self.pointer, self.rotate
         all_slots, ap_slots, Q = self.slots, self.ap_slots, self.Q
