@@ -37,7 +37,9 @@ __all__ = ["BlockLibrary", "DispatchShape", "block_name", "dispatcher_verilog"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Sources whose text decides the generated Verilog (part of every cache key).
-SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"), ROOT / "hw" / "maxblock.py",
+#: (``hw/maxblock.py`` or, once split, the package ``hw/maxblock/``.)
+SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"),
+                  *(ROOT / "hw").glob("maxblock.py"), *(ROOT / "hw" / "maxblock").glob("*.py"),
                   ROOT / "hw" / "shared_maxblock.py", ROOT / "hw" / "flow" / "dispatch_build.py"])
 
 
