@@ -6,8 +6,9 @@ the energy of every policy of a seed is integrated over the same horizon (the la
 among them). In the inflation experiment the inflated, shuffled pod list of a seed is the same
 for every policy. Claims are judged over the seeds with :func:`model.stats.compare`.
 
-``--bench`` times the whole-trace-sized run (1,213 nodes with the v2023 composition, 8,152
-synthetic pods) with every policy, timed and inflation, one process on one core.
+``--bench`` times the whole real v2023 trace (1,213 nodes, the default list's 8,152 pods, the
+copy in tests/data) with every policy, timed and inflation, one seed, one process on one
+core.
 """
 
 import random
@@ -73,8 +74,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--debug", action="store_true",
                         help="check the model's invariants after every event (slower)")
     parser.add_argument("--bench", action="store_true",
-                        help="time every policy on the whole-trace-sized synthetic run "
-                             "(1,213 nodes, 8,152 pods), or on --config scenarios")
+                        help="time every policy on the whole real v2023 trace (1,213 "
+                             "nodes, 8,152 pods), or on --config scenarios")
 
 
 def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedScenario:
@@ -401,7 +402,6 @@ def _plot_inflation(prepared: PreparedScenario, results: dict[str, dict], path: 
 def _bench(args) -> int:
     """Time every policy on the whole-trace-sized run, or on the given scenarios."""
     from model.cli import default_configs
-    from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
 
     given = sorted(Path(path) for path in args.config or [])
     scenarios = None
@@ -409,13 +409,17 @@ def _bench(args) -> int:
         scenarios = [load_scenario(path) for path in given]
     rows, total = [], 0.0
     if scenarios is None:
-        nodes = alibaba_nodes(1.0)
+        from model.cluster.config import TraceSource
+        from model.cluster.power import BUILTIN_HOSTS
+        from model.cluster.repro import DATA, NODES
+
+        source = TraceSource(pods=DATA / "openb_pod_list_default.csv", nodes=DATA / NODES)
         card_types = dict(BUILTIN_CARD_TYPES)
-        jobs = alibaba_jobs(AlibabaWorkload(), random.Random(args.seed))
-        typical = typical_pods(jobs)
+        nodes, _ = read_nodes(source.nodes, card_types, BUILTIN_HOSTS, source)
+        jobs, _ = read_pods(source.pods, source, timed=True)
+        untimed, _ = read_pods(source.pods, source, timed=False)
+        typical = typical_pods(untimed)
         capacity = sum(len(node.cards) for node in nodes) * 1000
-        untimed = [Job(job.index, job.name, None, job.cards, job.duration_s, job.types,
-                       job.cpu_milli, job.memory_mib, job.gpu_milli) for job in jobs]
         pods = inflate(untimed, capacity, 1.3, random.Random(args.seed))
         for policy in POLICY_CLASSES:
             row = [policy]
@@ -427,11 +431,12 @@ def _bench(args) -> int:
             rows.append(row)
         cpu_total = sum(row[1] + row[3] for row in rows)
         wall_total = sum(row[2] + row[4] for row in rows)
-        caption = (f"{len(nodes)} nodes, {capacity // 1000} GPUs; timed: {len(jobs)} synthetic "
-                   f"pods (v2023 shapes); inflation: {len(pods)} pods (130%). One process, "
+        caption = (f"The real v2023 trace: {len(nodes)} nodes, {capacity // 1000} GPUs; timed: "
+                   f"{len(jobs)} pods of the default list at their own times; inflation: "
+                   f"{len(pods)} pods (130%). One process, "
                    f"one core: {cpu_total:.1f} s of CPU time, {wall_total:.1f} s of wall time "
                    f"in all")
-        print_table("cluster --bench: the whole-trace-sized run",
+        print_table("cluster --bench: the whole real trace, every policy, one seed",
                     ["policy", "timed\nCPU s", "timed\nwall s", "inflation\nCPU s",
                      "inflation\nwall s"], rows, caption=caption)
         args.record.note(bench=True, cpu_seconds=cpu_total, wall_seconds=wall_total,

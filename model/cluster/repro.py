@@ -230,7 +230,7 @@ def plot(ours, allocation, path) -> Path:
     whole 0-130 % axis, and a zoom on 80-130 % where the policies part."""
     from model.report import figure, save_figure
 
-    lists = [name for name in LISTS if any(key[0] == name for key in ours)]
+    lists = list(dict.fromkeys(key[0] for key in ours))
     fig, axes = figure(2, len(lists), figsize=(5.2 * len(lists), 8.5), squeeze=False)
     colours = dict(zip(ARTIFACT_POLICIES.values(),
                        ("tab:gray", "tab:purple", "tab:orange", "tab:green", "tab:blue",
@@ -267,7 +267,13 @@ def main(argv=None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=len(ARTIFACT_SEEDS),
                         help="seeds 42, 43, ... (default: the artifact's ten)")
-    parser.add_argument("--lists", nargs="+", default=list(LISTS), choices=LISTS)
+    parser.add_argument("--lists", nargs="+", default=list(LISTS), metavar="LIST",
+                        help="pod lists (file stems in --data; default: the three shipped)")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder of the node list, the pod lists and the artifact's "
+                             "expected_allocation_fgd_artifact.csv / "
+                             "expected_fragmentation_fgd_artifact.csv (rows of other lists "
+                             "are ignored; the artifact's full analysis_*_discrete.csv work)")
     parser.add_argument("--tie-break", default="name", choices=("name", "random"))
     parser.add_argument("--tolerance", type=float, default=0.5,
                         help="allowed difference of the means, allocation points (0.5)")
@@ -277,15 +283,25 @@ def main(argv=None) -> int:
     if args.seeds < 1:
         parser.error("--seeds: must be at least 1")
     seeds = tuple(range(42, 42 + args.seeds))
+    for name in [NODES] + [f"{pod_list}.csv" for pod_list in args.lists] + [
+            "expected_allocation_fgd_artifact.csv"]:
+        if not (args.data / name).is_file():
+            parser.error(f"--data: {args.data / name} is not a file")
     started = time.process_time()
     try:
-        ours = reproduce(args.lists, seeds=seeds, tie_break=args.tie_break,
+        ours = reproduce(args.lists, seeds=seeds, tie_break=args.tie_break, data=args.data,
                          progress=lambda text: print(f"  running {text}", file=sys.stderr))
     except KeyboardInterrupt:
         print("interrupted: nothing compared", file=sys.stderr)
         return 130
-    allocation = load_expected(DATA / "expected_allocation_fgd_artifact.csv")
-    fragmentation = load_expected(DATA / "expected_fragmentation_fgd_artifact.csv")
+    allocation = load_expected(args.data / "expected_allocation_fgd_artifact.csv")
+    frag_file = args.data / "expected_fragmentation_fgd_artifact.csv"
+    fragmentation = load_expected(frag_file) if frag_file.is_file() else None
+    missing = [pod_list for pod_list in args.lists
+               if not any(key[0] == pod_list for key in allocation)]
+    if missing:
+        print(f"note: the artifact publishes no curve for {', '.join(missing)}",
+              file=sys.stderr)
     result = compare(ours, allocation, fragmentation, tolerance=args.tolerance,
                      per_seed_sds=None if args.seeds >= 10 else 3.0)
     print_table(f"Reproduction of the FGD artifact (seeds {seeds[0]}-{seeds[-1]}, tie-break "
