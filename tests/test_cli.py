@@ -429,6 +429,7 @@ def test_one_policy_runs_without_the_claims_unless_asked(tmp_path, capsys):
     alone = _dispatch_json(tmp_path, "--policy", "emb1")
     printed = capsys.readouterr().out
     assert "claims" not in alone and "Capacity" not in printed and "claims over" not in printed
+    assert "claims were not measured (--policy alone); --claims measures them" in printed
     (entry,) = alone["scenarios"].values()
     assert list(entry["policies"]) == ["emb1"]
     asked = _dispatch_json(tmp_path, "--policy", "emb1", "--claims")

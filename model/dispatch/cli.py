@@ -260,6 +260,9 @@ def run(args) -> int:
             record.scenario(scenario.name, {"notes": notes, "policies": results}, file=path)
     if measure and any(scenario.claims for scenario in converted):
         record.note(claims=_claims(converted, settings, args, known))
+    elif not args.no_claims and any(scenario.claims for scenario in converted):
+        print("  note: the scenarios' claims were not measured (--policy alone); --claims "
+              "measures them")
     return 0
 
 
