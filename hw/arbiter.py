@@ -7,6 +7,10 @@ to ``classes`` job classes. Its cycle-exact golden model is
 model and the hardware reject a bad argument with the same message) and the seed's
 functions :func:`~model.arbiter.expected_weight` and :func:`~model.arbiter.delay_factor`.
 :class:`ArbiterConfig` pairs a parameter set with both, for the benches and the reports.
+
+Kept in one module although it is over 600 lines: it is one component, its class docstring
+(the contract, about 125 lines) and one ``elaborate`` (about 350) that builds a clock's
+decision in the seed's order; the lint-clean helpers above it serve only that method.
 """
 
 from collections.abc import Sequence

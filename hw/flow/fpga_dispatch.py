@@ -31,6 +31,11 @@ Results are cached in ``<out>/cache/`` by a key over what decides the Verilog (t
 generating sources), the tools and the flow; not over the Verilog text, which Amaranth
 changes from one Python process to the next (a submodule's port order follows string
 hashes).
+
+Kept in one module although it is over 600 lines: it is one command's flow, read in order
+(the designs, their synthesis and place-and-route, the tables), and every step reads the same
+tables of configurations, views and parts (:data:`CONFIGURATIONS`, :data:`VIEWS`,
+:data:`PARTS`), which a split would have to move into a third module of their own.
 """
 
 import argparse
