@@ -158,7 +158,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         return pieces, {field: ("join", field) for field in widths}
 
     def elaborate(self, platform):
-        # The tree and its pieces are described at the top of this section; the pipeline
+        # The tree and its pieces are described in hw.maxblock.tree; the pipeline
         # registers sit between pieces, each carrying only what later pieces read.
         m = Module()
         pieces, outputs = self._pieces()
