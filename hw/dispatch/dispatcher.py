@@ -118,13 +118,16 @@ class Dispatcher(wiring.Component):
     def _scores(self, params: DispatcherParams) -> ScorePipeline:
         return ScorePipeline(params)
 
+    def _queues(self, params: DispatcherParams) -> ChannelQueues:
+        return ChannelQueues(params)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
         gpu, policy = p.gpu, p.policy
         R, P, Q, Y = p.channels, p.aps, p.peus, p.priorities
 
-        m.submodules.queues = queues = ChannelQueues(p)
+        m.submodules.queues = queues = self._queues(p)
         m.submodules.views = views = FreeBlockViews(p, self._wrap)
         m.submodules.matcher = matcher = Matcher(p, (p.pipeline + 3) * R if p.pipeline else R)
         m.submodules.selector = selector = self._selector(p)

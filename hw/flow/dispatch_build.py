@@ -102,7 +102,8 @@ class BlockLibrary:
             if path is not None and path.exists():
                 text = path.read_text()
             else:
-                text = verilog.convert(self.modules[name], name=name, emit_src=False)
+                text = verilog.convert(self.modules[name], name=name, emit_src=False,
+                                       strip_internal_attrs=True)
                 if path is not None:
                     _write_atomically(path, text)
             self._text[name] = text
@@ -212,7 +213,10 @@ def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None) -> str:
     if path is not None and path.exists():
         return path.read_text()
     library = BlockLibrary(cache)
-    top = verilog.convert(shape.dispatcher(library.wrap), name=shape.name, emit_src=False)
+    # No internal attributes, above all no ``top``: read with a user's design, Yosys must
+    # keep the user's top (it took the dispatcher or a free-block module for it).
+    top = verilog.convert(shape.dispatcher(library.wrap), name=shape.name, emit_src=False,
+                          strip_internal_attrs=True)
     text = top + "\n" + library.verilog()
     if path is not None:
         _write_atomically(path, text)

@@ -4,8 +4,14 @@
 the dispatcher for the scenario's GPU and the policy's circuit (one build per shape, kept in
 ``build/cocotb/<simulator>/<shape>``), runs the scenario's workload through the model and
 through the RTL (cocotb, ``tb/test_dispatch.py``), compares every clock and prints
-``N cycles, M dispatches compared, K mismatches``; on a mismatch it prints the first differing
-clock and exits with status 1. A configuration error is one line and status 2.
+``N cycles, M dispatches compared, K mismatches`` as its last line; on a mismatch it prints the
+first differing clock before it and exits with status 1. A configuration error is one line and
+status 2. It says what it builds and how long that is expected to take, and every 30 s how long
+it has been at it; the simulator's output goes to ``build.log`` and ``run.log`` in the build
+directory, not to the terminal. Ctrl-C is one line and status 130.
+
+Shipped co-simulation shapes (``configs/cosim/``) build and run in about a minute or two;
+the full-size dispatch scenarios take a Verilator build of many minutes.
 
 :func:`run_cosim` is the same for a list of jobs on one build (the tests use it).
 """
@@ -26,7 +32,8 @@ from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
 
-__all__ = ["REDUCTION", "main", "reduced", "run_cosim", "scenario_shape", "unsupported"]
+__all__ = ["REDUCTION", "main", "policy_unsupported", "reduced", "run_cosim", "scenario_shape",
+           "unsupported"]
 
 #: How ``make test`` reduces a shipped scenario (the 16 x 4 GPU of 128-block VGPR files takes
 #: minutes to build and runs at a few clocks per second on Icarus): APs / 8, every block count
@@ -71,11 +78,13 @@ def reduced(gpu, policies, workload, reduction=None):
     return gpu, policies, workload
 
 
-def scenario_shape(scenario, policy, *, reduce: bool = False) -> DispatchShape:
-    """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (at
-    least 4, so that scenarios of up to 4 channels share a build), reduced with ``reduce``."""
+def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True
+                   ) -> DispatchShape:
+    """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (with
+    ``pad``, at least 4, so that scenarios of up to 4 channels share a build), reduced with
+    ``reduce``."""
     channels = tuple(scenario.channels) or max(1, scenario.channel_count)
-    if isinstance(channels, tuple) and len(channels) < 4:
+    if pad and isinstance(channels, tuple) and len(channels) < 4:
         channels = channels + tuple(ChannelConfig() for _ in range(4 - len(channels)))
     gpu = scenario.gpu
     if reduce:
@@ -83,61 +92,112 @@ def scenario_shape(scenario, policy, *, reduce: bool = False) -> DispatchShape:
     return DispatchShape.of(gpu, policy, channels)
 
 
-def unsupported(scenario, policy, seed: int = 1) -> str | None:
-    """Why ``policy`` of ``scenario`` cannot be co-simulated (``None``: it can): the RTL
-    places waves by embodiment 8 only and has no in-order barriers."""
-    if scenario.kernel_trace is not None:
-        return ("kernel-trace scenarios are not co-simulated (convert the trace with "
-                "gpusched dispatch --write-trace)")
+def policy_unsupported(policy) -> str | None:
+    """Why the RTL dispatcher cannot be built for ``policy`` (``None``: it can)."""
     if policy.wave_placement != "split":
-        return (f'wave_placement = "{policy.wave_placement}" is a model baseline; the RTL '
-                f'places waves by embodiment 8 ("split")')
+        return (f'wave_placement = "{policy.wave_placement}" is not built: the RTL places '
+                f'a WG\'s waves by embodiment 8 ("split", one comparison per PEU in the '
+                f'decision\'s clock), not by a per-wave least-loaded choice '
+                f'(docs/dispatch_rtl.md, \'Not built\')')
     if policy.decision_pipeline and policy.ap_choice == "combined" and \
             policy.combined_scale != "all":
         return ('a pipelined decision computes the combined score ahead of the choice, with '
                 'the maxima over every AP: it needs combined_scale = "all"')
-    if any(wg.barrier for wg in scenario.workload(seed)):
-        return "its workload has in-order barriers, which the RTL dispatcher does not keep"
     return None
 
 
+def unsupported(scenario, policy, seed: int = 1) -> str | None:
+    """Why ``policy`` of ``scenario`` cannot be co-simulated (``None``: it can): the RTL
+    places waves by embodiment 8 only and has no in-order barriers."""
+    if scenario.kernel_trace is not None:
+        return ("a kernel-trace replay launches each stream's kernels in order (in-order "
+                "barriers), which the RTL dispatcher does not keep (docs/dispatch_rtl.md, "
+                "'Not built')")
+    reason = policy_unsupported(policy)
+    if reason:
+        return reason
+    if any(wg.barrier for wg in scenario.workload(seed)):
+        return ("its workload has in-order barriers, which the RTL dispatcher does not keep "
+                "(docs/dispatch_rtl.md, 'Not built')")
+    return None
+
+
+#: Verilator's build flags: its lint and style warnings off (``make verilog`` lints the same
+#: Verilog with the waivers; here they were most of the build's output, hundreds of thousands
+#: of lines for the full-size dispatcher, and slowed the build).
+VERILATOR_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
+
+#: Seconds of a Verilator build per KiB of the dispatcher's Verilog, measured on this
+#: project's 2-core machine (a 2 x 4 x 4 build: 0.6 MiB; the full-size 16 x 4 x 4: see
+#: docs/dispatch_rtl.md); what :func:`expected_build_seconds` scales.
+BUILD_SECONDS_PER_KIB = 0.09
+
+
+def expected_build_seconds(text: str, simulator: str) -> float:
+    """The expected build time of Verilog ``text`` on ``simulator`` (seconds)."""
+    kib = len(text) / 1024
+    return kib * BUILD_SECONDS_PER_KIB if simulator == "verilator" else 2 + kib * 0.005
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _verilog(shape: DispatchShape, component) -> str:
+    if component is None:
+        return dispatcher_verilog(shape, BLOCK_CACHE)
+    from amaranth.back import verilog
+
+    from hw.flow.dispatch_build import BlockLibrary
+    library = BlockLibrary(BLOCK_CACHE)
+    built = component(library.wrap)
+    return verilog.convert(built, name=shape.name, emit_src=False,
+                           strip_internal_attrs=True) + "\n" + library.verilog()
+
+
 def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, component=None,
-              tag: str = "", fail: bool = True) -> list[dict]:
+              tag: str = "", fail: bool = True, progress=None) -> list[dict]:
     """Build ``shape`` (or ``component``, a variant of it, under ``tag``) for ``simulator``,
     run ``jobs`` (see ``tb/test_dispatch.py``) and return their summaries.
 
-    Under pytest a job with a mismatch ends the run with ``SystemExit`` (the cocotb test
-    fails) unless ``fail`` is false; otherwise the summaries say what differed.
+    The build is kept in ``build/cocotb/<simulator>/<shape name><tag>`` and redone only when
+    the Verilog changed; its output goes to ``build.log`` there and the simulation's to
+    ``run.log`` (nothing on the terminal). ``progress(text)``, when given, is called with what
+    happens (the build and its expected time, then the run). Under pytest a job with a
+    mismatch ends the run with ``SystemExit`` (the cocotb test fails) unless ``fail`` is
+    false; otherwise the summaries say what differed.
     """
     reason = missing_simulator(simulator)
     if reason:
         raise RuntimeError(reason)
     build_dir = BUILD_ROOT / "cocotb" / simulator / (shape.name + tag)
     build_dir.mkdir(parents=True, exist_ok=True)
-    if component is None:
-        text = dispatcher_verilog(shape, BLOCK_CACHE)
-    else:
-        from amaranth.back import verilog
-
-        from hw.flow.dispatch_build import BlockLibrary
-        library = BlockLibrary(BLOCK_CACHE)
-        built = component(library.wrap)
-        text = verilog.convert(built, name=shape.name, emit_src=False) + "\n" + \
-            library.verilog()
+    text = _verilog(shape, component)
     source = build_dir / f"{shape.name}.v"
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
     runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
-    build_args = ["-Wno-fatal"] if simulator == "verilator" else []
-    runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=build_args)
+    build_args = VERILATOR_BUILD_ARGS if simulator == "verilator" else []
+    build_log, run_log = build_dir / "build.log", build_dir / "run.log"
+    if progress is not None:
+        progress(f"building {shape.name} on {simulator} (expected: about "
+                 f"{_duration(expected_build_seconds(text, simulator))} unless built before; "
+                 f"log: {build_log})")
+    try:
+        runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
+                     timescale=("1ns", "1ps"), build_args=build_args, log_file=build_log)
+    except RuntimeError as error:
+        raise RuntimeError(f"the {simulator} build of {shape.name} failed ({error}); its "
+                           f"output: {build_log}") from None
+    if progress is not None:
+        progress(f"running {len(jobs)} job(s) (log: {run_log})")
     with tempfile.TemporaryDirectory(dir=build_dir) as work:
         jobs_file, results = Path(work) / "jobs.json", Path(work) / "results.json"
         jobs_file.write_text(json.dumps(jobs))
         try:
             try:
                 runner.test(test_module="tb.test_dispatch", hdl_toplevel=shape.name,
-                            build_dir=build_dir, timescale=("1ns", "1ps"),
+                            build_dir=build_dir, timescale=("1ns", "1ps"), log_file=run_log,
                             extra_env={"DISPATCH_SHAPE": shape.to_json(),
                                        "DISPATCH_JOBS": str(jobs_file),
                                        "DISPATCH_RESULTS": str(results),
@@ -160,6 +220,40 @@ def _line(summary: dict) -> str:
                                                              "rejects", "releases")
              if summary.get(k)]
     return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+class _Progress:
+    """What a long ``make cosim`` is doing: each step on its own line, and every
+    ``interval`` seconds how long it has taken (and the bench's last progress line)."""
+
+    def __init__(self, interval: float = 30.0):
+        import threading
+        import time
+
+        self._time, self._interval = time, interval
+        self._step, self._since, self._log = "", time.monotonic(), None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+
+    def __call__(self, text: str) -> None:
+        print(text, flush=True)
+        self._step, self._since = text.split(" (")[0], self._time.monotonic()
+        found = text.rsplit("log: ", 1)
+        self._log = Path(found[1].rstrip(")")) if len(found) == 2 else None
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._interval):
+            elapsed = self._time.monotonic() - self._since
+            last = ""
+            if self._log is not None and self._log.exists():
+                lines = [line for line in self._log.read_text(errors="replace").splitlines()
+                         if "progress:" in line]
+                last = f"; {lines[-1].split('progress:', 1)[1].strip()}" if lines else ""
+            print(f"  ... {self._step}: {_duration(elapsed)}{last}", flush=True)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def main(argv=None) -> int:
@@ -194,23 +288,34 @@ def main(argv=None) -> int:
            "cycles": cycles, "seed": args.seed}
     print(f"{args.config.name} / {name}: {scenario.gpu.aps} APs x {scenario.gpu.peus} PEUs, "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
-          f"{policy.circuit_latency}, on {args.sim}", flush=True)
-    summaries = run_cosim(shape, [job], args.sim, fail=False)
+          f"{policy.circuit_latency}, {cycles} cycles, on {args.sim}", flush=True)
+    progress = _Progress()
+    try:
+        summaries = run_cosim(shape, [job], args.sim, fail=False, progress=progress)
+    except KeyboardInterrupt:
+        progress.stop()
+        print("\ninterrupted: nothing compared (a finished build is kept for the next run)",
+              file=sys.stderr)
+        return 130
+    except RuntimeError as error:
+        progress.stop()
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    progress.stop()
     if not summaries:
-        print("error: the simulation produced no result", file=sys.stderr)
+        print("error: the simulation produced no result (see its log above)", file=sys.stderr)
         return 1
     summary = summaries[0]
     for note in summary["notes"][:5]:
         print(f"note: {note}")
-    print(f"{summary['cycles']} cycles, {summary['dispatches']} dispatches compared, "
-          f"{summary['mismatches']} mismatches")
     for violation in summary["violations"][:5]:
         print(f"protocol: {violation}")
-    if summary["mismatches"] or summary["violations"]:
-        if summary["first"]:
-            print(f"first difference: {summary['first']}")
-        return 1
-    return 0
+    bad = summary["mismatches"] or summary["violations"]
+    if bad and summary["first"]:
+        print(f"first difference: {summary['first']}")
+    print(f"{summary['cycles']} cycles, {summary['dispatches']} dispatches compared, "
+          f"{summary['mismatches']} mismatches", flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,198 @@
+"""``make verilog BLOCK=dispatcher CONFIG=...``: the RTL dispatcher as a user takes it.
+
+* no ``top`` attribute: the worked integration of docs/dispatch_rtl.md (a user's top around
+  the typed wrapper) read by Yosys without ``-top`` keeps the user's top, and lints clean with
+  ``verilator --lint-only -Wall`` and the generated waivers; the test runs exactly the docs'
+  example, on the small co-simulation shape (the docs show the default 16 x 4 x 4 build,
+  whose generation and lint take minutes);
+* the port map names every port and field (width, offset, meaning), the handshake rules, the
+  configuration addresses, and reset values that the circuit has;
+* bad input is one line.
+"""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hw.flow.formal import find_yosys
+from hw.flow.generate import (
+    CONFIG_REGISTERS,
+    DISPATCHER_RESET,
+    DISPATCHER_SIGNALS,
+    dispatcher_shape,
+    lint,
+    main,
+    write_dispatcher,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "dispatch_rtl.md"
+SMALL = ROOT / "configs" / "cosim" / "default_small.toml"
+#: A build's module name (dispatcher_<aps>x<peus>x<channels>_<circuit>_l<latency>_<digest>).
+MODULE = r"dispatcher_\d+x\d+x\d+_[a-z]+_l\d+_[0-9a-f]{10}"
+
+
+def _yosys_reason() -> str | None:
+    try:
+        find_yosys()
+    except Exception as error:  # noqa: BLE001 - any reason to skip is printed
+        return str(error)
+    return None
+
+
+def docs_example() -> str:
+    """The user's top of the worked integration (the first systemverilog block)."""
+    found = re.search(r"```systemverilog\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert found, "docs/dispatch_rtl.md has no systemverilog example"
+    return found.group(1)
+
+
+def docs_commands() -> list[str]:
+    """The shell lines of the worked integration (the first sh block)."""
+    found = re.search(r"```sh\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert found, "docs/dispatch_rtl.md has no sh example"
+    return [line for line in found.group(1).splitlines() if line and not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    shape, scenario, policy = dispatcher_shape(SMALL)
+    directory = tmp_path_factory.mktemp("dispatcher_verilog")
+    return shape, write_dispatcher(shape, directory, policy, scenario.gpu, scenario.channels)
+
+
+def test_the_docs_start_with_the_worked_integration():
+    text = DOCS.read_text()
+    head = text[:text.index("## Block diagram")]
+    assert "make verilog BLOCK=dispatcher CONFIG=configs/dispatch/default.toml" in head
+    assert "```systemverilog" in head and "```sh" in head
+    commands = docs_commands()
+    assert any("yosys" in line and not re.search(r"\s-top\b", line) for line in commands), \
+        commands
+    assert any("verilator --lint-only -Wall" in line for line in commands), commands
+
+
+def test_no_top_attribute_and_yosys_keeps_the_users_top(small, tmp_path):
+    if _yosys_reason():
+        pytest.skip(_yosys_reason())
+    shape, files = small
+    assert "top" not in re.findall(r"\(\*\s*(\w+)", files.verilog.read_text())
+    directory = files.verilog.parent
+    (directory / "my_gpu_frontend.sv").write_text(re.sub(MODULE, shape.name, docs_example()))
+    yosys = next(line for line in docs_commands() if "yosys" in line)
+    script = re.search(r'-p "([^"]*)"', yosys).group(1)
+    script = re.sub(MODULE, shape.name, script)
+    # With `top` on the dispatcher (as it was), Yosys took it for the top and removed
+    # my_gpu_frontend, exit code 0.
+    run = subprocess.run([find_yosys(), "-p", script], cwd=directory, capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    assert re.search(r"Top module:\s+\\my_gpu_frontend", run.stdout), run.stdout[-3000:]
+    assert "Removing unused module `\\my_gpu_frontend'" not in run.stdout
+
+
+def test_the_users_top_lints_clean_with_the_waivers(small):
+    shape, files = small
+    directory = files.verilog.parent
+    top = directory / "my_gpu_frontend.sv"
+    top.write_text(re.sub(MODULE, shape.name, docs_example()))
+    result = lint(files.verilog, files.waivers, files.systemverilog, top,
+                  top="my_gpu_frontend")
+    assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr[-3000:]
+
+
+def test_waivers_say_why_and_leave_the_free_block_circuits_checked(small):
+    shape, files = small
+    lines = files.waivers.read_text().splitlines()
+    rules = [line for line in lines if line.startswith("lint_off")]
+    for index, line in enumerate(lines):
+        if line.startswith("lint_off") and re.search(r"-rule (WIDTH|CMP|CASE|UNSIGNED)", line):
+            assert lines[index - 1].startswith("// "), line       # each with its reason
+            assert "-lines 1-" in line, line                        # the dispatcher's own
+    whole_file = [line for line in rules if "-lines" not in line and "-match" not in line]
+    assert all(re.search(r"-rule (PROCASSINIT|DECLFILENAME)", line) for line in whole_file)
+    text = files.verilog.read_text()
+    last = max(int(re.search(r"-lines 1-(\d+)", line).group(1)) for line in rules
+               if "-lines" in line)
+    modules = re.findall(r"^module \\?(\S+?)\s*\(", text, re.MULTILINE)
+    first_library = next(module for module in modules if not module.startswith(shape.name))
+    library_line = text[:text.index(f"module {first_library}(")].count("\n") + 1
+    assert last < library_line
+
+
+def test_port_map_describes_every_port_and_field(small):
+    shape, files = small
+    port_map = json.loads(files.port_map.read_text())
+    declared = set(re.findall(r"^\s*(?:input|output)\s+(?:\[\d+:0\]\s+)?(\w+)\s*;",
+                              files.verilog.read_text()[:files.verilog.read_text().index(
+                                  "endmodule")], re.MULTILINE))
+    assert {port["name"] for port in port_map["ports"]} == declared
+    for port in port_map["ports"]:
+        assert port["meaning"] and port["width"] >= 1, port
+        if port["direction"] == "output":
+            assert port["reset"] is not None, port
+        covered = 0
+        for field in port["fields"]:
+            assert field["meaning"] and field["width"] >= 1 and field["offset"] >= 0, field
+            covered += field["width"]
+        if port["fields"]:
+            assert covered == port["width"], port["name"]
+    for name, stream in port_map["streams"].items():
+        assert "valid" in stream["handshake"] and "ready" in stream["handshake"], name
+    registers = {entry["name"]: entry for entry in port_map["configuration"]}
+    assert set(registers) == set(CONFIG_REGISTERS)
+    # The registers reset to the build's policy (every policy of the circuit shares the
+    # build); the scenario's policy is a list of writes.
+    assert registers["WINDOW"]["reset"] == {"0": 1024, "1": 512, "2": 256, "3": 128}
+    writes = port_map["policy_writes"]
+    assert {"address": "WINDOW", "index": 3, "data": 16} in writes["writes"], writes
+    assert writes["policy"] == "seed"
+    sv = files.systemverilog.read_text()
+    for kind in ("workgroup", "dispatch", "release", "config"):
+        assert f"}} {shape.name}_{kind}_t;" in sv, kind
+    assert "logic [15:0] wg;" in sv and "priority_;" in sv
+
+
+def test_reset_values_in_the_port_map_are_the_circuits():
+    # The port map's reset values against the Amaranth simulation of a small build.
+    from amaranth.sim import Simulator
+
+    from hw.flow.dispatch_build import DispatchShape
+    from tb.dispatch_cases import SHAPES
+
+    s = SHAPES["exact4x2"]
+    dut = DispatchShape.of(s.gpu, s.policy, s.channels, **s.options()).dispatcher()
+    seen = {}
+
+    async def bench(ctx):
+        await ctx.tick()
+        seen.update(running=ctx.get(dut.running), stale_abort=ctx.get(dut.stale_abort),
+                    abort_ap=ctx.get(dut.abort_ap), split=ctx.get(dut.split),
+                    reject=ctx.get(dut.reject), error=ctx.get(dut.error))
+        seen["dispatch.valid"] = ctx.get(dut.dispatch.valid)
+        seen["dispatch.payload"] = ctx.get(dut.dispatch.payload.as_value())
+        seen["release.ready"] = ctx.get(dut.release.ready)
+        seen["config.ready"] = ctx.get(dut.config.ready)
+        seen["wg_in.ready"] = ctx.get(dut.wg_in[0].ready)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    expected = {**{name: reset for name, (_, reset) in DISPATCHER_SIGNALS.items()
+                   if reset is not None}, **DISPATCHER_RESET}
+    assert {name: int(value) for name, value in seen.items()} == expected
+
+
+def test_command_line_refuses_a_policy_the_rtl_does_not_build(capsys, tmp_path):
+    status = main(["--block", "dispatcher", "--config",
+                   str(ROOT / "configs" / "dispatch" / "wave_imbalance.toml"),
+                   "--policy", "least loaded", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "least_loaded" in err[0], err
+    with pytest.raises(SystemExit):
+        main(["--block", "dispatcher", "--out", str(tmp_path)])
+    assert "--config" in capsys.readouterr().err
