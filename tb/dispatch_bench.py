@@ -152,6 +152,12 @@ def _descriptor(params: DispatcherParams, wg: WorkGroup) -> int:
     return pack(layout, fields)
 
 
+#: Clocks a phase before the run (configuration writes, refused WGs, START) may wait on one
+#: signal before the run fails (the longest legitimate wait, START behind the free-block and
+#: score pipelines, is a few tens of clocks).
+STALL_CLOCKS = 1000
+
+
 class CosimDriver:
     """Drives one model run into the dispatcher and compares every clock (see the module).
 
@@ -176,8 +182,11 @@ class CosimDriver:
         self.expect_reject = 0
         self.summary = {"label": run.label, "cycles": 0, "clocks": 0, "dispatches": 0,
                         "mismatches": 0, "first": None, "stale_aborts": 0, "splits": 0,
-                        "rejects": 0, "releases": 0, "notes": list(run.notes)}
+                        "rejects": 0, "releases": 0, "notes": list(run.notes),
+                        "stall": None}
         self.done = False
+        self.waited = 0                     # clocks since the last step of this phase
+        self.waiting_for = ""               # the signal the phase waits on (for the bound)
 
     # -- one clock ---------------------------------------------------------------------------
 
@@ -250,19 +259,37 @@ class CosimDriver:
             self._mismatch("the dispatcher flagged a release error")
         if self.driven["release.valid"] and not values["release.ready"]:
             self._mismatch("release.ready is low")
+        before = (self.phase, len(self.writes), sum(map(len, self.refused.values())))
         if self.phase == "config":
+            self.waiting_for = f"config.ready (the write of {self.writes[0][0].name})"
             if values["config.ready"]:
                 self.writes.popleft()
                 if not self.writes:
                     self.phase = "rejects"
         elif self.phase == "rejects":
+            waiting = [c for c in self.offered if not values[f"wg_in.{c}.ready"]]
+            self.waiting_for = (", ".join(f"wg_in[{c}].ready (to take refused WG "
+                                          f"{self.offered[c].id})" for c in waiting)
+                                or "reject")
             if not any(self.refused.values()) and not self.expect_reject:
                 self.phase = "start"
         elif self.phase == "start":
+            self.waiting_for = "config.ready (START)"
             if values["config.ready"]:
                 self.phase, self.cycle = "run", -1
         else:
             self._compare(values)
+        # No run can hang: a phase before cycle 0 that makes no step for STALL_CLOCKS clocks
+        # fails the run, naming the clock, the phase and the signal it waited on (the run
+        # itself ends after its cycles whatever the RTL does).
+        after = (self.phase, len(self.writes), sum(map(len, self.refused.values())))
+        self.waited = 0 if after != before or self.phase == "run" else self.waited + 1
+        if self.waited >= STALL_CLOCKS:
+            text = (f"clock {self.clock}, phase '{self.phase}': no progress in {STALL_CLOCKS} "
+                    f"clocks, waiting for {self.waiting_for}")
+            self.summary["stall"] = f"{self.run.label}: {text}"
+            self._mismatch(text)
+            self.done = True
         self.clock += 1
         self.summary["clocks"] = self.clock
         if self.cycle is not None:

@@ -230,8 +230,18 @@ def _pipelined_scores(cycles: int) -> ModelRun:
                      cycles, shape="pipelined4x2", seed=4)
 
 
+def _refused(cycles: int) -> ModelRun:
+    # Many WGs that no AP can hold (one wave of 9..24 VGPR blocks on PEUs of 16): the model
+    # refuses about half of them, all sent before START; a dispatcher that admits them fills
+    # its channel FIFO, and the bench must fail on its bound rather than wait for ever.
+    large = {"arrival": "back_to_back", "count": 40, "waves": (1, 1), "vgpr": (9, 24),
+             "sgpr": (0, 1), "duration": (2, 9)}
+    return _directed("refused", {}, [ChannelConfig(priority=0, **large)], cycles)
+
+
 #: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``
 #: (the others' shape in :data:`DIRECTED_SHAPE`).
 DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus,
-            "combined_all": _combined_all, "pipelined_scores": _pipelined_scores}
+            "combined_all": _combined_all, "pipelined_scores": _pipelined_scores,
+            "refused": _refused}
 DIRECTED_SHAPE = {"combined_all": "grouped3x3", "pipelined_scores": "pipelined4x2"}

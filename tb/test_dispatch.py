@@ -70,7 +70,12 @@ async def _run_job(dut, params, driver, inputs, outputs) -> None:
     for _ in range(2):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
+    total = getattr(getattr(driver, "run", None), "cycles", 0) or getattr(driver, "clocks", 0)
+    step, clock = max(total // 10, 1), 0
     while not driver.done:
+        clock += 1
+        if clock % step == 0 and getattr(driver, "cycle", None) is not None:
+            dut._log.info("progress: cycle %d of %d", driver.cycle, total)
         await RisingEdge(dut.clk)
         await Timer(1, unit="ns")
         registered = {name: int(outputs[name].value) for name in REGISTERED}
@@ -108,4 +113,5 @@ async def cosimulation(dut):
     Path(os.environ["DISPATCH_RESULTS"]).write_text(json.dumps(summaries, indent=1))
     bad = [s for s in summaries if s["mismatches"] or s["violations"]]
     assert not bad, (f"{len(bad)} of {len(summaries)} runs differ: "
-                     f"{bad[0]['first'] or bad[0]['violations'][0]}")
+                     f"{bad[0]['first'] or bad[0]['violations'][0]}"
+                     + (f"; then {bad[0]['stall']}" if bad[0].get("stall") else ""))

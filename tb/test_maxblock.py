@@ -47,6 +47,11 @@ def _unsigned(value) -> int:
     return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
+#: Clocks an input may wait to be accepted before the run fails (the stall draws accept one
+#: in a few clocks on average).
+STALL_CLOCKS = 1000
+
+
 class Stalls:
     """Random ``enable`` and ``valid`` for a pipelined block: ``enable`` low in bursts (a
     stalled consumer), ``valid`` low in single clocks and bursts (a producer with gaps)."""
@@ -177,7 +182,13 @@ class MaxBlockBench:
         latency = self.config.latency
         for values in inputs:
             for _ in range(self.rng.randint(1, 3) if hold else 1):
-                while True:
+                for waited in range(STALL_CLOCKS + 1):
+                    # A bound, so no run can hang: an input not accepted (valid and enable
+                    # both high) within STALL_CLOCKS clocks fails the run.
+                    assert waited < STALL_CLOCKS, (
+                        f"{self.config.name}: clock {self.checked}, phase 'input "
+                        f"{tuple(hex(v) for v in values)}': not accepted in {STALL_CLOCKS} "
+                        f"clocks, waiting for valid & enable (seed {self.seed})")
                     enable, valid = stalls.draw() if stalls and latency else (1, 1)
                     accepted = enable and valid
                     reset = bool(resets and latency and self.rng.random() < 0.02)

@@ -26,6 +26,7 @@ from amaranth.hdl import Mux
 from hw.dispatch import Dispatcher
 from hw.dispatch.logic import block_mask
 from hw.dispatch.pipeline import ScorePipeline
+from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import DispatchShape
@@ -155,6 +156,14 @@ class _ScoresOneOlder(ScorePipeline):
             params.policy, score_latency=params.policy.score_latency + 1)))
 
 
+class _AdmitsEverything(ChannelQueues):
+    """The admission check broken: every WG is admitted, even one no AP can hold."""
+
+    def _admit(self, m, c, payload):
+        admitted, entry = super()._admit(m, c, payload)
+        return admitted | 1, entry
+
+
 def _variant(part: str, cls):
     class Broken(Dispatcher):
         pass
@@ -185,6 +194,26 @@ def test_bench_rejects_a_broken_dispatcher(mutant, any_simulator):
 
     with pytest.raises(SystemExit):
         run_cosim(shape, jobs, any_simulator, component=build, tag=f"_mutant_{mutant}")
+
+
+@pytest.mark.cocotb
+def test_a_broken_admission_check_fails_on_the_bound_instead_of_hanging(any_simulator):
+    # The refused WGs are sent before START; a dispatcher that admits them fills the channel
+    # FIFO and holds wg_in.ready low for ever. The bench must stop after its bound and name
+    # the clock, the phase and the signal it waited on (it used to wait for ever).
+    shape = _build("exact4x2")
+    jobs = [{"kind": "directed", "name": "refused", "cycles": 300}]
+
+    def build(wrap):
+        return _variant("queues", _AdmitsEverything)(
+            shape.gpu, shape.policy, shape.channels, weight_bits=shape.weight_bits, wrap=wrap)
+
+    summaries = run_cosim(shape, jobs, any_simulator, component=build,
+                          tag="_mutant_admits_everything", fail=False)
+    assert len(summaries) == 1 and summaries[0]["mismatches"], summaries
+    stall = summaries[0]["stall"]
+    assert stall and "phase 'rejects'" in stall and "wg_in[0].ready" in stall \
+        and "clock " in stall, stall
 
 
 # -- make cosim: bad input is one line and status 2, before anything is built ---------------------
@@ -223,46 +252,33 @@ def test_every_shipped_scenario_is_cosimulated_or_says_why():
 
 # -- make cosim end to end: the summary line, and the first differing clock of a mismatch --------
 
-#: A scenario on the reduced default GPU (the build of the reduced shipped scenarios, so no
-#: extra build), two channels that keep it busy.
-SMALL_SCENARIO = """\
-cycles = 400
-[gpu]
-aps = 2
-vgpr = 32
-sgpr = 16
-lds = 12
-[[channels]]
-priority = 0
-arrival = 0.3
-waves = [1, 8]
-vgpr = [1, 4]
-sgpr = [1, 2]
-lds = [0, 3]
-duration = [20, 60]
-[[channels]]
-priority = 1
-arrival = 0.3
-waves = [1, 4]
-vgpr = [1, 6]
-duration = [10, 80]
-independent = 0.5
-[[policies]]
-preset = "emb1"
-windows = [40, 20, 10, 5]
-"""
+COSIM = Path(__file__).resolve().parent.parent / "configs" / "cosim"
+
+
+def test_the_shipped_cosim_shapes_are_cosimulated():
+    # configs/cosim/: every policy of every file can be co-simulated, and "small" is the
+    # build of the reduced shipped scenarios (so make test builds nothing more for it).
+    files = sorted(COSIM.glob("*.toml"))
+    assert {path.stem for path in files} >= {"default_small", "default_medium"}
+    for path in files:
+        scenario = load_scenario(path)
+        for policy in scenario.policies:
+            assert unsupported(scenario, policy) is None, (path.name, policy.name)
+    small = load_scenario(COSIM / "default_small.toml")
+    assert {scenario_shape(small, policy).name for policy in small.policies} <= \
+        set(SHIPPED_SHAPES)
 
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("broken", [False, True], ids=["dispatcher", "mutant"])
-def test_make_cosim_prints_the_summary_and_the_first_difference(broken, tmp_path, capsys,
-                                                                monkeypatch, any_simulator):
+def test_make_cosim_prints_the_summary_and_the_first_difference(broken, capfd, monkeypatch,
+                                                                any_simulator):
+    # make cosim CONFIG=configs/cosim/default_small.toml, cut to 400 cycles: what it builds
+    # and its expected time first, the simulator's output in log files (not one warning on
+    # the terminal: the full-size build printed 209,451), the result line last.
     import hw.flow.dispatch_cosim as cosim
 
-    path = tmp_path / "small.toml"
-    path.write_text(SMALL_SCENARIO)
-    scenario = load_scenario(path)
-    assert scenario_shape(scenario, scenario.policies[0]).name in SHIPPED_SHAPES
+    path = COSIM / "default_small.toml"
     if broken:
         original = cosim.run_cosim
 
@@ -273,16 +289,36 @@ def test_make_cosim_prints_the_summary_and_the_first_difference(broken, tmp_path
             return original(shape, jobs, simulator, component=build,
                             tag="_mutant_release_one_short", **options)
         monkeypatch.setattr(cosim, "run_cosim", run_broken)
-    status = cosim.main(["--config", str(path), "--cycles", "400", "--sim", any_simulator])
-    out = capsys.readouterr().out
-    line = [x for x in out.splitlines() if "dispatches compared" in x][-1]
+    status = cosim.main(["--config", str(path), "--policy", "emb1", "--cycles", "400",
+                         "--sim", any_simulator])
+    captured = capfd.readouterr()
+    out = captured.out
+    assert "%Warning" not in out + captured.err, out[-2000:]
+    lines = out.strip().splitlines()
+    assert any("expected: about" in line and "build.log" in line for line in lines), out
+    line = lines[-1]
+    assert "dispatches compared" in line, out
     if broken:
-        first = [x for x in out.splitlines() if x.startswith("first difference: ")]
+        first = [x for x in lines if x.startswith("first difference: ")]
         assert status == 1 and not line.endswith(" 0 mismatches") and first, out
     else:
         assert status == 0, out
         cycles, dispatches, mismatches = (int(x.split()[0]) for x in line.split(", "))
         assert cycles == 400 and dispatches > 50 and mismatches == 0, line
+
+
+def test_make_cosim_ctrl_c_is_one_line_and_status_130(capsys, monkeypatch):
+    import hw.flow.dispatch_cosim as cosim
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cosim, "run_cosim", interrupted)
+    status = cosim.main(["--config", str(COSIM / "default_small.toml")])
+    captured = capsys.readouterr()
+    assert status == 130
+    assert captured.err.strip().count("\n") == 0 and "interrupted" in captured.err
+    assert "Traceback" not in captured.err + captured.out
 
 
 def test_the_combined_all_run_tells_the_two_scales_apart():
