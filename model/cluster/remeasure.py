@@ -172,7 +172,7 @@ def main(argv=None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds 42, 43, ... (10)")
     parser.add_argument("--lists", nargs="+", default=list(LISTS), choices=LISTS)
-    parser.add_argument("--json", default="sim_out/cluster_claims.json")
+    parser.add_argument("--json", default="build/sim/cluster_claims.json")
     parser.add_argument("--timed", default="configs/cluster/alibaba_like_timed.toml",
                         help="the timed scenario whose energy claims are re-judged over the "
                              "range of the standby and sleep assumptions ('' to skip)")

@@ -277,8 +277,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tie-break", default="name", choices=("name", "random"))
     parser.add_argument("--tolerance", type=float, default=0.5,
                         help="allowed difference of the means, allocation points (0.5)")
-    parser.add_argument("--plot", default="sim_out/cluster_repro.png")
-    parser.add_argument("--json", default="sim_out/cluster_repro.json")
+    parser.add_argument("--plot", default="build/sim/cluster_repro.png")
+    parser.add_argument("--json", default="build/sim/cluster_repro.json")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds: must be at least 1")
