@@ -39,8 +39,9 @@ from pathlib import Path
 from model.config import ConfigError
 from model.report import RunRecord, tool_version
 
-__all__ = ["ALIASES", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS", "default_configs", "main",
-           "positive_int", "select_policies"]
+__all__ = ["ALIASES", "CLAIMS_SKIPPED", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS",
+           "add_claims_options", "default_configs", "main", "positive_int", "select_policies",
+           "wants_claims"]
 
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS = {
@@ -122,6 +123,30 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def add_claims_options(parser: argparse.ArgumentParser) -> None:
+    """``--claims`` / ``--no-claims`` of a command that judges its seed's claims over seeds.
+    Both default to absent (``argparse.SUPPRESS``), so the JSON's ``options`` of a command line
+    that gives neither stay as they were."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--claims", action="store_true", default=argparse.SUPPRESS,
+                       help="judge the claims over seeds also with --policy (without --policy "
+                            "they are judged unless --no-claims)")
+    group.add_argument("--no-claims", action="store_true", default=argparse.SUPPRESS,
+                       help="do not judge the claims over seeds")
+
+
+def wants_claims(args) -> bool:
+    """The claims over seeds run by default, but not for ``--policy`` alone (that policy's
+    table only, in seconds): ``--claims`` asks for them, ``--no-claims`` never."""
+    if getattr(args, "no_claims", False):
+        return False
+    return bool(getattr(args, "claims", False) or not getattr(args, "policy", None))
+
+
+CLAIMS_SKIPPED = ("  note: the scenarios' claims were not measured (--policy alone); --claims "
+                  "measures them")
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

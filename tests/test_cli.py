@@ -441,6 +441,30 @@ def test_one_policy_runs_without_the_claims_unless_asked(tmp_path, capsys):
     assert "claims" not in _dispatch_json(tmp_path, "--no-claims")
 
 
+@pytest.mark.parametrize("command", ["procsched", "tasksched", "hostsched"])
+def test_one_policy_of_every_command_runs_without_the_claims_unless_asked(command, tmp_path,
+                                                                          capsys):
+    # Issue 26: --policy NAME alone runs that policy's table only, in every command; the
+    # claims (and hostsched's sweeps over seeds) run with --claims, and without --policy.
+    config, _ = CHEAP[command]
+    policy = {"procsched": "seed", "tasksched": "delay-factor",
+              "hostsched": "seed003-arrival"}[command]
+    out = tmp_path / "out.json"
+    base = [command, "--config", str(config), "--quick", "--quiet", "--plots", str(tmp_path),
+            "--json", str(out), "--seeds", "2"]
+    assert cli.main([*base, "--policy", policy]) == 0
+    alone, printed = json.loads(out.read_text()), capsys.readouterr().out
+    assert not alone["claims"] and "claims over" not in printed
+    assert "claims were not measured (--policy alone); --claims measures them" in printed
+    (entry,) = alone["scenarios"].values()
+    assert list(entry["policies"]) == [policy]
+    assert cli.main([*base, "--policy", policy, "--claims"]) == 0
+    asked = json.loads(out.read_text())
+    assert asked["options"]["claims"] is True and "claims" not in alone["options"]
+    assert cli.main([*base, "--no-claims"]) == 0
+    assert not json.loads(out.read_text())["claims"]
+
+
 def test_claims_and_no_claims_together_are_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(_cheap_args("dispatch", tmp_path, "--claims", "--no-claims"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.cli import select_policies
+from model.cli import CLAIMS_SKIPPED, add_claims_options, select_policies, wants_claims
 from model.config import ConfigError
 from model.hostsched.claims import (
     BATCH_FACTORS,
@@ -38,6 +38,7 @@ def add_arguments(parser) -> None:
                         help="skip the invariant checks (faster; they are on by default)")
     parser.add_argument("--seeds", type=_at_least_two, default=5, metavar="N",
                         help="judge the claims over N workload seeds from --seed (default 5)")
+    add_claims_options(parser)
     parser.add_argument("--events", type=Path, metavar="FILE.csv",
                         help="write every event (takes, batches, starts, finishes, spills, "
                              "results) of every scenario and policy at --seed as CSV")
@@ -240,7 +241,12 @@ def run(args) -> int:
             "utilisation_gain_over_static": gains, "policies": policies}, file=path)
     seeds = getattr(args, "seeds", 5)
     span = f"seeds {args.seed}..{args.seed + seeds - 1}"
-    claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, scale=scale)
+    judge = wants_claims(args)
+    claims = (evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds,
+                              scale=scale)
+              if judge else [])
+    if not judge:
+        print(CLAIMS_SKIPPED)
     if claims:
         print_table(f"hostsched: the seed's claims over {span} (95 % intervals; verdict from "
                     f"the per-seed ratio; the binding drawn per seed)", CLAIM_HEADERS,
@@ -250,7 +256,7 @@ def run(args) -> int:
     record.note(claims=claims)
     by_name = {scenario.name: scenario for scenario in scenarios}
     cross = None
-    if "transcode" in by_name:
+    if judge and "transcode" in by_name:
         # --quick: every other point of the sweeps (the tests' smoke run).
         divisors = DURATION_DIVISORS[::2] if args.quick else DURATION_DIVISORS
         cross = crossover(by_name["transcode"], first_seed=args.seed, seeds=seeds, scale=scale,
@@ -267,7 +273,7 @@ def run(args) -> int:
     batches = [batch_sweep(by_name[name], first_seed=args.seed, seeds=seeds, scale=scale,
                            shorter=shorter, factors=factors)
                for name, shorter in (("transcode", 1), ("transcode", 64), ("priority", 1))
-               if name in by_name]
+               if judge and name in by_name]
     for sweep in batches:
         print_table(f"hostsched {sweep['scenario']}: the batch size ({span}, means)",
                     ("batch", "policy", "makespan ms", "host packing ms", "batches",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.cli import select_policies
+from model.cli import CLAIMS_SKIPPED, add_claims_options, select_policies, wants_claims
 from model.config import ConfigError
 from model.procsched.claims import (
     CLAIM_HEADERS,
@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scenario's seed knobs)."""
     parser.add_argument("--seeds", type=_at_least_two, default=5, metavar="N",
                         help="judge the claims over N workload seeds from --seed (default 5)")
+    add_claims_options(parser)
     parser.add_argument("--events", type=Path, metavar="FILE.csv",
                         help="write every event (arrivals, cache loads, switches, slices, "
                              "completions) of every scenario and policy at --seed as CSV")
@@ -229,7 +230,12 @@ def run(args) -> int:
             "policies": {name: _json_metrics(metrics) for name, metrics in runs.items()}},
             file=files[scenario.name])
     seeds = getattr(args, "seeds", 5)
-    claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, scale=scale)
+    judge = wants_claims(args)
+    claims = (evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds,
+                              scale=scale)
+              if judge else [])
+    if not judge:
+        print(CLAIMS_SKIPPED)
     if claims:
         print_table(f"procsched: the seed's claims over seeds {args.seed}..{args.seed + seeds - 1}"
                     f" (95 % intervals; verdict from the per-seed ratio)", CLAIM_HEADERS,

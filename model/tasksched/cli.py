@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.cli import select_policies
+from model.cli import CLAIMS_SKIPPED, add_claims_options, select_policies, wants_claims
 from model.config import ConfigError
 from model.report import RunProgress, figure, print_table, save_figure
 from model.tasksched.claims import (
@@ -37,6 +37,7 @@ def add_arguments(parser) -> None:
     every scenario and policy at ``--seed``)."""
     parser.add_argument("--seeds", type=_at_least_two, default=5, metavar="N",
                         help="judge the claims over N workload seeds from --seed (default 5)")
+    add_claims_options(parser)
     parser.add_argument("--events", type=Path, metavar="FILE.csv",
                         help="write every event (arrivals, registration, reservations, "
                              "failures, slot writes, sends, job ends) at --seed as CSV")
@@ -190,7 +191,12 @@ def run(args) -> int:
         _plot(scenario, by_policy, Path(args.plots) / f"tasksched_{scenario.name}.png")
         record.scenario(scenario.name, {"policies": by_policy}, file=files[scenario.name])
     seeds = getattr(args, "seeds", 5)
-    claims = evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds, quick=args.quick)
+    judge = wants_claims(args)
+    claims = (evaluate_claims(scenarios, first_seed=args.seed, seeds=seeds,
+                              quick=args.quick)
+              if judge else [])
+    if not judge:
+        print(CLAIMS_SKIPPED)
     if claims:
         print_table(f"tasksched: the seed's claims over seeds {args.seed}..{args.seed + seeds - 1}"
                     f" (95 % intervals; verdict from the per-seed ratio)", CLAIM_HEADERS,
