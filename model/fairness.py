@@ -37,11 +37,10 @@ iCE40 LUT and flip-flop count of every arbiter variant is read from a results fi
 Yosys (``make bench-arbiter`` does both): this module never synthesizes anything, and a
 variant the file does not list is shown as "model only".
 
-Kept as one module (about 640 lines) on purpose: it is one benchmark, run as one command, whose
-five policies are short numpy classes on the same batch interface (each 30-60 lines) and whose
-table, CSV and plot read the same result records; split, each part would be a fragment of the
-same experiment.
-"""
+Kept as one module (about 640 lines, over the guide's 600 lines) on purpose: it is one
+benchmark, run as one command, whose five policies are short numpy classes on the same batch
+interface (each 30-60 lines) and whose table, CSV and plot read the same result records; split,
+each part would be a fragment of the same experiment."""
 
 import argparse
 import csv

@@ -8,16 +8,21 @@ Modules, and where each of the seed's embodiments lives:
 * :mod:`~model.dispatch.config`: the GPU shape (:class:`GpuConfig`), the policy knobs and
   their presets (:class:`PolicyConfig`, :data:`PRESETS`: which embodiments are on), the
   channels and workload generators, CSV traces, scenario files;
-* :mod:`~model.dispatch.engine`: :class:`DispatchSimulator`, one dispatcher clock per cycle —
-  embodiment 1 (all heads x all APs, ``_match``; the a41/a42 tie-break flags with
-  :class:`Lfsr`, ``_tie_break``; target WG, ``_select``), 2 (priority windows, ``_rank``),
-  3 (all-fail counter and split, ``_split``), 4-6 and the exact circuit (the matcher's view
-  through :mod:`model.maxblock`, ``circuit_function``; first-fit allocation, ``_allocate``),
-  8 (:func:`split_table` and the rotating pointer, ``_waves``), 9 and 10 (``_choose_ap``),
-  and the baselines (prior art, MIAOW-like, GPGPU-Sim-like: ``_channel_order`` and the same
-  steps with their presets); the execution models (``fixed`` durations, or the shared-issue
-  model in which a WG's run time depends on its PEUs: ``_start``, ``_pop_finished``) and the
-  least-loaded wave placement of real dispatchers (``_least_loaded``);
+* :mod:`~model.dispatch.engine`: :class:`DispatchSimulator`, the loop of one dispatcher clock
+  per cycle over the stages, each a module named as its RTL twin in :mod:`hw.dispatch`:
+  :mod:`~model.dispatch.queues` (admission, FIFOs, embodiment 3's counter and split),
+  :mod:`~model.dispatch.views` (the free-block view of embodiments 4-7 and the exact circuit,
+  through :mod:`model.maxblock`), :mod:`~model.dispatch.matcher` (embodiment 1's match,
+  embodiment 8's :func:`split_table` and pointer), :mod:`~model.dispatch.selector`
+  (embodiment 1's target WG with the a41/a42 flags and :class:`Lfsr`, embodiment 2's windows,
+  the AP choice of embodiments 9 and 10), :mod:`~model.dispatch.allocator` (first fit, stale
+  abort), :mod:`~model.dispatch.resources` (status, slots, records, power history) and
+  :mod:`~model.dispatch.pipeline` (the decision in one clock or pipelined); the baselines'
+  rules (prior art, MIAOW-like, GPGPU-Sim-like, the least-loaded placement) in
+  :mod:`~model.dispatch.baselines`; the execution models (``fixed``, or shared issue in which
+  a WG's run time depends on its PEUs) in :mod:`~model.dispatch.execution`; the result and
+  the event log in :mod:`~model.dispatch.metrics`; the invariants in
+  :mod:`~model.dispatch.checks`;
 * :mod:`~model.dispatch.claims`: the claims over workload seeds, loads (as written, batch,
   fractions of the measured capacity) and execution models, judged with
   :func:`model.stats.compare`;

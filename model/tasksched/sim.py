@@ -2,7 +2,7 @@
 state monitor, the matcher, the arbiter, the send and the completion of one scenario under one
 policy beat by beat; :func:`simulate` runs it and returns the metrics.
 
-The module is longer than the project's 600-line guide because the units of one beat (cache,
+The module is longer than the 600 lines of the project's guide because the units of one beat (cache,
 state monitor, matcher with its reservations and livelock detector, arbiter ports, send,
 completion) read and write the same per-beat state and are stepped in one order; split into
 modules they would pass that whole state around. The scenario, workload and baseline
