@@ -349,3 +349,54 @@ def test_the_pipelined_scores_run_tells_the_scores_age():
     other = [(c, w.id, ap) for c, kind, w, ap, *_ in events if kind == "dispatch"]
     mine = [(c, w.id, ap) for c, kind, w, ap, *_ in run.events if kind == "dispatch"]
     assert len(mine) > 100 and sum(a != b for a, b in zip(mine, other, strict=False)) > 50
+
+
+def test_a_shape_is_built_once_and_shared_by_later_runs(tmp_path, monkeypatch):
+    # Every run_cosim call re-ran the simulator's build (Verilator's parse of the whole
+    # Verilog: tens of seconds of CPU per call of a shape built before); now only a changed
+    # Verilog (or flags) rebuilds. A stand-in runner counts the builds.
+    import hw.flow.dispatch_cosim as cosim
+
+    builds = []
+
+    class Runner:
+        def build(self, *, build_dir, hdl_toplevel, **options):
+            builds.append(hdl_toplevel)
+            (Path(build_dir) / hdl_toplevel).write_text("binary")
+
+        def test(self, *, extra_env, **options):
+            Path(extra_env["DISPATCH_RESULTS"]).write_text("[]")
+            return Path(extra_env["DISPATCH_RESULTS"])
+
+    monkeypatch.setattr(cosim, "BUILD_ROOT", tmp_path)
+    monkeypatch.setattr(cosim, "_PortsOnlyVerilator", Runner)
+    monkeypatch.setattr(cosim, "missing_simulator", lambda simulator: None)
+    texts = {"text": "module a; endmodule\n"}
+    monkeypatch.setattr(cosim, "_verilog", lambda shape, component: texts["text"])
+    shape = _build("exact4x2")
+    for _ in range(3):
+        assert cosim.run_cosim(shape, [], "verilator") == []
+    assert builds == [shape.name]
+    texts["text"] = "module b; endmodule\n"
+    cosim.run_cosim(shape, [], "verilator")
+    assert builds == [shape.name, shape.name]
+
+
+def test_what_the_rtl_does_not_build_is_refused_with_why_and_documented():
+    # least_loaded placement, kernel-trace replays and in-order barriers: one line each that
+    # says why and where it is written down, and the docs' "Not built" says it.
+    from dataclasses import replace as changed
+
+    from hw.flow.dispatch_cosim import policy_unsupported
+
+    scenario = load_scenario(CONFIGS / "default.toml")
+    least = changed(scenario.policies[0], wave_placement="least_loaded")
+    reasons = [policy_unsupported(least),
+               unsupported(load_scenario(CONFIGS / "llamacpp_requests.toml"),
+                           load_scenario(CONFIGS / "llamacpp_requests.toml").policies[0])]
+    for reason in reasons:
+        assert reason and "\n" not in reason and "docs/dispatch_rtl.md" in reason, reason
+    assert "per-wave" in reasons[0] and "barriers" in reasons[1]
+    docs = (CONFIGS.parent.parent / "docs" / "dispatch_rtl.md").read_text()
+    section = docs[docs.index("- **Not built**"):docs.index("## Co-simulation")]
+    assert "least_loaded" in section and "barrier" in section and "kernel-trace" in section

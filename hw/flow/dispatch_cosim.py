@@ -17,6 +17,7 @@ the full-size dispatch scenarios take a Verilator build of many minutes.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -42,6 +43,11 @@ __all__ = ["REDUCTION", "main", "policy_unsupported", "reduced", "run_cosim", "s
 REDUCTION = {"aps": 8, "blocks": 4, "time": 8}
 
 BLOCK_CACHE = BUILD_ROOT / "verilog_cache"
+
+
+def cocotb_version() -> str:
+    from importlib import metadata
+    return metadata.version("cocotb")
 
 
 class _PortsOnlyVerilator(_PackagedVerilator):
@@ -127,16 +133,20 @@ def unsupported(scenario, policy, seed: int = 1) -> str | None:
 #: of lines for the full-size dispatcher, and slowed the build).
 VERILATOR_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
 
-#: Seconds of a Verilator build per KiB of the dispatcher's Verilog, measured on this
-#: project's 2-core machine (a 2 x 4 x 4 build: 0.6 MiB; the full-size 16 x 4 x 4: see
-#: docs/dispatch_rtl.md); what :func:`expected_build_seconds` scales.
-BUILD_SECONDS_PER_KIB = 0.09
+#: A Verilator build's fixed cost (s) and its cost per KiB of the dispatcher's Verilog, from
+#: this project's builds in CPU seconds (the 2 x 4 x 4 co-simulation shape: 2.0 MiB, 76 s;
+#: the full-size 16 x 4 x 4: 36 MiB, 4-7 min in docs/dispatch_rtl.md): what
+#: :func:`expected_build_seconds` says before a build (on a busy machine it takes longer).
+BUILD_SECONDS = 40.0
+BUILD_SECONDS_PER_KIB = 0.012
 
 
 def expected_build_seconds(text: str, simulator: str) -> float:
     """The expected build time of Verilog ``text`` on ``simulator`` (seconds)."""
     kib = len(text) / 1024
-    return kib * BUILD_SECONDS_PER_KIB if simulator == "verilator" else 2 + kib * 0.005
+    if simulator == "verilator":
+        return BUILD_SECONDS + kib * BUILD_SECONDS_PER_KIB
+    return 2 + kib * 0.005
 
 
 def _duration(seconds: float) -> str:
@@ -172,6 +182,8 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
         raise RuntimeError(reason)
     build_dir = BUILD_ROOT / "cocotb" / simulator / (shape.name + tag)
     build_dir.mkdir(parents=True, exist_ok=True)
+    if progress is not None:
+        progress(f"generating the Verilog of {shape.name} (cached in {BLOCK_CACHE})")
     text = _verilog(shape, component)
     source = build_dir / f"{shape.name}.v"
     if not source.exists() or source.read_text() != text:
@@ -179,16 +191,28 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
     build_args = VERILATOR_BUILD_ARGS if simulator == "verilator" else []
     build_log, run_log = build_dir / "build.log", build_dir / "run.log"
-    if progress is not None:
-        progress(f"building {shape.name} on {simulator} (expected: about "
-                 f"{_duration(expected_build_seconds(text, simulator))} unless built before; "
-                 f"log: {build_log})")
-    try:
-        runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
-                     timescale=("1ns", "1ps"), build_args=build_args, log_file=build_log)
-    except RuntimeError as error:
-        raise RuntimeError(f"the {simulator} build of {shape.name} failed ({error}); its "
-                           f"output: {build_log}") from None
+    # One build per shape and simulator, shared by every later run: when the Verilog and the
+    # flags are those of the finished build, not even the simulator's parse is redone
+    # (Verilator's alone took tens of seconds of each run on a shape built before).
+    key = hashlib.sha256("\0".join([text, simulator, *build_args, cocotb_version()])
+                         .encode()).hexdigest()
+    stamp = build_dir / "built.sha256"
+    binary = build_dir / (shape.name if simulator == "verilator" else "sim.vvp")
+    if stamp.exists() and stamp.read_text() == key and binary.exists():
+        if progress is not None:
+            progress(f"{shape.name} on {simulator}: built before ({build_dir})")
+    else:
+        stamp.unlink(missing_ok=True)
+        if progress is not None:
+            progress(f"building {shape.name} on {simulator} (expected: about "
+                     f"{_duration(expected_build_seconds(text, simulator))}; log: {build_log})")
+        try:
+            runner.build(sources=[source], hdl_toplevel=shape.name, build_dir=build_dir,
+                         timescale=("1ns", "1ps"), build_args=build_args, log_file=build_log)
+        except RuntimeError as error:
+            raise RuntimeError(f"the {simulator} build of {shape.name} failed ({error}); its "
+                               f"output: {build_log}") from None
+        stamp.write_text(key)
     if progress is not None:
         progress(f"running {len(jobs)} job(s) (log: {run_log})")
     with tempfile.TemporaryDirectory(dir=build_dir) as work:
@@ -197,6 +221,7 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
         try:
             try:
                 runner.test(test_module="tb.test_dispatch", hdl_toplevel=shape.name,
+                            hdl_toplevel_lang="verilog",
                             build_dir=build_dir, timescale=("1ns", "1ps"), log_file=run_log,
                             extra_env={"DISPATCH_SHAPE": shape.to_json(),
                                        "DISPATCH_JOBS": str(jobs_file),
@@ -241,6 +266,8 @@ class _Progress:
         self._step, self._since = text.split(" (")[0], self._time.monotonic()
         found = text.rsplit("log: ", 1)
         self._log = Path(found[1].rstrip(")")) if len(found) == 2 else None
+        if self._log is None or not self._log.name.endswith(".log"):
+            self._log = None
 
     def _tick(self) -> None:
         while not self._stop.wait(self._interval):
