@@ -32,7 +32,10 @@ and every other option from their module; bad input, the JSON and Ctrl-C work as
 
 import argparse
 import importlib
+import os
+import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -72,6 +75,15 @@ CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
 
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
+
+#: The exit status of a command stopped by SIGTERM (what a batch system or ``kill`` sends):
+#: 128 + SIGTERM. It saves what finished exactly as Ctrl-C does.
+TERMINATED = 143
+
+#: Output options of every command: the path is checked before anything runs (a file, or a
+#: folder for ``plots``), so a run never ends in "cannot write" after hours.
+OUTPUTS = {"json": "a file", "events": "a file", "write_trace": "a file", "csv": "a file",
+           "store": "a file", "plots": "a folder"}
 
 _CANONICAL = {name: name for name in (*SUBCOMMANDS, *TOOLS)} | {
     alias: name for name, aliases in ALIASES.items() for alias in aliases}
@@ -200,6 +212,51 @@ def _options(args) -> dict:
             if key not in ("module", "command", "record", "seed")}
 
 
+class _Terminated:
+    """SIGTERM raises ``KeyboardInterrupt`` in the main thread, so every command, sweeps
+    included, stops and saves what finished exactly as on Ctrl-C; ``seen`` tells the two apart
+    for the exit status and the message."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def output_problem(path: Path, kind: str) -> str | None:
+    """Why ``path`` (``kind``: "a file" or "a folder") cannot be written, or ``None``."""
+    path = Path(path)
+    if path.exists():
+        if kind == "a folder" and not path.is_dir():
+            return "is not a folder"
+        if kind == "a file" and path.is_dir():
+            return "is a folder, not a file"
+        if not os.access(path, os.W_OK):
+            return "is not writable"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created: {parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    return None
+
+
+def _check_outputs(args) -> None:
+    for name, kind in OUTPUTS.items():
+        path = getattr(args, name, None)
+        if isinstance(path, (str, Path)):
+            problem = output_problem(Path(path), kind)
+            if problem:
+                option = "--" + name.replace("_", "-")
+                raise ConfigError(f"{option} {path}: {problem} (checked before the run; "
+                                  f"{option} names {kind})")
+
+
 def _interrupted(args, record: RunRecord, detail: str = "") -> int:
     if args.json is not None:
         record.write(args.json, interrupted=True)
@@ -207,24 +264,40 @@ def _interrupted(args, record: RunRecord, detail: str = "") -> int:
     else:
         where = f"{record.runs_finished} runs had finished (no --json given)"
     detail = f"{detail}; " if detail else ""
-    print(f"gpusched {args.command}: interrupted; {detail}{where}", file=sys.stderr)
-    return INTERRUPTED
+    how = "terminated (SIGTERM)" if _Terminated.seen else "interrupted"
+    print(f"gpusched {args.command}: {how}; {detail}{where}", file=sys.stderr)
+    return TERMINATED if _Terminated.seen else INTERRUPTED
 
 
 def main(argv=None) -> int:
+    """Run one command; its exit status (0, 2 for bad input, 130 on Ctrl-C, 143 on SIGTERM)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    _Terminated.seen = False
+    previous = signal.signal(signal.SIGTERM, _Terminated.handler)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = _parser(_command_of(argv)).parse_args(argv)
     except KeyboardInterrupt:
         return INTERRUPTED
     module = importlib.import_module(args.module)
+    given = getattr(args, "config", None) is not None
     if args.command in SUBCOMMANDS and args.config is None:
         args.config = default_configs(args.command)
     record = args.record = RunRecord(args.command, argv=argv, seed=getattr(args, "seed", None),
                                      options=_options(args))
+    args.config_given = given         # after the record: not one of the recorded options
     for path in getattr(args, "config", None) or ():
         record.input_file(path)
     try:
+        _check_outputs(args)
         status = module.run(args)
         if args.json is not None:
             record.write(args.json)

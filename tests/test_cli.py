@@ -318,7 +318,9 @@ def test_ctrl_c_writes_what_finished(command, tmp_path, capsys, monkeypatch):
     assert isinstance(result, dict) and len(result) > 5
 
 
-def test_sigint_stops_a_real_run_at_once(tmp_path):
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_stop_a_real_run_at_once(tmp_path, stop, status):
+    # SIGTERM (what a batch system sends) saves what finished exactly as Ctrl-C does.
     # A tiny scenario that finishes at once, then one that runs for many seconds.
     tiny = tmp_path / "tiny.toml"
     tiny.write_text("policies = [\"seed\", \"cfs\"]\n[[tasks]]\ncount = 3\npriority = 1\n"
@@ -339,20 +341,38 @@ def test_sigint_stops_a_real_run_at_once(tmp_path):
         time.sleep(8)                # imports, the tiny scenario, well into the long one
         assert process.poll() is None, process.communicate()
         sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         _, err = process.communicate(timeout=30)
         stopped = time.monotonic() - sent
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 130, err
+    assert process.returncode == status, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    print(f"stopped {stopped:.3f} s after SIGINT")
+    assert ("terminated (SIGTERM)" in err) == (stop == signal.SIGTERM), err
+    print(f"stopped {stopped:.3f} s after {stop.name}")
     assert stopped < 1.0, f"took {stopped:.2f} s to stop"
     data = json.loads(out.read_text())
     assert data["interrupted"] is True
     assert list(data["scenarios"]["tiny"]["policies"]) == ["seed", "cfs"]
+
+
+@pytest.mark.parametrize("command", ["dispatch", "procsched", "tasksched", "hostsched",
+                                     "cluster"])
+def test_an_unwritable_output_is_refused_before_the_run(command, tmp_path, capsys):
+    # Issue 31: "--json /etc/passwd/x.json" failed only after the whole run. Every output
+    # path is checked first: a file where a folder must be, a folder where a file must be.
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for option, path, why in (("--json", blocker / "out.json", "is not a folder"),
+                              ("--json", tmp_path, "is a folder, not a file"),
+                              ("--plots", blocker, "is not a folder")):
+        assert cli.main(_cheap_args(command, tmp_path, "--quiet", option, str(path))) == 2
+        line = _one_line(capsys.readouterr().err)
+        assert option in line and why in line, line
+        # Refused before any run: nothing was simulated, so no plot was written.
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
 
 
 # -- the cluster energy plot ---------------------------------------------------------------------
@@ -537,3 +557,29 @@ def test_make_help_lists_every_phony_target():
     assert {"sim", "test", "help", "clean"} <= set(targets)     # the reader found them
     missing = [target for target in targets if target not in listed]
     assert not missing, f"make help does not list {', '.join(missing)}"
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("cycles = 1_000_000_000_000_000\n[[channels]]\narrival = 0.5\n", "cycles"),
+    ("cycles = 1_000_000_000\nsample_interval = 1000\n[[channels]]\narrival = 0.5\n"
+     "count = 1_000_000_000\n", "channels[0].arrival"),
+])
+def test_a_dispatch_run_of_hours_is_refused_at_load(text, field, tmp_path, capsys):
+    # Issue 31: `cycles = 10**15` was accepted and ran for 502 s; the series' samples and the
+    # generator's per-cycle draws are now capped when the file is read.
+    config = tmp_path / "big.toml"
+    config.write_text(text)
+    assert cli.main(["dispatch", "--config", str(config), "--no-claims", "--quiet",
+                     "--plots", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{config}: {field}" in line and "at most" in line, line
+
+
+def test_config_with_kernel_trace_is_refused_in_one_line(tmp_path, capsys):
+    # Issue 31: --config was silently ignored beside --kernel-trace.
+    trace = ROOT / "tests" / "data" / "kernel-traces" / "gtx1080ti_nvprof_ms.csv"
+    assert cli.main(["dispatch", "--config", str(CHEAP["dispatch"][0]), "--kernel-trace",
+                     str(trace), "--preset", "pascal-sm", "--no-claims", "--quiet",
+                     "--plots", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "--config and --kernel-trace cannot be combined" in line, line

@@ -106,6 +106,11 @@ def _load(args) -> list:
     """``(file, scenario)`` of every scenario to run, all loaded (and so checked) before
     anything runs; kernel traces are converted later, by :func:`_converted`."""
     if args.kernel_trace is not None:
+        if getattr(args, "config_given", False):
+            raise ConfigError("--config and --kernel-trace cannot be combined: --kernel-trace "
+                              "builds its own scenario from the trace and --preset (to combine "
+                              "a trace with a scenario's settings, name it in the file's "
+                              "[kernel_trace] table)")
         if args.preset is None:
             raise ConfigError("--kernel-trace needs --preset (one of "
                               f"{', '.join(GPU_PRESETS)})")

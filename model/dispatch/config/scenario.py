@@ -2,11 +2,12 @@
 every table with its reader (:mod:`.gpu`, :mod:`.channels`, :mod:`.policy`, :mod:`.traces`,
 :mod:`.claims`) and checks every cross-reference before anything runs."""
 
+import math
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from model.config import ConfigError, Fields, load_toml
+from model.config import Budget, ConfigError, Fields, load_toml
 from model.dispatch.config.channels import ChannelConfig, WorkGroup, generate_workload, read_channel
 from model.dispatch.config.claims import Claim, metric_paths, read_claim
 from model.dispatch.config.gpu import EXECUTIONS, GpuConfig, read_gpu
@@ -14,7 +15,17 @@ from model.dispatch.config.policy import PRESETS, PolicyConfig, read_policy
 from model.dispatch.config.traces import KernelTraceSource, read_kernel_trace_keys, read_trace
 from model.dispatch.gpus import GPU_PRESETS
 
-__all__ = ["EXECUTIONS", "Scenario", "load_scenario"]
+__all__ = ["EXECUTIONS", "MAX_GENERATED_CYCLES", "MAX_SAMPLES", "Scenario", "load_scenario"]
+
+#: The series keep one sample per ``sample_interval`` cycles, skipped spans included: at most
+#: this many per run (10 M samples are about 1 GB of Python lists), so ``cycles = 10**15`` is
+#: refused at load time instead of running for hours.
+MAX_SAMPLES = 10_000_000
+
+#: The workload generator draws one Bernoulli arrival per cycle of each rate channel until the
+#: channel has sent ``count`` WGs or the run ends: at most this many such draws per scenario
+#: (about 10 s of CPU).
+MAX_GENERATED_CYCLES = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,17 @@ def load_scenario(path) -> Scenario:
             raise root.error("trace", f"names {str(trace)!r}, which is not a file")
     channel_tables = root.tables("channels", [])
     channels = tuple(read_channel(table, gpu) for table in channel_tables)
+    if cycles // sample_interval > MAX_SAMPLES:
+        raise root.error("cycles", f"{cycles:,} with sample_interval = {sample_interval:,} "
+                                   f"would keep {cycles // sample_interval:,} samples per run; "
+                                   f"at most {MAX_SAMPLES:,} are accepted (raise "
+                                   f"sample_interval or lower cycles)")
+    draws = Budget(MAX_GENERATED_CYCLES, "generator draws (cycles of rate channels)",
+                   "the generator draws one arrival per cycle of each rate channel")
+    for table, channel in zip(channel_tables, channels, strict=True):
+        if channel.arrival != "back_to_back" and trace is None:
+            span = max(0, cycles - channel.start)
+            draws.charge(table, "arrival", min(span, math.ceil(channel.count / channel.arrival)))
     notes = []
     if trace is not None:
         trace_workload = tuple(read_trace(trace, gpu, len(channels) or None))
