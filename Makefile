@@ -35,6 +35,7 @@ help:
 	@echo "              WAVES=1 for an FST per bench in its build directory)"
 	@echo "make verilog  every block (or BLOCK=exact N=64 LATENCY=1 ...): build/verilog/<name>.v,"
 	@echo "              .vlt waivers, .sv typed wrapper, .json port map; each linted"
+	@echo "              BLOCK=dispatcher CONFIG=FILE [POLICY=NAME]: the RTL dispatcher of a scenario"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
 	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
 	@echo "make fpga-report-dispatch  the RTL dispatcher's rows of make fpga-report alone"
