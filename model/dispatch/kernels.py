@@ -62,7 +62,7 @@ from model.dispatch.gpus import GPU_PRESETS, GpuPreset, LaunchError, WorkgroupSh
 from model.dispatch.profilers import FORMATS, Kernel, KernelTrace, read_kernel_trace
 from model.report import print_table
 
-__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "KernelWorkload", "adapt", "ns_to_cycles",
+__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "KernelWorkload", "LaunchSpan", "adapt", "ns_to_cycles",
            "occupancy", "preset_gpu", "prepare", "print_summary", "resident_workgroups",
            "trace_scenario", "trace_workload", "workgroup_duration", "workgroup_work"]
 
@@ -228,6 +228,23 @@ class KernelWorkload:
     #: mean work per wave in wave-instructions (shared-issue model).
     shapes: list[list] = field(default_factory=list)
     channels: dict[tuple, int] = field(default_factory=dict)
+    #: One :class:`LaunchSpan` per launch made, in WG order (:mod:`model.dispatch.launches`).
+    launches: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LaunchSpan:
+    """One launch as converted: ``index`` its position in the trace (0-based, file order),
+    ``kernel`` its record, ``channel``, ``arrival`` (cycle), WGs ``first_wg`` ..
+    ``first_wg + workgroups - 1`` (their ids), ``measured`` its measured duration in cycles."""
+
+    index: int
+    kernel: Kernel
+    channel: int
+    arrival: int
+    first_wg: int
+    workgroups: int
+    measured: int
 
 
 def _short(name: str, width: int = 48) -> str:
@@ -302,6 +319,8 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
     workgroups: list[WorkGroup] = []
     shapes: dict[tuple, list] = {}
     started: set[int] = set()
+    spans_made: list[LaunchSpan] = []
+    file_index = {id(kernel): index for index, kernel in enumerate(trace.kernels)}
     for arrival, channel, _, kernel, adapted in planned:
         shape = adapted.shape
         resident = resident_workgroups(preset, shape, policy)
@@ -312,6 +331,10 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
         priority = priorities[channel] if channel < len(priorities) else 0
         barrier = in_order and channel in started
         started.add(channel)
+        spans_made.append(LaunchSpan(index=file_index[id(kernel)], kernel=kernel,
+                                     channel=channel, arrival=arrival,
+                                     first_wg=len(workgroups), workgroups=kernel.workgroups,
+                                     measured=kernel_cycles))
         for index in range(kernel.workgroups):
             workgroups.append(WorkGroup(
                 id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
@@ -341,7 +364,7 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
     for change, count in changed.items():
         notes.append(f"{count} launches adapted to {preset.name}: {change}")
     return KernelWorkload(workgroups=workgroups, notes=notes, shapes=list(shapes.values()),
-                          channels=channels)
+                          channels=channels, launches=spans_made)
 
 
 def prepare(scenario: Scenario, cycles: int | None = None
