@@ -13,6 +13,9 @@ the tables' runs; traces run whole; ``--no-claims`` skips the claims). ``--polic
 runs that policy's table only: the claims (and the capacity they measure) then run only with
 ``--claims``.
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
+A kernel trace's per-launch results (:mod:`model.dispatch.launches`) go to ``--launches CSV``
+(default: beside ``--json``, else in ``--plots``), with a table of the kernels that differ
+most between policies; its plot shows the launches over time instead of the AP imbalance.
 ``--bench`` instead times every policy on the default scenario under both execution models
 and prints simulated cycles per second.
 ``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
@@ -22,7 +25,7 @@ and prints simulated cycles per second.
 import argparse
 from pathlib import Path
 
-from model.cli import CONFIG_ROOT, positive_int, select_policies
+from model.cli import CONFIG_ROOT, output_problem, positive_int, select_policies
 from model.config import ConfigError
 from model.dispatch import claims as claims_over_seeds
 from model.dispatch.api import measure_claims, run_scenario, summary_table, workload_notes
@@ -30,6 +33,7 @@ from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, wr
 from model.dispatch.engine import write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import prepare, print_summary, trace_scenario
+from model.dispatch.launches import LaunchCollector, launches_target
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
 from model.report import RunProgress, print_table
@@ -70,6 +74,11 @@ def add_arguments(parser) -> None:
                              "--no-claims)")
     claims.add_argument("--no-claims", action="store_true",
                         help="do not measure the claims over seeds")
+    parser.add_argument("--launches", type=Path, metavar="CSV",
+                        help="a kernel trace's per-launch results (start, finish, simulated "
+                             "duration, slowdown against the measured duration), every policy, "
+                             "as CSV (default: beside --json as <stem>.launches.csv, else "
+                             "<plots>/launches_<trace>.csv)")
     parser.add_argument("--events", type=Path, metavar="CSV",
                         help="write every run's per-WG event log (arrive, reject, dispatch, "
                              "stale-abort, split, release) as CSV; with several runs, one "
@@ -130,7 +139,7 @@ def _converted(args, scenario):
     scenario, converted = prepare(scenario, horizon)
     if converted is not None:
         print_summary(converted, scenario.name)
-    return scenario
+    return scenario, (converted.launches if converted is not None else None)
 
 
 def events_path(base: Path, scenario, policy: str, single: bool) -> Path:
@@ -204,6 +213,10 @@ def _written(path: Path, write) -> Path:
 def run(args) -> int:
     if args.bench:
         return _bench(args)
+    problem = args.launches is not None and output_problem(args.launches, "a file")
+    if problem:
+        raise ConfigError(f"--launches {args.launches}: {problem} (checked before the run; "
+                          f"--launches names a file)")
     record = args.record
     # The claims over seeds run by default, but not for --policy alone (one policy's table
     # in about a second): --claims asks for them, --no-claims never.
@@ -227,7 +240,7 @@ def run(args) -> int:
     converted, known = [], {}
     with RunProgress("dispatch", runs=runs, quiet=args.quiet) as bar:
         for number, (path, scenario) in enumerate(jobs):
-            scenario = _converted(args, scenario)
+            scenario, spans = _converted(args, scenario)
             if args.write_trace and number == 0:
                 _written(args.write_trace,
                          lambda s=scenario: write_trace(args.write_trace, s.workload(args.seed)))
@@ -239,12 +252,14 @@ def run(args) -> int:
             if cycles is None and args.generated_cycles and scenario.workgroups is None and \
                     scenario.trace is None:
                 cycles = min(args.generated_cycles, scenario.cycles)
-            events = {} if args.events else None
+            # Per-launch results of a trace (model.dispatch.launches), from each run's events.
+            events = {} if args.events or spans else None
+            collect = LaunchCollector(spans, events, bool(args.events)) if spans else None
             results = run_scenario(
                 scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
                 debug=args.debug, events=events, execution=args.execution, bar=bar,
-                done=lambda policy, result, name=scenario.name, path=path: record.add(
-                    name, policy, result, file=path))
+                done=lambda policy, result, name=scenario.name, path=path, c=collect: (
+                    record.add(name, policy, result, file=path), c and c(policy)))
             notes = workload_notes(scenario, results, cycles or scenario.cycles)
             with bar.paused():
                 _table(scenario, results)
@@ -254,7 +269,12 @@ def run(args) -> int:
                 target = events_path(args.events, scenario, name, runs == 1)
                 _written(target,
                          lambda t=target, r=rows, q=scenario.gpu.peus: write_events(t, r, q))
-            plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png")
+            if collect is not None:
+                target = launches_target(args.launches, args.json, args.plots, scenario,
+                                         len(jobs) == 1)
+                _written(target, lambda t=target, c=collect, s=scenario: c.report(t, s.name))
+            plot_scenario(scenario, results, Path(args.plots) / f"dispatch_{Path(path).stem}.png",
+                          launches=collect.by_policy if collect is not None else None)
             converted.append(scenario)
             if measure and (cycles or scenario.cycles) == \
                     claims_over_seeds.claim_cycles(scenario, settings):

@@ -11,8 +11,16 @@ claims (:func:`plot_scenario`).
    over time (thin), with each run's time average (dashed): embodiments 9 and 10;
 6. the claims these runs can show (under the runs' execution model, at the load as
    written): for each claim's metric, every policy's value relative to the claim's baseline,
-   in per cent, each bar labelled, so a 1-2 % difference can be read. The claims over seeds,
-   loads and execution models are the command's claims table.
+   in per cent, one horizontal bar per policy under a header row naming the claim, each bar
+   labelled at its end, so a 1-2 % difference can be read and no label overlaps another
+   however many claims and policies there are. The claims over seeds, loads and execution
+   models are the command's claims table.
+
+For a kernel trace (``launches`` given, :mod:`model.dispatch.launches`), panels 4 and 5 give
+way to one timeline: the launches as measured (arrival to arrival + measured duration) and as
+each policy ran them (first dispatch to last release), one band per policy and one row per
+stream within it, each launch a bar coloured by kernel (the eight kernels with the most
+measured time named, the others grey).
 """
 
 from pathlib import Path
@@ -137,37 +145,111 @@ def _claims(axis, scenario, results: dict) -> None:
         axis.set_axis_off()
         return
     names = list(results)
-    width = 0.8 / max(1, len(names) - 1)
-    labels = []
-    for position, claim in enumerate(claims):
+    # One row per (claim, policy), top to bottom, a header row per claim: each label has a
+    # row of its own, so none can overlap another.
+    row, ticks, labels, bold, changes = 0, [], [], [], []
+    for claim in claims:
+        arrow = "higher" if claim.higher_is_better else "lower"
+        ticks.append(row)
+        labels.append(f"{claim.metric} vs {claim.baseline} ({arrow} is better)")
+        bold.append(True)
+        row += 1
         base = _metric(results[claim.baseline], claim.metric)
-        others = [n for n in names if n != claim.baseline]
-        for offset, name in enumerate(others):
+        for name in (n for n in names if n != claim.baseline):
             value = _metric(results[name], claim.metric)
             change = 100.0 * (value / base - 1.0) if base else 0.0
-            x = position + (offset - (len(others) - 1) / 2) * width
-            bar = axis.bar(x, change, width * 0.9, color=f"C{names.index(name)}",
-                           edgecolor="black" if name in policies else "none")
-            axis.bar_label(bar, [f"{change:+.1f}%"], fontsize=7, padding=1)
-        arrow = "higher" if claim.higher_is_better else "lower"
-        labels.append(f"{claim.metric}\nvs {claim.baseline} ({arrow} is better)")
-    axis.axhline(0, color="black", linewidth=0.6)
-    axis.set_xticks(range(len(claims)), labels, fontsize=7)
-    axis.set_ylabel("change against the claim's baseline, %")
+            changes.append(change)
+            bar = axis.barh(row, change, 0.7, color=f"C{names.index(name)}",
+                            edgecolor="black" if name in policies else "none")
+            axis.bar_label(bar, [f"{change:+.1f}%"], fontsize=7, padding=2)
+            ticks.append(row)
+            labels.append(name)
+            bold.append(False)
+            row += 1
+    axis.axvline(0, color="black", linewidth=0.6)
+    # Header rows are written inside the axes, on their own row (no bar there), so a long
+    # claim does not squeeze the figure's other panels.
+    axis.set_yticks(ticks, ["" if header else label
+                            for label, header in zip(labels, bold, strict=True)], fontsize=7)
+    for tick, label, header in zip(ticks, labels, bold, strict=True):
+        if header:
+            axis.text(0.01, tick, label, transform=axis.get_yaxis_transform(), fontsize=7,
+                      fontweight="bold", va="center", ha="left",
+                      bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    axis.set_ylim(row - 0.5, -0.5)
+    low, high = min(changes + [0.0]), max(changes + [0.0])
+    pad = 0.3 * (high - low or 1.0)
+    axis.set_xlim(low - (pad if low < 0 else 0.05 * pad), high + (pad if high > 0 else 0.05 * pad))
+    axis.set_xlabel("change against the claim's baseline, %")
     axis.set_title("the claims (outlined: a claim's policy)")
-    axis.margins(y=0.15)
 
 
-def plot_scenario(scenario, results: dict, path: Path) -> Path:
-    """Write the scenario's PNG (six panels, see the module docstring) to ``path``."""
+def _timeline(axis, launches: dict) -> None:
+    """Panel for a kernel trace: measured and simulated launches per stream, one band per
+    policy (see the module docstring)."""
+    first = next(iter(launches.values()), [])
+    if not first:
+        axis.text(0.5, 0.5, "no launch ran", ha="center", va="center")
+        axis.set_axis_off()
+        return
+    channels = sorted({row["channel"] for row in first})
+    weight: dict[str, int] = {}
+    for row in first:
+        weight[row["kernel"]] = weight.get(row["kernel"], 0) + row["measured_cycles"]
+    named = sorted(weight, key=lambda name: -weight[name])[:8]
+    colour = {name: f"C{index}" for index, name in enumerate(named)}
+    bands = [("measured", [(row["channel"], row["arrival"], row["measured_cycles"],
+                            row["kernel"]) for row in first])]
+    for policy, rows in launches.items():
+        bands.append((policy, [(row["channel"], row["start"], row["duration"], row["kernel"])
+                               for row in rows if row["duration"] is not None]))
+    height = len(channels) + 1
+    ticks, labels = [], []
+    for number, (label, bars) in enumerate(bands):
+        base = number * height
+        for channel in channels:
+            mine = [(start, max(1, length), kernel) for c, start, length, kernel in bars
+                    if c == channel]
+            if mine:
+                axis.broken_barh([(start, length) for start, length, _ in mine],
+                                 (base + channels.index(channel) + 0.1, 0.8),
+                                 facecolors=[colour.get(kernel, "lightgrey")
+                                             for _, _, kernel in mine],
+                                 edgecolor="black", linewidth=0.2)
+        ticks.append(base + (len(channels) - 1) / 2 + 0.5)
+        streams = f" ({len(channels)} streams)" if len(channels) > 1 else ""
+        labels.append(f"{label}{streams}")
+        if number:
+            axis.axhline(base - 0.1, color="grey", linewidth=0.5)
+    axis.set_yticks(ticks, labels, fontsize=7)
+    axis.set_ylim(len(bands) * height - 0.5, -0.5)
+    axis.set_xlabel("cycle")
+    axis.set_title("kernel launches over time: measured, then as each policy ran them "
+                   "(one row per stream)")
+    for name in named:
+        axis.plot([], [], color=colour[name], linewidth=6, label=name[:40])
+    axis.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                ncol=min(4, len(named)), frameon=False)
+
+
+def plot_scenario(scenario, results: dict, path: Path, launches: dict | None = None) -> Path:
+    """Write the scenario's PNG (six panels, see the module docstring) to ``path``;
+    ``launches`` (``{policy: per-launch rows}``, :func:`model.dispatch.launches.launch_rows`)
+    puts the kernel timeline in place of the two per-cycle imbalance panels."""
     fig, axes = figure(2, 3, figsize=(17, 9))
     _utilisation(axes[0, 0], results)
     _waits(axes[0, 1], scenario, results)
     _peu_balance(axes[0, 2], results)
-    _ap_cv(axes[1, 0], results, "ap_resource_cv", "resource",
-           "AP resource-use imbalance (emb. 9)")
-    _ap_cv(axes[1, 1], results, "ap_power_cv", "power",
-           f"AP instruction-power imbalance over {scenario.power_window} cycles (emb. 10)")
+    if launches:
+        grid = axes[1, 0].get_gridspec()
+        axes[1, 0].remove()
+        axes[1, 1].remove()
+        _timeline(fig.add_subplot(grid[1, 0:2]), launches)
+    else:
+        _ap_cv(axes[1, 0], results, "ap_resource_cv", "resource",
+               "AP resource-use imbalance (emb. 9)")
+        _ap_cv(axes[1, 1], results, "ap_power_cv", "power",
+               f"AP instruction-power imbalance over {scenario.power_window} cycles (emb. 10)")
     _claims(axes[1, 2], scenario, results)
     fig.suptitle(scenario.name)
     return save_figure(fig, path)

@@ -1,0 +1,173 @@
+"""Per-kernel results of a kernel-trace run (issue 31, item 4): model.dispatch.launches, the
+``--launches`` CSV, the timeline panel and a claims panel whose labels do not overlap."""
+
+import csv
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from model.cli import main
+from model.dispatch import plots
+from model.dispatch.api import run_scenario
+from model.dispatch.config import Claim, load_scenario
+from model.dispatch.kernels import prepare, trace_scenario
+from model.dispatch.launches import COLUMNS, differing_kernels, launch_rows
+
+DATA = Path(__file__).parent / "data" / "nvprof-magus"
+LUD = DATA / "traces_rodinia_lud.csv"          # 46 launches, 1,376 WGs, in order on a stream
+CONFIGS = Path(__file__).parent.parent / "configs" / "dispatch"
+
+
+def _run(trace, policies, cycles):
+    scenario = trace_scenario(trace, "pascal-sm", cycles=cycles)
+    scenario, converted = prepare(scenario, cycles)
+    events = {}
+    results = run_scenario(scenario, policies=policies, events=events)
+    return scenario, converted, results, events
+
+
+@pytest.fixture(scope="module")
+def lud():
+    return _run(LUD, ["seed", "miaow"], 5_000_000)
+
+
+def test_every_launch_has_a_row_with_consistent_times(lud):
+    scenario, converted, results, events = lud
+    spans = converted.launches
+    assert len(spans) == 46 and sum(s.workgroups for s in spans) == 1376
+    for policy in ("seed", "miaow"):
+        rows = launch_rows(spans, events[policy], policy)
+        assert [row["launch"] for row in rows] == [s.index for s in spans]
+        by_channel = {}
+        for row in rows:
+            assert row["unfinished"] == 0
+            assert row["start"] >= row["arrival"] and row["finish"] > row["start"]
+            assert row["duration"] == row["finish"] - row["start"]
+            assert row["slowdown"] == pytest.approx(row["duration"] / row["measured_cycles"])
+            assert row["delay"] == row["start"] - row["arrival"]
+            # In order on a stream: a launch starts after the one before it finished.
+            before = by_channel.get(row["channel"])
+            if before is not None:
+                assert row["start"] >= before["finish"]
+            by_channel[row["channel"]] = row
+        # The release of the last WG is the run's makespan.
+        assert max(row["finish"] for row in rows) == results[policy]["makespan"]
+
+
+def test_a_launch_alone_on_the_gpu_takes_its_measured_time(lud):
+    # The conversion sizes WGs so that a GPU kept full reproduces the measured duration:
+    # lud_diagonal (one WG) and lud_perimeter (few WGs, one round) run in their measured time
+    # to within the dispatch of its WGs (one per cycle) and the circuit's latency.
+    _, converted, _, events = lud
+    rows = launch_rows(converted.launches, events["seed"], "seed")
+    small = [row for row in rows if row["workgroups"] <= 28]
+    assert small
+    for row in small:
+        assert abs(row["duration"] - row["measured_cycles"]) <= row["workgroups"] + 10, row
+
+
+def test_unfinished_launches_are_counted_not_timed():
+    scenario, converted, _, events = _run(LUD, ["seed"], 150_000)
+    rows = launch_rows(converted.launches, events["seed"], "seed")
+    cut = [row for row in rows if row["unfinished"]]
+    assert cut, "150,000 cycles end inside the third launch"
+    for row in cut:
+        assert row["finish"] is None and row["duration"] is None and row["slowdown"] is None
+
+
+def test_events_of_another_workload_are_refused(lud):
+    _, converted, _, events = lud
+    with pytest.raises(ValueError, match="no launch made"):
+        launch_rows(converted.launches[:2], events["seed"], "seed")
+
+
+def test_table_of_differing_kernels_and_the_tie_note(lud):
+    _, converted, _, events = lud
+    by_policy = {p: launch_rows(converted.launches, events[p], p) for p in ("seed", "miaow")}
+    headers, rows, note = differing_kernels(by_policy)
+    assert headers[-3:] == ["seed", "miaow", "spread"]
+    spreads = [float(row[-1]) for row in rows]
+    assert spreads == sorted(spreads, reverse=True)
+    tied = {"a": by_policy["seed"], "b": [dict(row, policy="b") for row in by_policy["seed"]]}
+    assert "same time" in differing_kernels(tied)[2]
+    assert differing_kernels(by_policy)[2] == "" or spreads[0] == 0.0
+
+
+def test_cli_writes_the_launches_csv_and_checks_its_path(tmp_path, capsys):
+    out = tmp_path / "lud.launches.csv"
+    status = main(["dispatch", "--kernel-trace", str(LUD), "--preset", "pascal-sm",
+                   "--policy", "seed", "--policy", "prior-art", "--cycles", "5000000",
+                   "--quiet", "--plots", str(tmp_path), "--launches", str(out)])
+    assert status == 0
+    with out.open() as file:
+        rows = list(csv.DictReader(file))
+    assert list(rows[0]) == COLUMNS
+    assert len(rows) == 2 * 46
+    assert {row["policy"] for row in rows} == {"seed", "prior-art"}
+    assert "differs most between policies" in capsys.readouterr().out
+    assert (tmp_path / "dispatch_traces_rodinia_lud.png").is_file()
+    # Default: beside --json.
+    status = main(["dispatch", "--kernel-trace", str(LUD), "--preset", "pascal-sm",
+                   "--policy", "seed", "--cycles", "5000000", "--quiet", "--plots",
+                   str(tmp_path), "--json", str(tmp_path / "run.json")])
+    assert status == 0 and (tmp_path / "run.launches.csv").is_file()
+    # A path that cannot be written is refused before anything runs.
+    status = main(["dispatch", "--kernel-trace", str(LUD), "--preset", "pascal-sm",
+                   "--policy", "seed", "--quiet", "--plots", str(tmp_path), "--launches",
+                   str(tmp_path)])
+    assert status == 2
+    assert "--launches" in capsys.readouterr().err
+
+
+def _capture(monkeypatch):
+    figures = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path: figures.append(fig) or path)
+    return figures
+
+
+def test_trace_plot_shows_the_timeline_instead_of_the_imbalance_panels(lud, monkeypatch,
+                                                                       tmp_path):
+    scenario, converted, results, events = lud
+    by_policy = {p: launch_rows(converted.launches, events[p], p) for p in results}
+    figures = _capture(monkeypatch)
+    plots.plot_scenario(scenario, results, tmp_path / "x.png", launches=by_policy)
+    titles = [axis.get_title() for axis in figures[0].axes]
+    assert any(title.startswith("kernel launches over time") for title in titles)
+    assert not any("imbalance" in title for title in titles)
+    timeline = next(a for a in figures[0].axes if a.get_title().startswith("kernel launches"))
+    labels = [tick.get_text() for tick in timeline.get_yticklabels()]
+    assert labels[0].startswith("measured") and any(x.startswith("seed") for x in labels)
+    figures.clear()
+    plots.plot_scenario(scenario, results, tmp_path / "y.png")
+    assert any("imbalance" in axis.get_title() for axis in figures[0].axes)
+
+
+def _overlaps(boxes):
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a[1].overlaps(b[1])]
+
+
+def test_claims_panel_labels_do_not_overlap(monkeypatch, tmp_path):
+    # Six claims on six metrics against two baselines, five policies: every label of the
+    # claims panel (claim names, policy names, the value at each bar) has its own place.
+    scenario = load_scenario(CONFIGS / "default.toml")
+    metrics = ["steady.wait.mean", "wait.p99", "wait.max", "throughput", "peu_imbalance",
+               "fragmentation"]
+    claims = tuple(Claim(text=m, metric=m, policy="seed", baseline=base,
+                         higher_is_better=m == "throughput")
+                   for m in metrics for base in ("prior-art",))
+    scenario = replace(scenario, claims=claims)
+    names = [p.name for p in scenario.policies][:5]
+    results = run_scenario(scenario, policies=names, cycles=1500)
+    figures = _capture(monkeypatch)
+    plots.plot_scenario(scenario, results, tmp_path / "c.png")
+    fig = figures[0]
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    axis = next(a for a in fig.axes if a.get_title().startswith("the claims"))
+    texts = [t for t in axis.texts + axis.get_yticklabels() + axis.get_xticklabels()
+             if t.get_text() and t.get_visible()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    assert len(boxes) >= len(metrics) * (len(names) - 1)
+    assert not _overlaps(boxes), _overlaps(boxes)[:3]
