@@ -53,6 +53,9 @@ help:
 	@echo "make clean    remove build/ and .pytest_cache"
 	@echo "make all      the same as make test"
 	@echo "make help     this list"
+	@echo "make validate the dispatcher model against measured kernel time: calibrated on half the"
+	@echo "              launches of each nvprof-magus application, the rest predicted; MAPE and"
+	@echo "              correlation per application (build/validation/validation.{md,csv,png})"
 	@echo "make cluster-repro  seed 004's cluster model against the FGD artifact's published curves"
 	@echo "              (real v2023 trace, 3 lists, 6 policies, seeds 42-51; build/sim/cluster_repro.*),"
 	@echo "              then the seed's claims re-measured under those rules (cluster_claims.json)"
@@ -119,6 +122,14 @@ cluster-repro: $(HAVE_VENV)
 	$(PYTHON) -m model.cluster.repro --plot $(SIM_OUT)/cluster_repro.png \
 	  --json $(SIM_OUT)/cluster_repro.json
 	$(PYTHON) -m model.cluster.remeasure --json $(SIM_OUT)/cluster_claims.json
+
+# The dispatcher model against measured kernel time (docs/kernels.md, "Validation against
+# measured time"): the 37 nvprof-magus applications from ../shared/data when present, else
+# the 6 shipped in tests/data (VALIDATE_DATA=DIR for others).
+.PHONY: validate
+VALIDATE_DATA ?= $(firstword $(wildcard ../shared/data/nvprof-magus) tests/data/nvprof-magus)
+validate: $(HAVE_VENV)
+	$(PYTHON) -m model.dispatch.validation --data $(VALIDATE_DATA) --out build/validation
 
 # Every sweep file of configs/sweeps/ (not its drills/) on a local pool over all cores: the
 # README's multi-seed figures. Each keeps its results in $(SWEEP_OUT)/<name>.sqlite, so a run
