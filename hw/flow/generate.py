@@ -477,8 +477,8 @@ DISPATCHER_RESET = {"wg_in.ready": 1, "dispatch.valid": 0, "dispatch.payload": 0
 
 #: The configuration port's registers: meaning of ``index`` and ``data``.
 CONFIG_REGISTERS = {
-    "SELECTION": ("0", "target WG rule: 0 multi (embodiment 1), 1 strict, 2 miaow, "
-                       "3 gpgpusim"),
+    "SELECTION": ("0", "target WG rule: 0 multi (embodiment 1), 1 strict, "
+                       "2 blocking_buffer, 3 rr_first_fit"),
     "AP_CHOICE": ("0", "AP rule: 0 round robin, 1 lowest, 2 resource (embodiment 9), "
                        "3 instruction (embodiment 10), 4 combined"),
     "ROTATE": ("0", "embodiment 8's rotating pointer: 1 on, 0 off"),
@@ -754,10 +754,13 @@ def write_dispatcher(shape, directory: Path, policy=None, gpu=None, channels=()
     """Write the Verilog, waivers, SystemVerilog wrapper and port map of dispatcher build
     ``shape`` (:class:`hw.flow.dispatch_build.DispatchShape`)."""
     from hw.flow.dispatch_build import dispatcher_verilog
+    from hw.flow.dispatch_cosim import BLOCK_CACHE
 
     directory.mkdir(parents=True, exist_ok=True)
     name = shape.name
-    text = dispatcher_verilog(shape)
+    # The co-simulation's cache (keyed by the sources that generate the text): a build that
+    # make cosim or the regression generated is not generated again.
+    text = dispatcher_verilog(shape, BLOCK_CACHE)
     component = shape.dispatcher()
     component._MustUse__silence = True           # only its signature is read
     port_list = ports(component.signature, text, name, component)
