@@ -86,8 +86,8 @@ def test_table_of_differing_kernels_and_the_tie_note(lud):
     _, converted, _, events = lud
     by_policy = {p: launch_rows(converted.launches, events[p], p) for p in ("seed", "miaow")}
     headers, rows, note = differing_kernels(by_policy)
-    assert headers[-3:] == ["seed", "miaow", "spread"]
-    spreads = [float(row[-1]) for row in rows]
+    assert headers[3:] == ["lowest", "highest", "seed", "spread", "unfinished"]
+    spreads = [float(row[6]) for row in rows]
     assert spreads == sorted(spreads, reverse=True)
     tied = {"a": by_policy["seed"], "b": [dict(row, policy="b") for row in by_policy["seed"]]}
     assert "same time" in differing_kernels(tied)[2]
@@ -158,7 +158,9 @@ def test_claims_panel_labels_do_not_overlap(monkeypatch, tmp_path):
                          higher_is_better=m == "throughput")
                    for m in metrics for base in ("prior-art",))
     scenario = replace(scenario, claims=claims)
-    names = [p.name for p in scenario.policies][:5]
+    known = [p.name for p in scenario.policies]
+    names = ["prior-art", "seed"] + [n for n in known if n not in ("prior-art", "seed")][:3]
+    assert set(names) <= set(known)
     results = run_scenario(scenario, policies=names, cycles=1500)
     figures = _capture(monkeypatch)
     plots.plot_scenario(scenario, results, tmp_path / "c.png")

@@ -101,8 +101,10 @@ def write_launches(path, rows) -> Path:
 def differing_kernels(by_policy: dict, limit: int = 8) -> tuple[list[str], list[list], str]:
     """``(headers, rows, note)``: the kernels (by name) whose simulated time differs most
     between policies. ``by_policy``: ``{policy: launch rows}``. Per kernel: its launches,
-    WGs and per policy its simulated time over its measured time (both summed over its
-    launches; ``-`` when one did not finish), three decimals, and the spread between them;
+    WGs, the lowest and the highest over the policies of its simulated time over its
+    measured time (both summed over its launches), with the policy, the seed's, the spread
+    (highest - lowest) and how many policies did not finish all its launches (left out of
+    the lowest and highest); the CSV has every policy's rows;
     sorted by the spread between the highest and lowest policy, at most ``limit`` rows.
     ``note`` says in one line when every policy gives every launch the same time, and why
     that is expected."""
@@ -123,13 +125,20 @@ def differing_kernels(by_policy: dict, limit: int = 8) -> tuple[list[str], list[
     for name, entry in kernels.items():
         ratios = [None if entry["time"].get(p) is None else entry["time"][p] / entry["measured"]
                   for p in policies]
-        known = [r for r in ratios if r is not None]
-        spread = max(known) - min(known) if len(known) > 1 else 0.0
-        table.append((spread, [_short(name, 32), len(entry["launches"]), entry["wgs"],
-                               *("-" if r is None else f"{r:.3f}" for r in ratios),
-                               f"{spread:.3f}"]))
+        known = [(r, p) for r, p in zip(ratios, policies, strict=True) if r is not None]
+        spread = max(known)[0] - min(known)[0] if len(known) > 1 else 0.0
+        low = min(known, default=None)
+        high = max(known, default=None)
+        seed = ratios[policies.index("seed")] if "seed" in policies else None
+        table.append((spread, [
+            _short(name, 28), len(entry["launches"]), entry["wgs"],
+            "-" if low is None else f"{low[0]:.3f} {low[1]}",
+            "-" if high is None else f"{high[0]:.3f} {high[1]}",
+            "-" if seed is None else f"{seed:.3f}", f"{spread:.3f}",
+            sum(1 for r in ratios if r is None)]))
     table.sort(key=lambda item: -item[0])
-    headers = ["kernel", "launches", "WGs", *policies, "spread"]
+    headers = ["kernel", "launches", "WGs", "lowest", "highest", "seed", "spread",
+               "unfinished"]
     note = ""
     if all(spread == 0 for spread, _ in table):
         streams = {row["channel"] for rows in by_policy.values() for row in rows}

@@ -115,7 +115,7 @@ def correlation(predictions, log: bool = False) -> float:
     predicted = np.array([p.predicted_ns for p in predictions], dtype=float)
     if log:
         measured, predicted = np.log(measured), np.log(predicted)
-    if measured.std() == 0 or predicted.std() == 0:
+    if np.ptp(measured) == 0 or np.ptp(predicted) == 0:
         return math.nan
     return float(np.corrcoef(predicted, measured)[0, 1])
 
@@ -322,7 +322,7 @@ def write_outputs(results, out: Path, source: str, preset: str, policy: str) -> 
     out.mkdir(parents=True, exist_ok=True)
     rows = summary_rows(results)
     pooled = rows[-1]
-    title = (f"{len(results)} applications ({source}) on {preset}, policy {policy}: "
+    title = (f"{len(results)} applications ({source}) on {preset}, policy {policy}:\n"
              f"{pooled[3]} test launches, MAPE {pooled[6]} %, correlation {pooled[7]} "
              f"(log {pooled[8]})")
     paths = {"md": out / "validation.md", "csv": out / "validation.csv",
@@ -340,7 +340,7 @@ def write_outputs(results, out: Path, source: str, preset: str, policy: str) -> 
                 writer.writerow([p.app, p.launch, p.kernel, p.workgroups, p.measured_ns,
                                  f"{p.predicted_ns:.1f}", f"{p.naive_ns:.1f}", int(p.new_grid),
                                  int(p.concurrent)])
-    lines = [f"# {title}", "", "| " + " | ".join(SUMMARY_HEADERS) + " |",
+    lines = [f"# {title.replace(chr(10), ' ')}", "", "| " + " | ".join(SUMMARY_HEADERS) + " |",
              "|" + "|".join([" --- "] + [" ---: "] * (len(SUMMARY_HEADERS) - 1)) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     skipped = sum(r.skipped for r in results)
