@@ -472,7 +472,8 @@ class ProtocolChecker:
         if address == ConfigAddress.SPLIT_THRESHOLD:
             self.config["threshold"] = write.data
         elif address == ConfigAddress.SELECTION:
-            self.config["selection"] = ("multi", "strict", "miaow", "gpgpusim")[write.data]
+            self.config["selection"] = ("multi", "strict", "blocking_buffer",
+                                      "rr_first_fit")[write.data]
 
     def _dispatch_out(self, values) -> None:
         p = self.params

@@ -23,6 +23,7 @@ from model.dispatch.config import (
     ignored_fields,
     with_policy,
 )
+from model.dispatch.config.policy import RTL_SELECTIONS
 from tb.dispatch_bench import ModelRun, model_run
 
 __all__ = ["DIRECTED", "DIRECTED_SHAPE", "SHAPES", "Shape", "random_run"]
@@ -99,8 +100,8 @@ def random_policy(shape: Shape, rng: random.Random) -> tuple[PolicyConfig, GpuCo
     their defaults (or are off), as the model requires."""
     gpu = shape.gpu
     # The pipelined decision is not defined for the MIAOW-like buffer.
-    selection = rng.choice([s for s in SELECTIONS
-                            if s != "miaow" or not shape.policy.decision_pipeline])
+    selection = rng.choice([s for s in RTL_SELECTIONS
+                            if s != "blocking_buffer" or not shape.policy.decision_pipeline])
     ap_choice = rng.choice(AP_CHOICES)
     changes = {"name": f"{selection}/{ap_choice}", "selection": selection,
                "ap_choice": ap_choice, "rotate": rng.random() < 0.6, "history": "ema",

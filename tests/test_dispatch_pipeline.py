@@ -95,7 +95,9 @@ def test_random_configurations_keep_every_invariant(seed):
     gpu, channels, workload, cycles, policies, interval, execution = case
     rng = random.Random(f"{seed}/pipeline")
     for policy in policies:
-        if policy.selection == "miaow" or policy.wave_placement == "least_loaded":
+        if policy.selection in ("blocking_buffer", "miaow", "miaow_one_clock", "gpgpusim",
+                                "gpgpusim_concurrent", "gem5") \
+                or policy.wave_placement == "least_loaded":
             continue
         policy = replace(policy, decision_pipeline=rng.choice([2, 3, 6]))
         simulator = DispatchSimulator(gpu, policy, [replace(w) for w in workload],
@@ -112,8 +114,10 @@ def test_random_configurations_keep_every_invariant(seed):
 
 @pytest.mark.parametrize(("changes", "message"), [
     ({"decision_pipeline": 1}, "not 1"),
+    ({"decision_pipeline": 2, "selection": "blocking_buffer", "ap_choice": "lowest",
+      "rotate": False, "windows": (), "split_threshold": 0}, "blocking_buffer"),
     ({"decision_pipeline": 2, "selection": "miaow", "ap_choice": "lowest", "rotate": False,
-      "windows": (), "split_threshold": 0}, "miaow"),
+      "windows": (), "split_threshold": 0}, "its own clock"),
     ({"decision_pipeline": 2, "wave_placement": "least_loaded"}, "least_loaded"),
 ])
 def test_undefined_pipelines_are_refused(changes, message):
@@ -150,14 +154,16 @@ def test_the_rtl_builds_a_pipeline_with_every_ap_scale_only():
     from hw.dispatch.params import config_writes
     built = DispatcherParams.build(GPU, policy, 2)
     assert config_writes(built)
-    with pytest.raises(ValueError, match='"miaow" is not defined for the pipelined'):
+    with pytest.raises(ValueError, match='"blocking_buffer" is not defined for the pipelined'):
+        config_writes(built, replace(policy, selection="blocking_buffer"))
+    with pytest.raises(ValueError, match='"miaow": the RTL does not implement it'):
         config_writes(built, replace(policy, selection="miaow"))
     scenario = load_scenario(Path(__file__).parents[1] / "configs/dispatch/hol_blocking.toml")
     assert unsupported(scenario, policy) is None
     assert 'combined_scale = "all"' in unsupported(scenario, combined)
 
 
-@pytest.mark.parametrize("selection", ["strict", "gpgpusim"])
+@pytest.mark.parametrize("selection", ["strict", "rr_first_fit"])
 def test_the_channel_pointer_moves_once_a_wg_when_it_is_chosen(selection):
     # WGs 0 and 1 are chosen in cycles 1 and 2 (the pointer back at channel 0), 2 and 3
     # arrive in cycle 3 and are chosen from cycle 4, when WG 0 is dispatched: the pointer

@@ -56,7 +56,7 @@ class ConfigAddress(hdl_enum.Enum, shape=4):
     register is an array). A write takes effect in the next clock (a window length in the
     second)."""
 
-    SELECTION = 0           #: 0 multi (embodiment 1), 1 strict, 2 miaow, 3 gpgpusim
+    SELECTION = 0           #: 0 multi (embodiment 1), 1 strict, 2 blocking_buffer, 3 rr_first_fit
     AP_CHOICE = 1           #: 0 round robin, 1 lowest, 2 resource, 3 instruction, 4 combined
     ROTATE = 2              #: embodiment 8's rotating pointer on (1) or off (0)
     RESOURCE_WEIGHT = 3     #: w_r of the combined score (8 bits)
@@ -434,8 +434,11 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
                 name == "score_latency" and "score_latency" in ignored_fields(policy)):
             raise ValueError(f"policy.{name} is {getattr(policy, name)!r} but the dispatcher "
                              f"was built with {getattr(built, name)!r}")
-    if params.pipeline and policy.selection == "miaow":
-        raise ValueError('policy.selection "miaow" is not defined for the pipelined decision '
+    if policy.selection not in SELECTIONS[:4]:
+        raise ValueError(f'policy.selection "{policy.selection}": the RTL does not implement it')
+    if params.pipeline and policy.selection == "blocking_buffer":
+        raise ValueError('policy.selection "blocking_buffer" is not defined for the pipelined '
+                         'decision '
                          f"(the dispatcher was built with decision_pipeline {params.pipeline})")
     scale = "all" if params.combined_all else "candidates"
     if policy.ap_choice == "combined" and policy.combined_scale != scale:

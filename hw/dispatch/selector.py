@@ -30,7 +30,8 @@ def window_end_bits(priorities: int) -> int:
     return WINDOW_BITS + max(priorities - 1, 0).bit_length()
 
 MULTI, STRICT, MIAOW, GPGPUSIM = (SELECTIONS.index(name)
-                                  for name in ("multi", "strict", "miaow", "gpgpusim"))
+                                  for name in ("multi", "strict", "blocking_buffer",
+                                               "rr_first_fit"))
 ROUND_ROBIN, LOWEST, RESOURCE, INSTRUCTION, COMBINED = (
     AP_CHOICES.index(name)
     for name in ("round_robin", "lowest", "resource", "instruction", "combined"))

@@ -32,6 +32,7 @@ from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_s
 from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
+from model.dispatch.config.policy import RTL_SELECTIONS
 
 __all__ = ["REDUCTION", "main", "policy_unsupported", "reduced", "run_cosim", "scenario_shape",
            "unsupported"]
@@ -100,6 +101,10 @@ def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True
 
 def policy_unsupported(policy) -> str | None:
     """Why the RTL dispatcher cannot be built for ``policy`` (``None``: it can)."""
+    if policy.selection not in RTL_SELECTIONS:
+        return (f'selection = "{policy.selection}" is not built: the RTL does not implement '
+                f"it (it builds {', '.join(RTL_SELECTIONS)}; the faithful baselines are "
+                f"model-only, docs/dispatch.md)")
     if policy.wave_placement != "split":
         return (f'wave_placement = "{policy.wave_placement}" is not built: the RTL places '
                 f'a WG\'s waves by embodiment 8 ("split", one comparison per PEU in the '

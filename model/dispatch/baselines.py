@@ -1,27 +1,34 @@
 """The baselines' selection rules and wave placement, each a selector or matcher of its own
 (the seed's are :class:`model.dispatch.selector.Selector` and
-:class:`model.dispatch.matcher.Matcher`).
+:class:`model.dispatch.matcher.Matcher`), and the factories that pick a policy's.
 
-Seed 002's "existing technique" (背景技术) and two real dispatchers' rules, for comparison
-with embodiment 1: ``"strict"`` (the prior art: the highest-priority head in round-robin
-channel order, which blocks every channel while it does not fit), ``"gpgpusim"`` (the first
-channel in round-robin order whose head fits anywhere, as GPGPU-Sim's kernel/CTA issue does)
-and ``"miaow"`` (MIAOW's one-WG buffer: a WG is taken from the channels in round-robin order
-and waits in the buffer until it fits). The AP choice is the policy's, as for the seed's
-rule. ``wave_placement = "least_loaded"`` deals each wave to the PEU with the most free
-slots, as real dispatchers spread them, instead of embodiment 8's split table
-(:class:`LeastLoadedMatcher`). RTL twin: :mod:`hw.dispatch.selector` (its ``selection``
-register chooses the rule); the least-loaded placement has none (the RTL refuses it).
+Rules kept for comparison, named by what they do (no source has them as written; RTL twin
+:mod:`hw.dispatch.selector`, whose ``selection`` register chooses among the first four
+``SELECTIONS``): ``"strict"`` (the seed's prior art: the highest-priority head in round-robin
+channel order, which blocks every channel while it does not fit), ``"rr_first_fit"``
+(preset ``rr-first-fit``: the first channel in round-robin order whose head fits anywhere;
+formerly called GPGPU-Sim-like) and ``"blocking_buffer"`` (preset ``blocking-buffer``: a
+one-WG buffer filled from the channels in round-robin order that waits until its WG fits;
+formerly called MIAOW-like). ``wave_placement = "least_loaded"`` deals each wave to the PEU
+with the most free slots (:class:`LeastLoadedMatcher`; no RTL twin).
+
+The three real dispatchers as their sources define them are modules of their own:
+:mod:`model.dispatch.miaow` (``"miaow"``), :mod:`model.dispatch.gpgpusim` (``"gpgpusim"``,
+``"gpgpusim_concurrent"``) and :mod:`model.dispatch.gem5` (``"gem5"``); docs/baselines.md
+reads each rule from its source, docs/dispatch.md says what the model does with it.
 
 :func:`selector_for` and :func:`matcher_for` build a policy's.
 """
 
 from model.dispatch.config import WorkGroup
+from model.dispatch.gem5 import Gem5Matcher, Gem5Selector
+from model.dispatch.gpgpusim import GpgpuSimConcurrentSelector, GpgpuSimMatcher, GpgpuSimSelector
 from model.dispatch.matcher import Matcher
+from model.dispatch.miaow import MiaowMatcher, MiaowOneClockSelector, MiaowSelector
 from model.dispatch.selector import Selector
 
-__all__ = ["GpgpuSimSelector", "LeastLoadedMatcher", "MiaowSelector", "StrictSelector",
-           "matcher_for", "selector_for"]
+__all__ = ["BlockingBufferSelector", "LeastLoadedMatcher", "RoundRobinFirstFitSelector",
+           "StrictSelector", "matcher_for", "selector_for"]
 
 
 class _RoundRobin(Selector):
@@ -55,9 +62,10 @@ class StrictSelector(_RoundRobin):
         return channel if candidates[channel][1] else None
 
 
-class GpgpuSimSelector(_RoundRobin):
-    """GPGPU-Sim-like (``selection = "gpgpusim"``): the first channel in round-robin order
-    whose head fits some AP, whatever its priority."""
+class RoundRobinFirstFitSelector(_RoundRobin):
+    """Round-robin first fit (``selection = "rr_first_fit"``, formerly "GPGPU-Sim-like";
+    GPGPU-Sim's own rule is :mod:`model.dispatch.gpgpusim`): the first channel in
+    round-robin order whose head fits some AP, whatever its priority."""
 
     def select(self, cycle: int):
         channels = self.channels
@@ -74,10 +82,12 @@ class GpgpuSimSelector(_RoundRobin):
                      if c in candidates and candidates[c][1]), None)
 
 
-class MiaowSelector(Selector):
-    """MIAOW-like (``selection = "miaow"``): an empty buffer takes the head of the next
-    non-empty channel in round-robin order; the buffered WG is the only candidate until it
-    is dispatched. (Not defined with the decision pipeline: the policy check refuses it.)"""
+class BlockingBufferSelector(Selector):
+    """A blocking one-WG buffer (``selection = "blocking_buffer"``, formerly "MIAOW-like";
+    MIAOW's own 64-entry buffer is :mod:`model.dispatch.miaow`): an empty buffer takes the
+    head of the next non-empty channel in round-robin order; the buffered WG is the only
+    candidate until it is dispatched. (Not defined with the decision pipeline: the policy
+    check refuses it.)"""
 
     def select(self, cycle: int):
         channels = self.channels
@@ -103,8 +113,16 @@ class MiaowSelector(Selector):
 
 
 #: The selector of each ``PolicyConfig.selection``.
-SELECTORS = {"multi": Selector, "strict": StrictSelector, "gpgpusim": GpgpuSimSelector,
-             "miaow": MiaowSelector}
+SELECTORS = {"multi": Selector, "strict": StrictSelector,
+             "blocking_buffer": BlockingBufferSelector, "rr_first_fit": RoundRobinFirstFitSelector,
+             "miaow": MiaowSelector, "miaow_one_clock": MiaowOneClockSelector,
+             "gpgpusim": GpgpuSimSelector,
+             "gpgpusim_concurrent": GpgpuSimConcurrentSelector, "gem5": Gem5Selector}
+
+#: The faithful baselines' own matchers (their placement rules), by ``selection``.
+MATCHERS = {"miaow": MiaowMatcher, "miaow_one_clock": MiaowMatcher,
+            "gpgpusim": GpgpuSimMatcher,
+            "gpgpusim_concurrent": GpgpuSimMatcher, "gem5": Gem5Matcher}
 
 
 def selector_for(gpu, policy, queues, matcher, resources, view) -> Selector:
@@ -154,6 +172,8 @@ class LeastLoadedMatcher(Matcher):
 
 
 def matcher_for(gpu, policy, view, resources, queues) -> Matcher:
-    """The matcher of ``policy.wave_placement``, on the given stages."""
-    kind = LeastLoadedMatcher if policy.wave_placement == "least_loaded" else Matcher
+    """The matcher of a faithful baseline's ``policy.selection``, else of
+    ``policy.wave_placement``, on the given stages."""
+    kind = MATCHERS.get(policy.selection) or (
+        LeastLoadedMatcher if policy.wave_placement == "least_loaded" else Matcher)
     return kind(gpu, policy, view, resources, queues)

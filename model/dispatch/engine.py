@@ -198,6 +198,11 @@ class DispatchSimulator:
             self.queues.flight = self.pipeline.flight
             self.decision = self.pipeline
             self.skip = False
+        elif hasattr(self.selector, "bind"):
+            # A faithful baseline decides on its own clock (model.dispatch.miaow, gpgpusim,
+            # gem5): one WG per decision of its length, or several WGs a cycle.
+            self.pipeline = None
+            self.decision = self.selector.bind(self)
         else:
             self.pipeline = None
             self.decision = OneCycleDecision(self.queues, self.matcher, self.selector,
@@ -298,6 +303,7 @@ class DispatchSimulator:
         completions, pending, channels = execution.completions, views.pending, queues.channels
         release, admit, show = self.release, queues.admit, views.show
         step = self.decision.step
+        wake = getattr(self.decision, "wake", None)
         counters = self.counters
         integral, held = metrics.used_integral, resources.held_total
         total_slots = self.P * self.Q * self.gpu.wave_slots
@@ -348,6 +354,10 @@ class DispatchSimulator:
                     following = completions[0][0]
                 if pending and pending[0][0] < following:
                     following = pending[0][0]
+                if wake is not None:                # a baseline's own clock (its next step)
+                    woken = wake(cycle)
+                    if woken is not None and woken < following:
+                        following = woken
                 counting = splitting and waiting and not matched
                 if counting and cycle + threshold + 1 - queues.g < following:
                     following = cycle + threshold + 1 - queues.g

@@ -8,14 +8,22 @@ from model.config import ConfigError, Fields
 from model.dispatch.config.gpu import MAX_WEIGHT, RESOURCES, GpuConfig
 from model.maxblock import default_samples
 
-__all__ = ["AP_CHOICES", "CIRCUITS", "COMBINED_SCALES", "HISTORIES", "MAX_PIPELINE", "PRESETS",
-           "SELECTIONS", "WAVE_PLACEMENTS", "PolicyConfig", "check_policy", "ignored_fields",
+__all__ = ["AP_CHOICES", "CIRCUITS", "COMBINED_SCALES", "FAITHFUL_SELECTIONS", "HISTORIES",
+           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "WAVE_PLACEMENTS", "PolicyConfig", "check_policy", "ignored_fields",
            "read_policy", "with_policy"]
 
 #: ``shared`` is embodiment 7: one exact unit per AP, time-multiplexed over the AP's VGPR, SGPR
 #: and LDS status words (:func:`shared_schedule`), so each view is refreshed once per schedule.
 CIRCUITS = ("exact", "full", "grouped", "sampled", "shared")
-SELECTIONS = ("multi", "strict", "miaow", "gpgpusim")
+#: The first four are the RTL dispatcher's (its ``selection`` register, in this order); the
+#: faithful baselines after them have no RTL (model.dispatch.miaow, gpgpusim, gem5).
+SELECTIONS = ("multi", "strict", "blocking_buffer", "rr_first_fit", "miaow", "gpgpusim",
+              "gpgpusim_concurrent", "gem5", "miaow_one_clock")
+#: The selections the RTL dispatcher builds (hw.dispatch.selector).
+RTL_SELECTIONS = SELECTIONS[:4]
+#: The faithful baselines: each decides on its own clock (one WG per decision of its source's
+#: length, or several a cycle) and places WGs by its own rules.
+FAITHFUL_SELECTIONS = SELECTIONS[4:]
 AP_CHOICES = ("round_robin", "lowest", "resource", "instruction", "combined")
 #: Embodiment 10's history of instruction power: the seed's sliding window of ``Nx`` cycles, or
 #: an exponential average with a shift of ``log2(Nx)`` (one register per AP; docs/dispatch.md).
@@ -41,10 +49,15 @@ class PolicyConfig:
     selection
         ``multi`` (embodiment 1: every head against every AP, highest current priority
         wins), ``strict`` (the seed's prior art: only the highest-priority head is tried;
-        when it does not fit, nothing is dispatched), ``miaow`` (a one-WG buffer filled
-        from the channels in turn, retried until it fits, no priorities), ``gpgpusim``
-        (channels scanned round-robin, the first head that fits anywhere goes; no
-        priorities).
+        when it does not fit, nothing is dispatched), ``blocking_buffer`` (a one-WG buffer
+        filled from the channels in turn, retried until it fits, no priorities; formerly
+        "MIAOW-like"), ``rr_first_fit`` (channels scanned round-robin, the first head that
+        fits anywhere goes; no priorities; formerly "GPGPU-Sim-like"); the real dispatchers
+        as their sources define them, each on its own clock and with its own AP choice and
+        placement (``ap_choice``, ``rotate`` and ``wave_placement`` not read): ``miaow``
+        (:mod:`model.dispatch.miaow`), ``gpgpusim`` and ``gpgpusim_concurrent``
+        (:mod:`model.dispatch.gpgpusim`), ``gem5`` (:mod:`model.dispatch.gem5`); and
+        ``miaow_one_clock`` (MIAOW's buffer rules at one decision per clock, ours).
     ap_choice
         ``round_robin`` (first matching AP from a pointer one past the last chosen),
         ``lowest`` (lowest-index matching AP), ``resource`` (embodiment 9), ``instruction``
@@ -98,8 +111,9 @@ class PolicyConfig:
         the WG is dispatched in cycle ``t + k`` if those blocks and its wave slots are still
         free, otherwise it is a stale abort that also discards every WG chosen after it and
         the choices of the next two cycles. A channel's WGs stay in order; the selection
-        state (flags, LFSR, pointers) moves when a WG is chosen. Not with the ``miaow``
-        selection or the ``least_loaded`` placement.
+        state (flags, LFSR, pointers) moves when a WG is chosen. Not with the
+        ``blocking_buffer`` selection, a faithful baseline's, or the ``least_loaded``
+        placement.
     """
 
     name: str = "seed"
@@ -132,10 +146,21 @@ class PolicyConfig:
 PRESETS = {
     "prior-art": PolicyConfig(name="prior-art", selection="strict", ap_choice="round_robin",
                               rotate=False, windows=(), split_threshold=0),
+    "blocking-buffer": PolicyConfig(name="blocking-buffer", selection="blocking_buffer",
+                                    ap_choice="lowest", rotate=False, windows=(),
+                                    split_threshold=0),
+    "rr-first-fit": PolicyConfig(name="rr-first-fit", selection="rr_first_fit",
+                                 ap_choice="round_robin", rotate=False, windows=(),
+                                 split_threshold=0),
     "miaow": PolicyConfig(name="miaow", selection="miaow", ap_choice="lowest", rotate=False,
                           windows=(), split_threshold=0),
     "gpgpusim": PolicyConfig(name="gpgpusim", selection="gpgpusim", ap_choice="round_robin",
                              rotate=False, windows=(), split_threshold=0),
+    "gem5": PolicyConfig(name="gem5", selection="gem5", ap_choice="lowest", rotate=False,
+                         windows=(), split_threshold=0),
+    "miaow-one-clock": PolicyConfig(name="miaow-one-clock", selection="miaow_one_clock",
+                                    ap_choice="lowest", rotate=False, windows=(),
+                                    split_threshold=0),
     "emb1": PolicyConfig(name="emb1", selection="multi", ap_choice="round_robin", rotate=False,
                          windows=(), split_threshold=0),
     "seed": PolicyConfig(),
@@ -256,9 +281,13 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
     if policy.score_latency and not policy.decision_pipeline:
         raise error("score_latency", "is read only by the decision pipeline "
                                      "(decision_pipeline >= 2); use 0")
-    if policy.decision_pipeline and policy.selection == "miaow":
-        raise error("decision_pipeline", 'is not defined for selection = "miaow" (its '
-                                         "one-WG buffer); use 0")
+    if policy.decision_pipeline and policy.selection == "blocking_buffer":
+        raise error("decision_pipeline", 'is not defined for selection = "blocking_buffer" '
+                                         "(its one-WG buffer); use 0")
+    if policy.decision_pipeline and policy.selection in FAITHFUL_SELECTIONS:
+        raise error("decision_pipeline", f'is not defined for selection = '
+                                         f'"{policy.selection}" (it decides on its own '
+                                         f"clock); use 0")
     if policy.decision_pipeline and policy.wave_placement == "least_loaded":
         raise error("decision_pipeline", 'is not defined for wave_placement = '
                                          '"least_loaded"; use 0')

@@ -1,0 +1,140 @@
+"""GPGPU-Sim's CTA issue, rule by rule from its source (``selection = "gpgpusim"``, preset
+``gpgpusim``; ``selection = "gpgpusim_concurrent"`` for ``-gpgpu_concurrent_kernel_sm 1``).
+Source: accel-sim/gpgpu-sim_distribution at ``667834c``, ``src/gpgpu-sim/gpu-sim.cc`` and
+``src/gpgpu-sim/shader.cc`` (docs/baselines.md, rows G1-G10, has the line numbers). Not a
+stage of seed 002; no RTL twin (``make cosim`` refuses it). An AP is an SM, one SM per
+cluster (the tested Volta/Pascal/Ampere configurations); a PEU is a warp scheduler.
+
+Rules, each with its source:
+
+- **G1, kernels in stream order** (``gpgpu_sim::launch``, ``can_start_kernel``;
+  ``stream_manager.cc``): a kernel is a run of a channel's WGs (see
+  :mod:`model.dispatch.ownclock`); a channel's next kernel starts when its previous one is
+  done. The kernel slots' order is the channels' order (ours: a kernel takes the first free
+  slot at launch, which for one kernel per channel at a time is its channel's).
+- **G2, sticky kernel** (``gpgpu_sim::select_kernel``): the last selected kernel while it has
+  WGs left; otherwise the next kernel slot after it, in slot order, that has WGs left (the
+  selection moves the pointer).
+- **G3, one kernel per SM, drain to switch** (default ``-gpgpu_concurrent_kernel_sm 0``;
+  ``simt_core_cluster::issue_block2core``, the ``get_not_completed() == 0`` test): each AP
+  keeps its kernel; when that kernel has no WG left, the AP asks ``select_kernel`` for a new
+  one only once it runs nothing.
+- **G4, concurrent mode** (``gpgpusim_concurrent``; ``issue_block2core``,
+  ``can_issue_1block``): every AP asks ``select_kernel`` at each issue, so the sticky kernel
+  is the only candidate: when its next WG fits no AP, no WG of any kernel is issued.
+- **G5, rate** (``gpgpu_sim::issue_block2core``, once per core clock;
+  ``m_cta_issue_next_core``): every cycle each AP may take one WG, the APs tried in round
+  robin from one past the last AP that issued (up to one WG per AP per cycle).
+- **G6, max_cta** (``shader_core_config::max_cta``, ``-gpgpu_shader_cta`` = 32): at most
+  ``MAX_CTA`` WGs on an AP.
+- **G8, CTA slot and warp binding** (``shader_core_ctx::issue_block2core``; ``shader.cc``,
+  the scheduler binding): the WG takes the AP's lowest free WG slot ``k``; its wave ``i`` is
+  hardware warp ``k w + i`` (``w`` its waves), served by PEU ``(k w + i) mod Q``. Not a
+  rotating pointer: a freed low slot is reused first.
+
+Not modelled, and what the policy sees instead:
+
+- **G6, G7, G9, counted pools**: GPGPU-Sim counts registers (rounded to 4 per thread, whole
+  warps) and shared memory per SM, with no addresses; here a GPGPU-Sim policy sees the
+  scenario's contiguous blocks (a VGPR and an SGPR block per PEU for its wave group, first
+  fit; LDS one range per AP), so it can fragment where GPGPU-Sim cannot. The small-grid cap
+  ``ceil(CTAs / SMs)`` is not applied (a synthetic kernel's size is not known at launch).
+- **G10**: kernel launch latency 0 (GPGPU-Sim's default; the tested configs' 5,000 cycles
+  would dominate short scenarios).
+"""
+
+from model.dispatch.ownclock import OwnClockSelector, RecordingMatcher
+
+__all__ = ["MAX_CTA", "GpgpuSimConcurrentSelector", "GpgpuSimMatcher", "GpgpuSimSelector"]
+
+MAX_CTA = 32
+
+
+class GpgpuSimMatcher(RecordingMatcher):
+    """G6, G8: the lowest free WG slot of the AP and the warp-to-scheduler rule."""
+
+    def slot(self, ap: int) -> int | None:
+        """The lowest free WG slot of ``ap`` (``None``: ``MAX_CTA`` WGs there)."""
+        used = set(self.records.live(ap).values())
+        return next((k for k in range(MAX_CTA) if k not in used), None)
+
+    def placement(self, wg, ap: int):
+        k = self.slot(ap)
+        if k is None:
+            return None
+        w, Q = wg.waves, self.Q
+        if (k + 1) * w > Q * self.wave_slots:
+            return None                      # the slot's hardware warps do not exist
+        row = [0] * Q
+        for i in range(w):
+            row[(k * w + i) % Q] += 1
+        return tuple(row)
+
+    def fits(self, wg, ap: int) -> bool:
+        if wg.lds > self.view["lds"][ap] or wg.waves > self.ap_slots[ap]:
+            return False
+        row = self.placement(wg, ap)
+        return row is not None and self.peu_fits(wg, ap, row)
+
+
+class GpgpuSimSelector(OwnClockSelector):
+    """GPGPU-Sim's kernel selection and CTA issue (see the module docstring).
+
+    State: ``last_kernel`` (``m_last_issued_kernel``, a ``(channel, epoch)`` kernel),
+    ``ap_kernel`` (each SM's kernel), ``last_ap`` (the last AP that issued).
+    """
+
+    concurrent = False
+
+    def __init__(self, gpu, policy, queues, matcher, resources, view):
+        super().__init__(gpu, policy, queues, matcher, resources, view)
+        self.last_kernel = None
+        self.ap_kernel = [None] * self.P
+        self.last_ap = self.P - 1
+
+    def select_kernel(self):
+        """G2: the sticky kernel while it has WGs, else the next one in slot order."""
+        if self.has_wgs(self.last_kernel):
+            return self.last_kernel
+        start = self.last_kernel[0] + 1 if self.last_kernel else 0
+        count = self.channel_count
+        for n in range(count):
+            kernel = self.kernel((start + n) % count)
+            if self.has_wgs(kernel):
+                self.last_kernel = kernel
+                return kernel
+        return None
+
+    def step(self, cycle: int):
+        matcher = self.matcher
+        waiting = any(self.channels)
+        issued = 0
+        P = self.P
+        first = self.last_ap + 1
+        for k in range(P):
+            ap = (first + k) % P
+            if self.concurrent:
+                kernel = self.select_kernel()
+            else:
+                kernel = self.ap_kernel[ap]
+                if not self.has_wgs(kernel) and not matcher.records.live(ap):
+                    chosen = self.select_kernel()
+                    if chosen is not None:
+                        self.ap_kernel[ap] = chosen
+                    kernel = chosen
+            if not self.has_wgs(kernel):
+                continue
+            wg = self.channels[kernel[0]][0]
+            if matcher.fits(wg, ap):
+                slot = matcher.slot(ap)
+                if self.dispatch(wg, ap, cycle) is not None:
+                    matcher.records.live(ap)[wg.id] = slot
+                    issued += 1
+                    self.last_ap = ap
+        return issued > 0, False, issued > 0, waiting
+
+
+class GpgpuSimConcurrentSelector(GpgpuSimSelector):
+    """G4: ``-gpgpu_concurrent_kernel_sm 1`` (``selection = "gpgpusim_concurrent"``)."""
+
+    concurrent = True

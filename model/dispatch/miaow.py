@@ -1,0 +1,227 @@
+"""MIAOW's workgroup dispatcher, rule by rule from its RTL (``selection = "miaow"``, preset
+``miaow``). Source: VerticalResearchGroup/miaow at ``143929c``,
+``src/verilog/rtl/dispatcher/`` (docs/baselines.md, rows M1-M15, has the line numbers and
+the RTL runs behind every number below). Not a stage of seed 002; no RTL twin here (the
+project's RTL builds the blocking one-WG buffer, ``selection = "blocking_buffer"``).
+
+Rules, each with its source:
+
+- **M1, in-flight buffer** (``inflight_wg_buffer.v``, host states and ``NEXT_IDX_PRI_ENC``;
+  ``dispatcher.v``, ``NUMBER_ENTRIES = 64``): up to 64 waiting WGs, a new one written at the
+  lowest free entry; none taken while all 64 are valid.
+- **M2, intake** (``inflight_wg_buffer.v``, the host handshake states): one WG every 5
+  clocks. MIAOW has one host port; which channel feeds it is ours: round robin over the
+  channels with a WG not yet buffered (a channel's buffered WGs are the first of its FIFO; a
+  barrier WG enters only when its channel runs nothing, and the WGs after it only once it
+  has gone, so that a kernel's first WG still starts it).
+- **M3, round robin over entries** (``inflight_wg_buffer.v``, ``CHOSEN_IDX_PRI_ENC`` from
+  ``last_chosen_entry_rr + 1``): the next WG tried is the first valid entry after the last
+  one tried, in entry order, so arrival order is not kept.
+- **M4, reject and retry** (``allocator.v``, ``allocator_cu_rejected``;
+  ``dis_controller.v``; ``inflight_wg_buffer.v``, ``ST_ALLOC_FIND_REJECTED``): a WG that fits
+  no CU stays in its entry and is tried again when the round robin comes back to it; it
+  blocks nothing. ``rejections`` counts the rejected decisions.
+- **M5, group locks** (``dis_controller.v``, ``get_res_tbl_addr``, ``cus_allocating``;
+  ``allocator.v``, the AND with ``~cu_busy``): the APs are in ``TABLE_GROUPS`` = 2 groups of
+  consecutive indices (the high AP-id bits, as the RTL's testbenches build it); after an
+  allocation on an AP holding ``n`` WGs its group is locked ``18 + 4 n`` clocks, after a
+  release the same (releases served before allocations), and a locked group's APs are
+  invisible to the search, so a WG that fits only there is rejected.
+- **M6, lowest fitting CU** (``allocator.v``, ``PRI_ENCODER_CAM_OUT``; ``cam_allocator.v``):
+  the lowest-index AP that fits (the policy's ``ap_choice`` is not read).
+- **M7, largest free range** (``allocator.v``, the start RAM; ``global_resource_table.v``;
+  ``resource_table.v``, the ``ST_F_*`` walk): each need is placed at the start of the
+  largest free run of its resource, the lowest address among equal runs
+  (:func:`model.dispatch.ownclock.largest_range_plan`).
+- **M11, M12, clocks per decision** (``dis_controller.v``, ``ST_AL_*``; ``allocator.v``,
+  the CAM pipeline; ``inflight_wg_buffer.v``, the walk from entry 0; ``gpu_interface.v``,
+  ``ST_ALLOC_PASS_WF``): a decision on the WG in entry ``e`` with ``w`` waves keeps the
+  controller busy ``16 + 2 e + max(0, w - 5)`` clocks, accepted or rejected (measured on the
+  RTL: 16, 18, 20 for entries 0, 1, 2; 26 for 15 waves). The WG is dispatched in the
+  decision's first clock (the RTL's 7 clocks to the allocation are in the interval).
+
+Not modelled, and what the policy sees instead (docs/dispatch.md, "The faithful
+baselines"):
+
+- **M8-M10, resources**: MIAOW allocates one VGPR, one SGPR and one LDS range per WG per CU
+  and counts 40 wave slots per CU; here a MIAOW policy sees the scenario's GPU as the seed
+  does (a VGPR and an SGPR block per PEU for the WG's wave group, placed by the largest-range
+  rule; LDS one range per AP; wave slots per PEU), its waves spread by the unrotated split.
+- **M13, waves not bound to SIMDs**: the execution model is the scenario's.
+- **M14**: releases follow the policy's ``release_limit`` (0: all in the cycle after);
+  each still locks its group (M5).
+- **M15** (a CU never used matches any size) is a defect, not a rule: the admission check
+  stays.
+"""
+
+from model.dispatch.ownclock import OwnClockSelector, RecordingMatcher, largest_range_plan
+
+__all__ = ["BUFFER_ENTRIES", "INTAKE_CLOCKS", "TABLE_GROUPS", "MiaowMatcher",
+           "MiaowOneClockSelector", "MiaowSelector", "decision_clocks", "lock_clocks"]
+
+BUFFER_ENTRIES = 64
+INTAKE_CLOCKS = 5
+TABLE_GROUPS = 2
+
+
+def decision_clocks(entry: int, waves: int) -> int:
+    """Clocks the controller is busy with one decision on the WG in buffer ``entry`` (M11,
+    M12): ``16 + 2 entry + max(0, waves - 5)``."""
+    return 16 + 2 * entry + max(0, waves - 5)
+
+
+def lock_clocks(resident: int) -> int:
+    """Clocks a resource-table group stays locked after an allocation or a release on an AP
+    holding ``resident`` other WGs (M5, M11): ``18 + 4 resident``."""
+    return 18 + 4 * resident
+
+
+class MiaowMatcher(RecordingMatcher):
+    """The unrotated split (MIAOW binds no wave to a SIMD; the model needs a PEU per wave
+    group) and the per-AP list of resident WGs (for the group lock's length)."""
+
+    def __init__(self, gpu, policy, view, resources, queues):
+        super().__init__(gpu, policy, view, resources, queues)
+        self.rotate = False
+
+
+class MiaowSelector(OwnClockSelector):
+    """MIAOW's in-flight buffer and controller (see the module docstring for each rule).
+
+    State: ``entries`` (64, a WG or ``None``), ``buffered[channel]`` (how many of the
+    channel's first WGs are in the buffer), ``last`` (the entry tried last), ``busy_until``
+    (the first cycle the controller is free), ``next_intake``, ``lock_until[group]``;
+    ``rejections`` and ``decisions`` count the decisions.
+    """
+
+    def __init__(self, gpu, policy, queues, matcher, resources, view):
+        super().__init__(gpu, policy, queues, matcher, resources, view)
+        self.entries = [None] * BUFFER_ENTRIES
+        self.buffered = [0] * self.channel_count
+        self.last = BUFFER_ENTRIES - 1
+        self.busy_until = 0
+        self.next_intake = 0
+        self.intake_pointer = 0
+        self.groups = min(TABLE_GROUPS, self.P)
+        self.lock_until = [0] * self.groups
+        self.rejections = 0
+        self.decisions = 0
+        self.Q = gpu.peus
+        self.intake_clocks = INTAKE_CLOCKS
+
+    def group(self, ap: int) -> int:
+        """The resource-table group of ``ap`` (consecutive APs share one)."""
+        return ap * self.groups // self.P
+
+    def plan(self, wg, ap, waves):
+        return largest_range_plan(self.resources, wg, ap, waves, self.Q)
+
+    def intake(self, cycle: int) -> None:
+        """M1, M2: one WG from the next channel in turn into the lowest free entry."""
+        if cycle < self.next_intake or None not in self.entries:
+            return
+        count = self.channel_count
+        for k in range(count):
+            channel = (self.intake_pointer + k) % count
+            queue, index = self.channels[channel], self.buffered[channel]
+            if index >= len(queue):
+                continue
+            wg = queue[index]
+            if wg.barrier and (index or self.inflight[channel]):
+                continue
+            if index and queue[0].barrier:
+                continue                     # the kernel's first WG goes before the rest
+            self.entries[self.entries.index(None)] = wg
+            self.buffered[channel] += 1
+            self.intake_pointer = (channel + 1) % count
+            self.next_intake = cycle + self.intake_clocks
+            return
+
+    def releases(self, cycle: int) -> None:
+        """M5, M14: each WG released since the last cycle locks its AP's group."""
+        records = self.matcher.records
+        for ap in sorted(records.dirty):
+            held = records.by_ap[ap]
+            before = len(held)
+            live = records.live(ap)
+            for _ in range(before - len(live)):
+                g = self.group(ap)
+                self.lock_until[g] = max(self.lock_until[g], cycle) + lock_clocks(len(live))
+
+    def wake(self, cycle: int) -> int | None:
+        """The next cycle this dispatcher acts without an outside event (the controller free
+        again, an intake due), for the engine's skip of quiet cycles; ``None``: none."""
+        if not any(self.channels):
+            return None
+        due = []
+        if self.busy_until > cycle:
+            due.append(self.busy_until)
+        elif any(e is not None for e in self.entries):
+            due.append(cycle + 1)                # rejected WGs are retried back to back
+        if None in self.entries and any(self.buffered[c] < len(q)
+                                        for c, q in enumerate(self.channels)):
+            due.append(max(self.next_intake, cycle + 1))
+        return min(due) if due else None
+
+    def clocks(self, entry: int, waves: int) -> int:
+        return decision_clocks(entry, waves)
+
+    def lock(self, ap: int, cycle: int, resident: int) -> None:
+        """M5: the AP's group is locked after an allocation there."""
+        g = self.group(ap)
+        self.lock_until[g] = max(self.lock_until[g], cycle) + lock_clocks(resident)
+
+    def step(self, cycle: int):
+        self.releases(cycle)
+        self.intake(cycle)
+        entries = self.entries
+        waiting = any(self.channels)
+        if cycle < self.busy_until:
+            return False, False, False, waiting
+        n = len(entries)
+        entry = next(((self.last + 1 + k) % n for k in range(n)
+                      if entries[(self.last + 1 + k) % n] is not None), None)
+        if entry is None:
+            return False, False, False, waiting
+        self.last = entry
+        wg = entries[entry]
+        self.decisions += 1
+        self.busy_until = cycle + self.clocks(entry, wg.waves)
+        locked = 0
+        for ap in range(self.P):
+            if self.lock_until[self.group(ap)] > cycle:
+                locked |= 1 << ap
+        mask = self.matcher.masks_of(wg) & ~locked
+        if mask:
+            ap = (mask & -mask).bit_length() - 1
+            resident = len(self.matcher.records.live(ap))
+            if self.dispatch(wg, ap, cycle, self.plan) is not None:
+                entries[entry] = None
+                self.buffered[wg.channel] -= 1
+                self.matcher.records.by_ap[ap][wg.id] = True
+                self.matcher.records.dirty.discard(ap)
+                self.lock(ap, cycle, resident)
+                return True, False, True, waiting
+        self.rejections += 1
+        return False, False, False, waiting
+
+
+class MiaowOneClockSelector(MiaowSelector):
+    """MIAOW's buffer rules (M1, M3, M4, M6, M7) at the seed's rate
+    (``selection = "miaow_one_clock"``, preset ``miaow-one-clock``; ours, no source has it):
+    one decision per clock, a WG taken into the buffer every clock, no group locks. It
+    separates what MIAOW's rules do from what its clocks per WG cost."""
+
+    def __init__(self, gpu, policy, queues, matcher, resources, view):
+        super().__init__(gpu, policy, queues, matcher, resources, view)
+        self.intake_clocks = 1
+
+    def clocks(self, entry: int, waves: int) -> int:
+        return 1
+
+    def releases(self, cycle: int) -> None:
+        for ap in list(self.matcher.records.dirty):
+            self.matcher.records.live(ap)
+
+    def lock(self, ap: int, cycle: int, resident: int) -> None:
+        return None

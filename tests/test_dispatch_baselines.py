@@ -1,0 +1,192 @@
+"""Directed tests of the faithful baselines (model.dispatch.miaow, gpgpusim, gem5): each pins a
+rule to what its source does (docs/baselines.md, "Directed tests"), so that a later change
+cannot drift from the source silently. The random event-log replays of
+tests/test_dispatch_exact.py run every preset, these included, with skipping on and off."""
+
+from collections import deque
+
+from model.dispatch.config import PRESETS, GpuConfig, WorkGroup, with_policy
+from model.dispatch.engine import DispatchSimulator
+from model.dispatch.miaow import decision_clocks, lock_clocks
+
+MIAOW, GPGPUSIM, GEM5 = PRESETS["miaow"], PRESETS["gpgpusim"], PRESETS["gem5"]
+CONCURRENT = with_policy(GPGPUSIM, name="gpgpusim-concurrent",
+                         selection="gpgpusim_concurrent")
+
+
+def wg(id_, channel=0, *, arrival=0, waves=1, vgpr=0, sgpr=0, lds=0, duration=1000,
+       barrier=False):
+    return WorkGroup(id=id_, channel=channel, priority=0, waves=waves, vgpr=vgpr, sgpr=sgpr,
+                     lds=lds, duration=duration, independent=False, arrival=arrival,
+                     barrier=barrier)
+
+
+def run(gpu, policy, work, cycles=3000):
+    """``(simulator, [(cycle, WG id, AP, waves per PEU, starts)] of the dispatches)``, every
+    invariant checked every cycle."""
+    events = []
+    sim = DispatchSimulator(gpu, policy, work, cycles=cycles, debug=True, strict=True,
+                            events=events)
+    result = sim.run()
+    assert result["invariant_violations"] == 0
+    return sim, [(c, w.id, ap, waves, starts) for c, kind, w, ap, waves, starts, _ in events
+                 if kind == "dispatch"]
+
+
+# -- MIAOW (src/verilog/rtl/dispatcher/) ----------------------------------------------------------
+
+def test_miaow_a_wg_that_fits_nowhere_blocks_nothing():
+    # M4: two APs each hold a WG leaving 3 LDS blocks; A (LDS 6) fits nowhere, B and C behind
+    # it go, A is retried and goes once a holder is released. The blocking one-WG buffer
+    # holds B and C behind A.
+    gpu = GpuConfig(aps=2, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    work = [wg(0, lds=5, duration=300), wg(1, lds=5, duration=2000),
+            wg(2, arrival=40, lds=6, duration=10), wg(3, arrival=41, duration=10),
+            wg(4, arrival=42, duration=10)]
+    sim, dispatched = run(gpu, MIAOW, work)
+    at = {w: c for c, w, *_ in dispatched}
+    assert at[3] < 300 and at[4] < 300 and at[2] > 300, at
+    assert sim.selector.rejections >= 2
+    _, blocked = run(gpu, PRESETS["blocking-buffer"], work)
+    at = {w: c for c, w, *_ in blocked}
+    assert at[2] > 300 and at[3] > at[2] and at[4] > at[2], at
+
+
+def test_miaow_round_robin_over_entries_lowest_ap_outside_locked_groups_and_its_clocks():
+    # M1-M3, M5, M6, M11: six one-wave WGs at cycle 0, taken into the buffer one per 5
+    # clocks at the lowest free entry, tried in round robin from one past the last entry
+    # tried, each decision 16 + 2e clocks; each allocation locks its AP's group 18 + 4n
+    # clocks, so the lowest unlocked AP alternates 0, 1, 0, 1 (the RTL: CU 0, CU 4, ...).
+    # W1, written into entry 0 freed by W0, waits until the pointer wraps.
+    gpu = GpuConfig(aps=2, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=16, priorities=1)
+    _, dispatched = run(gpu, MIAOW, [wg(i) for i in range(6)])
+    assert [(c, w, ap) for c, w, ap, *_ in dispatched] == [
+        (0, 0, 0), (16, 2, 1), (34, 3, 0), (54, 5, 1), (76, 1, 0), (92, 4, 1)]
+
+
+def test_miaow_decision_and_lock_clocks_are_the_rtl_measurements():
+    # M11, M12 (RTL runs, docs/baselines.md): 16, 18, 20 clocks for entries 0, 1, 2; 16, 19,
+    # 26 for 1, 8, 15 waves in entry 0; the group lock 18, 22, ..., 114 for 0 .. 24 WGs.
+    assert [decision_clocks(e, 1) for e in (0, 1, 2, 10, 11)] == [16, 18, 20, 36, 38]
+    assert [decision_clocks(0, w) for w in (1, 8, 15)] == [16, 19, 26]
+    assert [lock_clocks(n) for n in (0, 1, 24)] == [18, 22, 114]
+
+
+def test_miaow_places_at_the_start_of_the_largest_free_range():
+    # M7: VGPR ranges of 100, 50, 20 at 0, 100, 150; with the 50 released the free runs are
+    # [100, 150) and [170, 256): a 10 goes at 170 (first fit: 100). With the 100 released
+    # instead, [0, 100) is the larger: it goes at 0.
+    gpu = GpuConfig(aps=2, peus=1, vgpr=256, sgpr=16, lds=8, wave_slots=16, priorities=1)
+
+    def starts(first_short):
+        work = [wg(0, vgpr=100, duration=300 if first_short else 5000),
+                wg(1, arrival=100, vgpr=50, duration=5000 if first_short else 300),
+                wg(2, arrival=200, vgpr=20, duration=5000),
+                wg(3, arrival=700, vgpr=10, duration=5000)]
+        # AP 1 is kept full so that everything goes to AP 0.
+        work.append(wg(9, vgpr=256, duration=5000))
+        _, dispatched = run(gpu, MIAOW, sorted(work, key=lambda w: (w.arrival, w.id)),
+                            cycles=1000)
+        return {w: (ap, s[0][0]) for _, w, ap, _, s in dispatched if w != 9}
+
+    assert starts(first_short=False) == {0: (0, 0), 1: (0, 100), 2: (0, 150), 3: (0, 170)}
+    assert starts(first_short=True)[3] == (0, 0)
+
+
+# -- GPGPU-Sim (src/gpgpu-sim/gpu-sim.cc, shader.cc) ----------------------------------------------
+
+# Kernel A (channel 0): CTAs of 5 LDS blocks (one per SM of 8); kernel B (channel 1): none.
+LDS_GPU = GpuConfig(aps=2, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+KERNELS = [wg(0, lds=5, duration=50), wg(1, lds=5, duration=100), wg(2, lds=5, duration=50),
+           wg(3, 1, arrival=1, duration=10), wg(4, 1, arrival=1, duration=10)]
+
+
+def test_gpgpusim_concurrent_mode_sticky_kernel_blocks_every_other():
+    # G2, G4: A2 fits no SM while A0 and A1 run; with -gpgpu_concurrent_kernel_sm 1 the
+    # sticky kernel A is the only candidate, so B's CTAs wait until A2 goes (cycle 51).
+    # The round-robin first fit issues B at once.
+    _, dispatched = run(LDS_GPU, CONCURRENT, KERNELS)
+    at = {w: c for c, w, *_ in dispatched}
+    assert at[0] == at[1] == 0 and at[2] == 51 and min(at[3], at[4]) >= 51, at
+    _, first_fit = run(LDS_GPU, PRESETS["rr-first-fit"], KERNELS)
+    assert max(c for c, w, *_ in first_fit if w in (3, 4)) < 10
+
+
+def test_gpgpusim_default_mode_an_sm_switches_kernel_only_when_drained():
+    # G3: each SM keeps kernel A; B's first CTA starts only on an SM that runs nothing once
+    # A has no CTA left: SM 1 after A1 (cycles 1-100) is released at 101, SM 0 after A2.
+    _, dispatched = run(LDS_GPU, GPGPUSIM, KERNELS)
+    placed = {w: (c, ap) for c, w, ap, *_ in dispatched}
+    assert placed[0] == (0, 0) and placed[1] == (0, 1) and placed[2] == (51, 0)
+    assert placed[3] == (101, 1), placed       # not beside A2 on SM 0, not before 101
+
+
+def test_gpgpusim_one_cta_per_sm_per_cycle():
+    # G5: 4 idle SMs, 8 CTAs of one kernel at cycle 0: 4 issued in cycle 0 and 4 in cycle 1
+    # (the seed's dispatcher: one per cycle).
+    gpu = GpuConfig(aps=4, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    _, dispatched = run(gpu, GPGPUSIM, [wg(i) for i in range(8)])
+    assert sorted(c for c, *_ in dispatched) == [0] * 4 + [1] * 4
+    assert sorted(ap for c, _, ap, *_ in dispatched if c == 0) == [0, 1, 2, 3]
+
+
+def test_gpgpusim_lowest_cta_slot_and_warp_i_mod_4():
+    # G8: one-warp CTAs C0..C3 take slots 0..3, schedulers 0..3; C1 finishes; C4 takes the
+    # freed slot 1, scheduler 1, although schedulers 0, 2, 3 hold as much.
+    gpu = GpuConfig(aps=1, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    work = [wg(0), wg(1, duration=10), wg(2), wg(3), wg(4, arrival=50)]
+    _, dispatched = run(gpu, GPGPUSIM, work)
+    peu = {w: waves.index(1) for _, w, _, waves, _ in dispatched}
+    assert peu == {0: 0, 1: 1, 2: 2, 3: 3, 4: 1}
+
+
+# -- gem5 (src/gpu-compute/dispatcher.cc, shader.cc, compute_unit.cc) -----------------------------
+
+def test_gem5_a_failed_kernel_goes_to_the_back_and_the_next_is_tried():
+    # A1: K1 (channel 0) has X1 that fits and X2 that then fits nowhere; K2 (channel 1) has
+    # Y1, Y2. In cycle 0 X1, Y1 and Y2 are dispatched and K1 is at the back of the FIFO.
+    gpu = GpuConfig(aps=1, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    work = [wg(0, lds=5), wg(1, lds=5), wg(2, 1), wg(3, 1)]
+    sim, dispatched = run(gpu, GEM5, work, cycles=5)
+    assert sorted((c, w) for c, w, *_ in dispatched) == [(0, 0), (0, 2), (0, 3)]
+    assert sim.selector.fifo == deque([(0, 0)])
+
+
+def test_gem5_sweeps_from_cu_0_one_wg_per_cu_every_wg_in_one_cycle():
+    # A3: 4 idle CUs, a kernel of 6 WGs: CUs 0, 1, 2, 3, 0, 1, all in cycle 0.
+    gpu = GpuConfig(aps=4, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    _, dispatched = run(gpu, GEM5, [wg(i) for i in range(6)])
+    assert [(c, ap) for c, _, ap, *_ in dispatched] == [(0, a) for a in (0, 1, 2, 3, 0, 1)]
+
+
+def test_gem5_visits_free_slots_row_by_row_not_the_emptiest_simd():
+    # A5: one CU, 2 SIMDs of 3 WF slots; six one-wave WGs fill the rows (0,0) (1,0) (0,1)
+    # (1,1) (0,2) (1,2); those in (0,0), (1,1), (1,2) finish. SIMD 0 has slot 0 free, SIMD 1
+    # slots 1 and 2: a new wave goes to SIMD 0 (row 0 first); least-loaded picks SIMD 1.
+    gpu = GpuConfig(aps=1, peus=2, vgpr=16, sgpr=16, lds=8, wave_slots=3, priorities=1)
+    short = {0, 3, 5}
+    work = [wg(i, duration=10 if i in short else 1000) for i in range(6)]
+    work.append(wg(6, arrival=50))
+    _, dispatched = run(gpu, GEM5, work)
+    assert [waves.index(1) for _, _, _, waves, _ in dispatched] == [0, 1, 0, 1, 0, 1, 0]
+    least = with_policy(PRESETS["emb1"], wave_placement="least_loaded", rotate=False)
+    _, dispatched = run(gpu, least, work)
+    assert dispatched[-1][3].index(1) == 1
+
+
+def test_gem5_on_an_idle_cu_a_five_wave_wg_takes_2_1_1_1():
+    # A5 on an idle CU: the same as least-loaded.
+    gpu = GpuConfig(aps=1, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    _, dispatched = run(gpu, GEM5, [wg(0, waves=5)])
+    assert list(dispatched[0][3]) == [2, 1, 1, 1]
+
+
+# -- the RTL builds none of them ----------------------------------------------------------------
+
+def test_the_rtl_refuses_the_faithful_baselines_in_one_line():
+    from hw.flow.dispatch_cosim import policy_unsupported
+    for name in ("miaow", "gpgpusim", "gem5", "miaow-one-clock"):
+        reason = policy_unsupported(PRESETS[name])
+        assert reason and "the RTL does not implement it" in reason and "\n" not in reason
+    for name in ("prior-art", "blocking-buffer", "rr-first-fit", "emb1", "seed"):
+        assert policy_unsupported(PRESETS[name]) is None
