@@ -398,7 +398,11 @@ def test_scenario_claims_hold_on_short_runs(name, cycles):
     scenario = load_scenario(CONFIGS / f"{name}.toml")
     results = run_scenario(scenario, cycles=cycles, debug=True, strict=True)
     rows = claim_rows(scenario, results)
-    assert rows and all(row[-1] == "yes" for row in rows), rows
+    # Against gem5 (every WG that fits, in one cycle) and MIAOW's buffer rules at one
+    # decision a clock the seed is measured, not expected to win (docs/dispatch.md).
+    measured = {c.text for c in scenario.claims if c.baseline in ("gem5", "miaow-one-clock")}
+    expected = [row for row in rows if row[1] not in measured]
+    assert expected and all(row[-1] == "yes" for row in expected), rows
 
 
 def test_split_claim_on_a_small_blocked_scenario():
@@ -443,8 +447,9 @@ def test_every_shipped_scenario_loads():
     ("[[channels]]\n[[policies]]\npreset = \"seed\"\nhistory_cycles = 1000\n",
      "policies[0].history_cycles must be a power of two, not 1000"),
     ("[[channels]]\n[[policies]]\npreset = \"fifo\"\n",
-     "policies[0].preset must be a string (one of 'prior-art', 'miaow', 'gpgpusim', 'emb1', "
-     "'seed'), not 'fifo'"),
+     "policies[0].preset must be a string (one of 'prior-art', 'blocking-buffer', "
+     "'rr-first-fit', 'miaow', 'gpgpusim', 'gem5', 'miaow-one-clock', 'emb1', 'seed'), "
+     "not 'fifo'"),
     ("cycles = 10\n", "channels must list at least one channel (or give a trace)"),
 ])
 def test_config_errors_name_the_field(tmp_path, text, message):
