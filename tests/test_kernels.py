@@ -505,7 +505,7 @@ def test_the_shipped_real_trace_scenario_replays_the_measured_time():
     assert scenario.gpu == preset_gpu("rdna4-wgp")
     assert len(scenario.workgroups) == 4739
     assert len(converted.channels) == 2
-    policy = replace(PRESETS["gpgpusim"])
+    policy = replace(PRESETS["rr-first-fit"])
     result = DispatchSimulator(scenario.gpu, policy, scenario.workload(), cycles=scenario.cycles,
                                debug=True, strict=True).run()
     assert result["workgroups_completed"] == 4739 and result["invariant_violations"] == 0
