@@ -32,7 +32,7 @@ from model.dispatch.api import measure_claims, run_scenario, summary_table, work
 from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
 from model.dispatch.engine import write_events
 from model.dispatch.gpus import GPU_PRESETS
-from model.dispatch.kernels import prepare, print_summary, trace_scenario
+from model.dispatch.kernels import parse_replay_spec, prepare, print_summary, replay_scenario
 from model.dispatch.launches import LaunchCollector, launches_target
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
@@ -42,7 +42,6 @@ __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
            "workload_notes"]
 
 QUICK_CYCLES = 3000
-TRACE_CYCLES = 200_000          # default cycle limit of --kernel-trace
 
 
 def add_arguments(parser) -> None:
@@ -85,9 +84,16 @@ def add_arguments(parser) -> None:
                              "file per run named CSV-stem.<scenario>.<policy>.csv")
     # -- kernel traces (issue 15) --
     traces = parser.add_argument_group("kernel traces (instead of the scenario files)")
-    traces.add_argument("--kernel-trace", type=Path, metavar="FILE",
+    traces.add_argument("--kernel-trace", action="append", metavar="FILE[:OPTIONS]",
                         help="a profiler's per-launch kernel trace (formats: "
-                             f"{', '.join(FORMATS)})")
+                             f"{', '.join(FORMATS)}), replayed whole unless --cycles; "
+                             "repeat it to run several traces as concurrent channels, each "
+                             "as FILE:offset=N,priority=P,channel=C (any of them: arrival "
+                             "offset in cycles, the channels' priority, one shared channel "
+                             "number instead of one channel per stream)")
+    traces.add_argument("--compress-gaps", type=positive_int, metavar="CYCLES",
+                        help="shorten every idle host gap (no launch running) longer than "
+                             "CYCLES to CYCLES, and say what it removed")
     traces.add_argument("--preset", choices=tuple(GPU_PRESETS),
                         help="the GPU it runs on (required with --kernel-trace)")
     traces.add_argument("--format", choices=tuple(FORMATS),
@@ -123,10 +129,17 @@ def _load(args) -> list:
         if args.preset is None:
             raise ConfigError("--kernel-trace needs --preset (one of "
                               f"{', '.join(GPU_PRESETS)})")
-        loaded = [(args.kernel_trace, trace_scenario(
-            args.kernel_trace, args.preset, format=args.format,
-            kernels=args.kernels or (0, None), clock_mhz=args.clock_mhz,
-            cycles=args.cycles or TRACE_CYCLES))]
+        specs = [parse_replay_spec(text) for text in args.kernel_trace]
+        scenario, args.replay = replay_scenario(
+            specs, args.preset, format=args.format, kernels=args.kernels or (0, None),
+            clock_mhz=args.clock_mhz,
+            cycles=args.cycles or (QUICK_CYCLES if args.quick else None),
+            compress=args.compress_gaps)
+        for spec in specs[1:]:
+            args.record.input_file(spec.path)
+        loaded = [(specs[0].path, scenario)]
+    elif getattr(args, "compress_gaps", None) is not None:
+        raise ConfigError("--compress-gaps applies to --kernel-trace only")
     else:
         loaded = [(path, load_scenario(path)) for path in args.config]
     return loaded
@@ -137,6 +150,9 @@ def _converted(args, scenario):
     horizon = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
                               else scenario.cycles)
     scenario, converted = prepare(scenario, horizon)
+    replayed = getattr(args, "replay", None)
+    if replayed is not None:                # --kernel-trace: converted by _load
+        converted = replayed
     if converted is not None:
         print_summary(converted, scenario.name)
     return scenario, (converted.launches if converted is not None else None)

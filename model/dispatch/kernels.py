@@ -57,12 +57,14 @@ from model.dispatch.config import (
     Scenario,
     WorkGroup,
 )
+from model.dispatch.config.scenario import MAX_SAMPLES
 from model.dispatch.engine import DispatchSimulator
 from model.dispatch.gpus import GPU_PRESETS, GpuPreset, LaunchError, WorkgroupShape, gpu_preset
 from model.dispatch.profilers import FORMATS, Kernel, KernelTrace, read_kernel_trace
 from model.report import print_table
 
-__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "KernelWorkload", "LaunchSpan", "adapt", "ns_to_cycles",
+__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "REPLAY_SAMPLES", "KernelWorkload", "ReplaySpec",
+           "compress_gaps", "parse_replay_spec", "replay_scenario", "LaunchSpan", "adapt", "ns_to_cycles",
            "occupancy", "preset_gpu", "prepare", "print_summary", "resident_workgroups",
            "trace_scenario", "trace_workload", "workgroup_duration", "workgroup_work"]
 
@@ -404,6 +406,209 @@ def trace_scenario(path, preset: str, *, format: str | None = None,  # noqa: A00
     return Scenario(name=f"{path.name} on {preset}", cycles=cycles, gpu=preset_gpu(preset),
                     channels=(), policies=tuple(PRESETS.values()), path=path,
                     kernel_trace=source)
+
+
+#: Samples a whole replay keeps at most: its ``sample_interval`` is 64 cycles doubled until the
+#: trace's measured span needs no more (a 230 M-cycle trace: 2,048 cycles, 112 k samples).
+REPLAY_SAMPLES = 1 << 17
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """One trace of a replay (``--kernel-trace FILE[:offset=N,priority=P,channel=C]``):
+    its launches arrive ``offset`` cycles late, its channels have priority ``priority``, and
+    with ``channel`` set every launch of it goes to that one channel (shared with any other
+    trace naming it) instead of one channel per stream."""
+
+    path: Path
+    offset: int = 0
+    priority: int = 0
+    channel: int | None = None
+
+
+def parse_replay_spec(text: str) -> ReplaySpec:
+    """``FILE`` or ``FILE:offset=N,priority=P,channel=C`` (any subset, any order; all
+    non-negative integers). A ``:`` followed by something without ``=`` is part of the path."""
+    path, colon, options = text.rpartition(":")
+    if not colon or "=" not in options:
+        return ReplaySpec(Path(text))
+    values = {}
+    for item in options.split(","):
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if key not in ("offset", "priority", "channel") or not equals:
+            raise ConfigError(f"--kernel-trace {text!r}: {item!r} is not offset=N, priority=P "
+                              f"or channel=C")
+        try:
+            values[key] = int(value.replace("_", ""))
+        except ValueError:
+            values[key] = -1
+        if values[key] < 0:
+            raise ConfigError(f"--kernel-trace {text!r}: {key} must be a non-negative integer, "
+                              f"not {value!r}")
+    return ReplaySpec(Path(path), **values)
+
+
+def compress_gaps(launches: list, threshold: int) -> tuple[dict[int, int], int, int]:
+    """Shorten every idle host gap longer than ``threshold`` cycles to ``threshold``.
+
+    ``launches``: ``(arrival, measured cycles)`` in arrival order. A gap is the time from the
+    measured end of every earlier launch (the latest end so far) to the next arrival; the
+    cycles above the threshold are removed from that arrival and every later one. Returns
+    the new arrival of each old one, the gaps shortened and the cycles removed."""
+    shifted: dict[int, int] = {}
+    busy_until, removed, gaps = None, 0, 0
+    for arrival, measured in launches:
+        if busy_until is not None and arrival - busy_until > threshold:
+            removed += arrival - busy_until - threshold
+            gaps += 1
+        shifted.setdefault(arrival, arrival - removed)
+        end = arrival + measured
+        busy_until = end if busy_until is None else max(busy_until, end)
+    return shifted, gaps, removed
+
+
+def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A002
+                    kernels: tuple[int, int | None] = (0, None), clock_mhz: int | None = None,
+                    cycles: int | None = None, compress: int | None = None,
+                    policy: PolicyConfig | None = None) -> tuple[Scenario, KernelWorkload]:
+    """The scenario ``gpusched dispatch --kernel-trace ...`` runs: every trace of ``specs``
+    (:class:`ReplaySpec` or paths) converted on ``preset`` as concurrent channels, and the
+    conversion's report.
+
+    Without ``cycles`` the replay is whole: every launch is made and the cycle limit is
+    an upper bound on the last completion that the run never reaches (it stops when every WG
+    has completed; docs/kernels.md "Replay"). With ``cycles``, WGs arriving at or after it
+    are not made and the notes say how many launches and measured cycles were left out.
+    ``compress``: host gaps above this many cycles are shortened to it (:func:`compress_gaps`,
+    per trace, before its offset). Channels: each trace's streams in turn, one channel each
+    (or the trace's ``channel``); every launch after the first on a channel waits for the
+    channel's earlier launches (in order).
+    """
+    if preset not in GPU_PRESETS:
+        raise ConfigError(f"--preset must be one of {', '.join(GPU_PRESETS)}, not {preset!r}")
+    specs = [spec if isinstance(spec, ReplaySpec) else ReplaySpec(Path(spec)) for spec in specs]
+    if not specs:
+        raise ConfigError("--kernel-trace: no trace given")
+    for spec in specs:
+        if not spec.path.is_file():
+            raise ConfigError(f"--kernel-trace names {str(spec.path)!r}, which is not a file")
+    gpu = preset_gpu(preset)
+    clock = clock_mhz or gpu_preset(preset).clock_mhz
+    notes: list[str] = []
+    shapes: dict[tuple, list] = {}
+    merged = []              # (arrival, channel, trace, launch, span, wgs)
+    channel_of: dict[tuple, int] = {}
+    fixed = sorted({spec.channel for spec in specs if spec.channel is not None})
+    priorities: dict[int, int] = {}
+    measured_end = 0
+    for number, spec in enumerate(specs):
+        trace = read_kernel_trace(spec.path, format)
+        first, last = kernels
+        converted = trace_workload(trace, preset, first=first, last=last, clock_mhz=clock,
+                                   policy=policy, issue_width=gpu.issue_width,
+                                   drain=gpu.drain)
+        label = f"trace {number} " if len(specs) > 1 else ""
+        notes += [f"{label}{note}" if label else note for note in converted.notes]
+        launches = converted.launches
+        shifted = {launch.arrival: launch.arrival for launch in launches}
+        if compress is not None:
+            shifted, gaps, removed = compress_gaps(
+                [(launch.arrival, launch.measured) for launch in launches], compress)
+            notes.append(f"{label}--compress-gaps {compress:,}: {gaps} idle host gap(s) above "
+                         f"{compress:,} cycles shortened to it, {removed:,} cycles removed")
+        for key, row in converted.shapes and {tuple(r[:1] + r[3:9]): r
+                                              for r in converted.shapes}.items():
+            known = shapes.setdefault(key, [row[0], 0, 0, *row[3:9], 0.0, 0.0])
+            weight = known[2] + row[2]
+            known[9] = (known[9] * known[2] + row[9] * row[2]) / weight
+            known[10] = (known[10] * known[2] + row[10] * row[2]) / weight
+            known[1] += row[1]
+            known[2] = weight
+        wgs = converted.workgroups
+        for position, launch in enumerate(launches):
+            stream_channel = launch.channel
+            key = (number, stream_channel) if spec.channel is None else ("fixed", spec.channel)
+            if key not in channel_of:
+                channel_of[key] = None       # numbered below, in order of first appearance
+            arrival = shifted[launch.arrival] + spec.offset
+            measured_end = max(measured_end, arrival + launch.measured)
+            merged.append((arrival, key, number, position, launch,
+                           wgs[launch.first_wg:launch.first_wg + launch.workgroups]))
+            priorities[key] = spec.priority
+    # Channels: the fixed ones keep their numbers; the others follow, in order of appearance.
+    taken = set(fixed)
+    following = 0
+    for key in channel_of:
+        if key[0] == "fixed":
+            channel_of[key] = key[1]
+        else:
+            while following in taken:
+                following += 1
+            channel_of[key] = following
+            taken.add(following)
+    merged.sort(key=lambda item: (item[0], channel_of[item[1]], item[2], item[3]))
+    late_launches = late_workgroups = 0
+    workgroups: list[WorkGroup] = []
+    spans: list[LaunchSpan] = []
+    started: set[int] = set()
+    for arrival, key, _, _, launch, wgs in merged:
+        if cycles is not None and arrival >= cycles:
+            late_launches += 1
+            late_workgroups += launch.workgroups
+            continue
+        channel = channel_of[key]
+        spans.append(replace(launch, channel=channel, arrival=arrival,
+                             first_wg=len(workgroups)))
+        barrier = channel in started
+        started.add(channel)
+        for index, wg in enumerate(wgs):
+            workgroups.append(replace(wg, id=len(workgroups), channel=channel,
+                                      priority=priorities[key], arrival=arrival,
+                                      barrier=barrier and index == 0))
+    count = 1 + max(channel_of.values(), default=0)
+    if len(specs) > 1 or fixed:
+        notes.append(f"{len(specs)} traces as {len(set(channel_of.values()))} concurrent "
+                     f"channel(s) of {count}: "
+                     + "; ".join(f"{spec.path.name} offset {spec.offset:,}, priority "
+                                 f"{spec.priority}" + (f", channel {spec.channel}"
+                                                       if spec.channel is not None else "")
+                                 for spec in specs))
+    interval = 64
+    while measured_end // interval > REPLAY_SAMPLES:
+        interval *= 2
+    if cycles is None:
+        # An upper bound on the last completion: after the last arrival, every WG could run
+        # alone in turn, each at worst its duration (fixed) or its work on a full PEU
+        # (shared), plus the drain, the view's latency and the decision's steps.
+        last = max((wg.arrival for wg in workgroups), default=0)
+        per_wg = gpu.drain + 16
+        limit = last + 1 + sum(max(wg.duration, (wg.work or 0) * gpu.wave_slots) + per_wg
+                               for wg in workgroups)
+        limit = min(limit, MAX_SAMPLES * interval)
+        notes.append(f"whole replay: {len(spans)} launches, the last arriving at cycle "
+                     f"{last:,}; measured end {measured_end:,} cycles; the run stops when the "
+                     f"last WG completes (series sampled every {interval:,} cycles)")
+    else:
+        limit = cycles
+        if late_launches or measured_end > cycles:
+            notes.append(f"--cycles {cycles:,} leaves out {late_launches} launch(es) "
+                         f"({late_workgroups:,} WGs) and {max(0, measured_end - cycles):,} of "
+                         f"the trace's {measured_end:,} measured cycles; without --cycles the "
+                         f"trace runs whole")
+    first_spec = specs[0]
+    source = KernelTraceSource(path=first_spec.path.resolve(), preset=preset, format=format,
+                               first=kernels[0], last=kernels[1], clock_mhz=clock_mhz)
+    name = " + ".join(spec.path.name for spec in specs)
+    scenario = Scenario(name=f"{name} on {preset}", cycles=max(1, limit), gpu=gpu,
+                        channels=(), policies=tuple(PRESETS.values()), path=first_spec.path,
+                        kernel_trace=source, workgroups=tuple(workgroups),
+                        sample_interval=interval if cycles is None else 64,
+                        channel_windows=(0,) * count)
+    report = KernelWorkload(workgroups=workgroups, notes=notes, shapes=list(shapes.values()),
+                            channels={key: value for key, value in channel_of.items()},
+                            launches=spans)
+    return scenario, report
 
 
 def print_summary(converted: KernelWorkload, title: str) -> None:

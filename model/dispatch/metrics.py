@@ -124,6 +124,12 @@ class Metrics:
         self.completed = 0
         self.finished: list[tuple[int, int]] = []
         self.runs: list[int] = []
+        # The sampled state kept between samples (see :meth:`sample`).
+        self._per_ap: list[float] | None = None
+        self._fragments: dict = {}
+        self._fragmented: dict = {}
+        self._fragmentation = 0.0
+        self._resource_cv = 0.0
 
     def accumulate(self, cycles: int) -> None:
         """The time integrals of ``cycles`` more cycles of the present state."""
@@ -154,28 +160,82 @@ class Metrics:
         used.append(1.0 - float(resources.slots_free) / total_slots)
         # Plain-Python floats in the order and with the operations of the numpy expressions
         # they replace (each an IEEE operation on the same values), so the means are the same.
-        fragments = [1.0 - largest / free for name in size
-                     for free, largest in zip(resources.free[name], resources.largest[name],
-                                              strict=True)
-                     if free > 0]
-        fragmentation = float(np.array(fragments).mean()) if fragments else 0.0
-        held_v, held_s, held_l = held["vgpr"], held["sgpr"], held["lds"]
-        per_slots = gpu.wave_slots * Q
-        ap_slots = resources.ap_slots
-        per_ap = [(sum(held_v[ap * Q:ap * Q + Q]) / (Q * gpu.vgpr)
-                   + sum(held_s[ap * Q:ap * Q + Q]) / (Q * gpu.sgpr)
-                   + held_l[ap] / gpu.lds + (per_slots - ap_slots[ap]) / per_slots) / 4
-                  for ap in range(P)]
-        resource_cv = coefficient_of_variation(per_ap)
+        # Kept per resource instance and per AP, recomputed only for the APs whose blocks or
+        # slots changed since the last sample (``resources.dirty``): a sample costs what
+        # changed, not the GPU's size.
+        dirty = resources.dirty
+        if self._per_ap is None:
+            dirty = range(P)
+            self._per_ap = [0.0] * P
+            self._fragments = {name: np.zeros(len(held[name])) for name in size}
+            self._fragmented = {name: np.zeros(len(held[name]), dtype=bool) for name in size}
+        if dirty:
+            per_ap = self._per_ap
+            held_v, held_s, held_l = held["vgpr"], held["sgpr"], held["lds"]
+            per_slots = gpu.wave_slots * Q
+            ap_slots = resources.ap_slots
+            vgpr_q, sgpr_q, lds_n = Q * gpu.vgpr, Q * gpu.sgpr, gpu.lds
+            for ap in dirty:
+                per_ap[ap] = (sum(held_v[ap * Q:ap * Q + Q]) / vgpr_q
+                              + sum(held_s[ap * Q:ap * Q + Q]) / sgpr_q
+                              + held_l[ap] / lds_n + (per_slots - ap_slots[ap]) / per_slots) / 4
+            for name in size:
+                values, fragmented = self._fragments[name], self._fragmented[name]
+                free, largest = resources.free[name], resources.largest[name]
+                width = Q if len(free) == P * Q else 1
+                for ap in dirty:
+                    for index in range(ap * width, ap * width + width):
+                        count = free[index]
+                        if count > 0:
+                            values[index] = 1.0 - largest[index] / count
+                            fragmented[index] = True
+                        else:
+                            fragmented[index] = False
+            if resources.dirty:
+                resources.dirty.clear()
+            fragments = np.concatenate([self._fragments[name][self._fragmented[name]]
+                                        for name in size])
+            self._fragmentation = float(fragments.mean()) if fragments.size else 0.0
+            self._resource_cv = coefficient_of_variation(per_ap)
+        fragmentation, resource_cv = self._fragmentation, self._resource_cv
         history = resources.history
         samples = self.samples
-        for sample in range(first, stop, interval):
-            power = [h.window(sample, self.power_window) for h in history]
-            samples["cycle"].append(sample)
-            samples["utilisation"].append(used)
-            samples["fragmentation"].append(fragmentation)
-            samples["ap_resource_cv"].append(resource_cv)
-            samples["ap_power_cv"].append(coefficient_of_variation(power))
+        window = self.power_window
+        # From cycle ``steady`` on every AP's window lies in the last segment of its history
+        # (no power change after ``steady - window``): each window is ``rate x window``, the
+        # same at every later sample, so one value serves them all (the closed form of a
+        # skipped span; the earlier samples, at most ``window / interval + 1``, are computed
+        # one by one).
+        steady = resources.last_power_change + window
+        count = len(range(first, stop, interval))
+        varying = (min(count, max(0, -(-(steady - first) // interval)))
+                   if count else 0)
+        power_cv = samples["ap_power_cv"]
+        for sample in range(first, first + varying * interval, interval):
+            cutoff = sample - window
+            power = [h.rates[-1] * window if h.times[-1] <= cutoff else h.window(sample, window)
+                     for h in history]
+            power_cv.append(coefficient_of_variation(power))
+        if count > varying:
+            power = [h.rates[-1] * window for h in history]
+            power_cv.extend([coefficient_of_variation(power)] * (count - varying))
+        samples["cycle"].extend(range(first, stop, interval))
+        samples["utilisation"].extend([used] * count)
+        samples["fragmentation"].extend([fragmentation] * count)
+        samples["ap_resource_cv"].extend([resource_cv] * count)
+
+    def _utilisation_series(self) -> list[float]:
+        """The mean utilisation of every sample: one mean per distinct sampled state (a
+        skipped span's samples share one list), the same IEEE operations as per sample."""
+        means: dict[int, float] = {}
+        series = []
+        for used in self.samples["utilisation"]:
+            key = id(used)
+            value = means.get(key)
+            if value is None:
+                value = means[key] = float(np.mean(used))
+            series.append(value)
+        return series
 
     def results(self, sim, cycles: int) -> dict:
         """The result of the run of ``sim`` (a :class:`~model.dispatch.engine.
@@ -271,7 +331,7 @@ class Metrics:
             "steady": steady,
             "fixed_point": sim.widths,
             "series": {"cycle": self.samples["cycle"],
-                       "utilisation": [float(np.mean(u)) for u in self.samples["utilisation"]],
+                       "utilisation": self._utilisation_series(),
                        "ap_resource_cv": self.samples["ap_resource_cv"],
                        "ap_power_cv": self.samples["ap_power_cv"],
                        "peu_waves": peu_waves.ravel().tolist(),

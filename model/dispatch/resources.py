@@ -111,6 +111,8 @@ class Resources:
         self.ap_slots = [Q * gpu.wave_slots] * P          # free wave slots per AP
         self.slots_free = P * Q * gpu.wave_slots
         self.running: dict[int, Allocation] = {}
+        # APs whose blocks or wave slots changed since the metrics last sampled them.
+        self.dirty: set[int] = set()
 
         # Embodiment 10: per AP, the power now (integer), the exact history (for the window
         # and the metric) and the exponential average (history = "ema"), advanced lazily.
@@ -122,6 +124,8 @@ class Resources:
         self.shift = policy.history_cycles.bit_length() - 1
         self.ema = [0] * P
         self.ema_time = 0
+        # The latest cycle from which some AP's power changed (every history's last time).
+        self.last_power_change = 0
 
     # -- status registers ----------------------------------------------------------------------
 
@@ -131,6 +135,7 @@ class Resources:
         PEUs of one AP from resource instance ``base`` (the same steps, one call)."""
         all_bits, held, largest, free, circuit, longest = self._state[name]
         cache, pending = circuit.cache, self.pending
+        self.dirty.add(base // self.Q)
         total = 0
         for q, placed in enumerate(plan):
             if placed is None:
@@ -167,6 +172,7 @@ class Resources:
         instance: its status register, held and free counts, true longest run, and the
         circuit's length for the matcher from cycle ``visible``."""
         all_bits, held, largest, free, circuit, longest = self._state[name]
+        self.dirty.add(index if len(all_bits) == self.P else index // self.Q)
         mask = ((1 << length) - 1) << start
         bits = all_bits[index]
         if take:
@@ -194,6 +200,7 @@ class Resources:
         """Take the blocks and wave slots of ``allocation`` (the view shows the blocks from
         cycle ``visible``)."""
         ap = allocation.ap
+        self.dirty.add(ap)
         base = ap * self.Q
         self.change_plan("vgpr", base, allocation.vgpr, cycle, visible, True)
         self.change_plan("sgpr", base, allocation.sgpr, cycle, visible, True)
@@ -209,6 +216,7 @@ class Resources:
     def give_back(self, allocation: Allocation, cycle: int, visible: int) -> None:
         """Free the blocks and wave slots of ``allocation`` (a release in ``cycle``)."""
         ap = allocation.ap
+        self.dirty.add(ap)
         base = ap * self.Q
         self.change_plan("vgpr", base, allocation.vgpr, cycle, visible, False)
         self.change_plan("sgpr", base, allocation.sgpr, cycle, visible, False)
@@ -246,6 +254,8 @@ class Resources:
             self.advance_ema(cycle)
         self.power[ap] += delta
         self.history[ap].change(cycle, delta, self.keep)
+        if cycle > self.last_power_change:
+            self.last_power_change = cycle
 
     def history_scores(self, cycle: int) -> list[int]:
         """Embodiment 10's ``tb_f`` of every AP as the policy keeps it, at ``cycle``."""
@@ -253,4 +263,8 @@ class Resources:
             self.advance_ema(cycle)
             return list(self.ema)
         length = self.history_cycles
-        return [h.window(cycle, length) for h in self.history]
+        cutoff = cycle - length
+        # An AP whose power has not changed since ``cycle - length`` executed ``rate x
+        # length`` in the window (its last segment covers it): no search.
+        return [h.rates[-1] * length if h.times[-1] <= cutoff else h.window(cycle, length)
+                for h in self.history]
