@@ -24,14 +24,12 @@ needs_tools = pytest.mark.skipif(_MISSING is not None, reason=f"formal tools: {_
 def test_quick_job(job, tmp_path):
     result = run_job(job, tmp_path, _TOOLS)
     assert result.ok, f"{job.name}: {result.result} ({result.detail}; {tmp_path / job.name})"
-    if job.mode == "cover":
-        assert result.covers["reached"] >= 1 and not result.covers["unreached"], result.detail
 
 
 def test_every_job_named_once_and_quick_set_not_empty():
     names = [job.name for job in JOBS]
     assert len(names) == len(set(names))
-    assert any(job.mode == "cover" for job in select(quick=True))
+    assert any(".cover." in job.name and job.expect == "FAIL" for job in select(quick=True))
     assert {job.name.split(".")[0] for job in select(quick=True)} == {"arbiter", "maxblock"}
 
 
@@ -67,6 +65,7 @@ def test_every_mutant_applies_and_has_tiers():
     committed tree, each to a block whose tiers the driver knows."""
     import subprocess
     import sys
+
     from hw.flow import mutate
     found = mutate.mutants()
     assert len(found) >= 12

@@ -6,13 +6,15 @@ predates the ``-l`` switch (print each proved property's number, which SymbiYosy
 with several properties per AIGER output -- each job of ``hw.flow.formal_sby`` has one
 property). This shim drops that switch, simplifies the AIG before PDR (``_PDR``) and runs
 the ABC named first on its command line with the remaining arguments; everything else,
-verdict lines and counterexample files included, is ABC's own. ``scorr`` and ``dc2`` keep
+verdict lines included, is ABC's own, and a counterexample file is rewritten in the AIGER
+witness form that ``yosys-witness`` reads (``_modern_witness``). ``scorr`` and ``dc2`` keep
 the inputs, so a counterexample still replays on the unreduced design.
 """
 
-import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 #: Before PDR: signal correspondence (``scorr``: registers proved equal or opposite by
 #: induction are merged -- the arbiter keeps each key in two polarities and the grant in two
@@ -28,8 +30,22 @@ def main(argv: list[str]) -> int:
     executable, *arguments = argv
     arguments = [re.sub(r"\bfold; strash; pdr -v -l\b", _PDR, argument)
                  for argument in arguments]
-    os.execv(executable, [executable, *arguments])
-    return 127
+    status = subprocess.run([executable, *arguments]).returncode
+    for path in re.findall(r"write_cex -a (\S+?);?(?:\s|'|$)", " ".join(arguments)):
+        _modern_witness(Path(path))
+    return status
+
+
+def _modern_witness(path: Path) -> None:
+    """Debian's ABC writes an AIGER witness without the ``1`` / ``b0`` header and ends it
+    with ``# DONE`` instead of ``.``; ``yosys-witness`` reads only the modern form."""
+    if not path.exists():
+        return
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    lines = [line for line in lines if line]
+    if not lines or lines[0] == "1":
+        return
+    path.write_text("\n".join(["1", "b0", *lines, "."]) + "\n")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
+from hw.flow.formal_props import COVERS, ArbiterHarness, MaxBlockPipelineHarness
 
 __all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]
 
@@ -83,7 +83,7 @@ class JobResult:
         verdict = {"PASS": "proved" if not self.covers else "reached"}.get(self.result,
                                                                          self.result)
         if self.expect == "FAIL" and self.result == "FAIL":
-            verdict = "fails as expected"
+            verdict = "reached" if ".cover." in self.name else "fails as expected"
         return (f"{self.name:<34} {self.engine:<10} {verdict:<18} {self.seconds:7.1f}"
                 + (f"  {self.detail}" if self.detail else ""))
 
@@ -106,14 +106,16 @@ JOBS = (
         what="a new grant names a slot loaded at the decision"),
     Job("arbiter.grant_stable", _arbiter("grant_stable"),
         what="grant payload stable while valid and not ready"),
-    Job("arbiter.covers", _arbiter("cover"), mode="cover", engine="z3", depth=24,
-        what="a grant to every slot, a write during a turn, ..."),
+    *(Job(f"arbiter.cover.{name}", _arbiter(f"reach:{name}"), mode="bmc", engine="bmc3",
+          depth=40, expect="FAIL", what="reached (its negation refuted)")
+      for name in COVERS["arbiter"]),
     Job("maxblock.exact8_lat3.pipeline_answer", _maxblock("pipeline_answer", n=8, latency=3),
         what="the answer of the word latency enabled clocks earlier"),
     Job("maxblock.exact8_lat1.pipeline_answer", _maxblock("pipeline_answer", n=8, latency=1),
         what="the same, one register"),
-    Job("maxblock.exact8_lat3.covers", _maxblock("cover", n=8, latency=3), mode="cover",
-        engine="z3", depth=12, what="an answer that came through a stall"),
+    Job("maxblock.exact8_lat3.cover.stalled_answer",
+        _maxblock("reach:stalled_answer", n=8, latency=3), mode="bmc", engine="bmc3",
+        depth=16, expect="FAIL", what="an answer that came through a stall"),
 )
 
 
@@ -132,7 +134,7 @@ def missing_tool(job: Job, tools=None) -> str | None:
     """Why ``job`` cannot run here, or None."""
     tools = tools or find_tools()
     needed = ["sby", "yosys", "smtbmc", "witness", "z3"]
-    if job.engine == "pdr":
+    if job.engine in ("pdr", "bmc3"):
         needed.append("abc")
     lacking = [name for name in needed if not tools[name]]
     if not lacking:
@@ -143,11 +145,11 @@ def missing_tool(job: Job, tools=None) -> str | None:
 
 
 def _sby_text(job: Job) -> str:
-    if job.engine == "pdr":
-        engine = "abc pdr"
+    if job.engine in ("pdr", "bmc3"):
+        engine = f"abc {job.engine}"
     else:
         engine = f"smtbmc {job.engine}"
-    return (f"[options]\nmode {job.mode}\ndepth {job.depth}\n"
+    return (f"[options]\nmode {job.mode}\ndepth {job.depth}\naigsmt none\n"
             + f"\n[engines]\n{engine}\n\n[script]\nread_rtlil design.il\nprep -top top\n\n"
             f"[files]\ndesign.il\n")
 
@@ -155,7 +157,7 @@ def _sby_text(job: Job) -> str:
 def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
     """Write ``job``'s RTLIL and ``.sby`` under ``root/<name>/`` and run SymbiYosys there."""
     tools = tools or find_tools()
-    engine = "abc pdr" if job.engine == "pdr" else f"smtbmc {job.engine}"
+    engine = f"abc {job.engine}" if job.engine in ("pdr", "bmc3") else f"smtbmc {job.engine}"
     if job.mode == "prove" and job.engine != "pdr":
         engine += " (k-ind.)"
     reason = missing_tool(job, tools)
@@ -199,9 +201,9 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
         covers = {"reached": len(reached), "unreached": len(unreached)}
         detail = f"{len(reached)} covers reached" + (
             f", {len(unreached)} NOT reached" if unreached else "")
-    if result == "FAIL" and job.mode == "prove":
-        trace = re.search(r"(engine_\d+/trace\w*\.vcd)", output)
-        detail = f"counterexample {directory / trace[1]}" if trace else "counterexample"
+    if result == "FAIL" and job.mode in ("prove", "bmc"):
+        trace = next(directory.glob("*/engine_0/trace*.aiw"), None)
+        detail = f"trace {trace}" if trace else "trace"
     if result == "ERROR" and not detail:
         errors = [line for line in output.splitlines() if "ERROR" in line or "rror:" in line]
         detail = (errors[0].strip()[-120:] if errors else "see sby.log")
