@@ -56,8 +56,8 @@ SUBCOMMANDS = {
                                       "round-robin and smooth WRR"),
     "hostsched": ("model.hostsched.cli", "the seed-003 host-side dispatcher against static "
                                          "binding and a plain work queue"),
-    "cluster": ("model.cluster", "the seed-004 power-aware placement against spread, "
-                                 "bin-packing and random"),
+    "cluster": ("model.cluster.cli", "the seed-004 power-aware placement against spread, "
+                                     "bin-packing and random"),
 }
 
 #: Commands over the system models, with inputs of their own: name -> (module, one-line help).

@@ -461,14 +461,14 @@ def test_one_policy_runs_without_the_claims_unless_asked(tmp_path, capsys):
     assert "claims" not in _dispatch_json(tmp_path, "--no-claims")
 
 
-@pytest.mark.parametrize("command", ["procsched", "tasksched", "hostsched"])
+@pytest.mark.parametrize("command", ["procsched", "tasksched", "hostsched", "cluster"])
 def test_one_policy_of_every_command_runs_without_the_claims_unless_asked(command, tmp_path,
                                                                           capsys):
     # Issue 26: --policy NAME alone runs that policy's table only, in every command; the
     # claims (and hostsched's sweeps over seeds) run with --claims, and without --policy.
     config, _ = CHEAP[command]
     policy = {"procsched": "seed", "tasksched": "delay-factor",
-              "hostsched": "seed003-arrival"}[command]
+              "hostsched": "seed003-arrival", "cluster": "seed-004"}[command]
     out = tmp_path / "out.json"
     base = [command, "--config", str(config), "--quick", "--quiet", "--plots", str(tmp_path),
             "--json", str(out), "--seeds", "2"]

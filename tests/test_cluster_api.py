@@ -37,7 +37,7 @@ def test_settings_come_from_the_scenario_unless_overridden():
 @pytest.mark.parametrize("kwargs, error, text", [
     (dict(seeds=0), ValueError, "seeds must be an integer in 1..1000, not 0"),
     (dict(seeds="2"), TypeError, "seeds must be an integer"),
-    (dict(tie_break="first"), ValueError, "tie_break must be one of 'name', 'random'"),
+    (dict(tie_break="first"), ValueError, "tie_break must be one of 'shuffled', 'name', 'random'"),
     (dict(pwr_fgd_weights=(0, 0)), ValueError, "pwr_fgd_weights must be a pair"),
     (dict(inflation_ratio=-1.0), ValueError, "inflation_ratio must be a number in"),
     (dict(colour="red"), TypeError, "unknown setting(s) 'colour'; accepted: seeds"),

@@ -171,6 +171,27 @@ def test_pwr_increase_and_normalisation_by_hand():
     assert pwr_scores(ctx.state, POD, feasible).tolist() == [100.0, 43.0, 0.0]
 
 
+def test_cached_summaries_follow_every_change():
+    # The host-power cache, the memoised card summaries and PWR's scoring of the feasible
+    # rows only (speed-ups) give what a fresh computation gives, after placements and a
+    # release: n0's 3-card pod (10 vCPUs: one socket active) and n2's shared pod.
+    ctx = loaded()
+    state = ctx.state
+    assert state.current_host_power().tolist() == state.host_power().tolist()
+    fresh = ClusterState(state.specs, TYPES)
+    for node in range(state.size):
+        fresh.left[node] = state.left[node]
+        fresh._summarise(node)
+        assert (fresh.idle_count[node], fresh.max_partial[node], fresh.idle_power[node]) == (
+            state.idle_count[node], state.max_partial[node], state.idle_power[node])
+    state.release(0, (0, 1, 2), job(100, cards=3, cpu=10000))
+    assert state.current_host_power().tolist() == state.host_power().tolist()
+    assert state.idle_count[0] == 8
+    feasible = np.array([True, False, True])
+    rows = power_increase(state, POD, np.flatnonzero(feasible))
+    assert rows.tolist() == power_increase(state, POD)[feasible].tolist()
+
+
 def test_random_ties_are_drawn_among_the_best():
     # GPU packing: n1 is all free (33 - 2 = 31); n0 and n2 open one free card (50 - 1 = 49):
     # a tie, broken at random under tie_break = "random", to the smallest name (n0) under

@@ -1,4 +1,5 @@
-"""The FGD artifact's rules (ties to the smallest node name, best-fit's normalisation, the
+"""The FGD artifact's rules (ties to the smallest node name in the seed's shuffled node
+order, best-fit's normalisation, the
 workload's shuffle-then-tune order, the artifact's curve discretisation, PWR's current power
 constants) and the reproduction of its published curves on the real Alibaba v2023 trace.
 
@@ -13,8 +14,13 @@ import pytest
 
 from model.cluster.config import NodeSpec
 from model.cluster.fragmentation import Fragmentation, TypicalPods
-from model.cluster.inflation import artifact_curve, inflate
-from model.cluster.policies import PlacementContext, make_policy, normalize_scores
+from model.cluster.inflation import InflationRun, artifact_curve, inflate
+from model.cluster.policies import (
+    PlacementContext,
+    make_policy,
+    normalize_scores,
+    shuffled_rank,
+)
 from model.cluster.power import BUILTIN_CARD_TYPES
 from model.cluster.repro import (
     ARTIFACT_POLICIES,
@@ -84,6 +90,40 @@ def test_cpu_only_pods_fill_the_lowest_named_node(policy):
         ctx.fragmentation.update(target)
         chosen.append(target)
     assert chosen == [2, 2, 1, 1, 0]
+
+
+def test_shuffled_rank_is_the_artifacts_renaming():
+    # The artifact sorts the nodes by name and prefixes the i-th with perm[i]: node "b"
+    # (1st by name of a, b, c... here listed c, a, b) gets perm[1]. Independent of the
+    # node list's order; a permutation.
+    perm = [0, 1, 2]
+    random.Random(7).shuffle(perm)
+    rank = shuffled_rank(["c", "a", "b"], random.Random(7))
+    assert rank.tolist() == [perm[2], perm[0], perm[1]]
+    assert shuffled_rank(["a", "b", "c"], random.Random(7)).tolist() == perm
+    with pytest.raises(ValueError, match="node_rank"):
+        PlacementContext(ClusterState([node("a"), node("b")], TYPES), None,
+                         random.Random(1), node_rank=np.array([0, 0]))
+
+
+@pytest.mark.parametrize("policy", ["gpu-packing", "gpu-clustering", "best-fit", "fgd"])
+def test_ties_default_to_the_seeds_shuffled_node_order(policy):
+    # The default rule is the artifact's: its simulator renames the nodes in a random order
+    # (one per seed), so equal scores go to a random but fixed node, not to "a". Over 30
+    # seeds of three identical nodes every node is chosen; within one order every pod of a
+    # tie goes to the node of rank 0 (CPU-only pods of 30 vCPUs: two fill it first).
+    chosen = set()
+    for seed in range(30):
+        rank = shuffled_rank(["c", "a", "b"], random.Random(seed))
+        run = InflationRun([node("c"), node("a"), node("b")], TYPES,
+                           [job(0, cards=0, cpu=30000), job(1, cards=0, cpu=30000),
+                            job(2, cards=0, cpu=30000), job(3)], policy,
+                           rng=random.Random(99), typical=ANY, node_rank=rank).run()
+        first = int(np.argmin(rank))
+        assert [run.assignment[index][0] for index in (0, 1)] == [first, first]
+        chosen.add(first)
+        assert run.context.tie_break == "shuffled"
+    assert chosen == {0, 1, 2}
 
 
 def test_best_fit_scores_are_normalised_as_the_artifact_does():

@@ -22,10 +22,7 @@ artifact's published curves reproduced) and :mod:`~model.cluster.remeasure` (the
 claims under the artifact's rules). See ``docs/cluster.md``.
 """
 
-import argparse
-
 from model.cluster import api as _api
-from model.cluster import cli as _cli
 from model.cluster.api import ClusterResult
 from model.cluster.cli import add_arguments, prepare, run_scenario, savings
 from model.cluster.config import Scenario, load_scenario
@@ -70,12 +67,8 @@ __all__ = [
 
 
 def run(scenario_or_path, policy=None, *, seed: int | None = None, quick: bool = False,
-        **overrides):
+        **overrides) -> ClusterResult:
     """Run a scenario from Python (:func:`model.cluster.api.run`): returns a
     :class:`ClusterResult` whose ``summary`` holds the numbers ``gpusched cluster --config
-    FILE`` writes. Given the command line's parsed arguments instead (an
-    ``argparse.Namespace``, as ``gpusched`` calls it), runs the command and returns its exit
-    status."""
-    if isinstance(scenario_or_path, argparse.Namespace):
-        return _cli.run(scenario_or_path)
+    FILE`` writes. The command itself is :mod:`model.cluster.cli`."""
     return _api.run(scenario_or_path, policy, seed=seed, quick=quick, **overrides)

@@ -9,8 +9,10 @@ field, unknown keys are errors)::
     experiment = "timed"     # "timed": discrete-event replay with arrival times and durations;
                              # "inflation": submit pods until the cluster is full (no times)
     seeds = 1                # runs per policy on seeds s, s+1, ... (claims need >= 2)
-    tie_break = "name"       # equal highest scores: the node with the smallest name (the FGD
-                             # artifact's rule) or "random" (upstream kube-scheduler's)
+    tie_break = "shuffled"   # equal highest scores: the smallest name after the FGD
+                             # artifact's simulator renamed the nodes in a random order (one
+                             # per seed, the same for every policy: its rule); "name": the
+                             # smallest name of the node list; "random": upstream's
     backfill = false         # timed: later pods may pass a blocked queue head
 
     [power]
@@ -126,7 +128,7 @@ EXPERIMENTS = ("timed", "inflation")
 
 #: Tie-break rules (the same tuple as :data:`model.cluster.policies.TIE_BREAKS`, which
 #: imports nothing from here).
-TIE_BREAKS = ("name", "random")
+TIE_BREAKS = ("shuffled", "name", "random")
 
 
 @dataclass(frozen=True)
@@ -265,7 +267,7 @@ class Scenario:
     fgd_popularity: float = 0.95
     pwr_fgd_weights: tuple[int, int] = (200, 800)
     claims: tuple[Claim, ...] = ()
-    tie_break: str = "name"
+    tie_break: str = "shuffled"
 
 
 def _power_management(fields: Fields) -> PowerManagement:
@@ -452,7 +454,7 @@ def load_scenario(path) -> Scenario:
     experiment = fields.str("experiment", "timed", choices=EXPERIMENTS)
     seeds = fields.int("seeds", 1, minimum=1, maximum=1000)
     backfill = fields.bool("backfill", False)
-    tie_break = fields.str("tie_break", "name", choices=TIE_BREAKS)
+    tie_break = fields.str("tie_break", "shuffled", choices=TIE_BREAKS)
     power = _power_management(fields)
     hosts = _hosts(fields)
     card_types = _card_types(fields, hosts)

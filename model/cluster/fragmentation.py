@@ -126,14 +126,15 @@ class Fragmentation:
         return np.where(hostable, below, free_total[:, None]) @ self.frequency
 
     def update(self, rows) -> None:
-        """Recompute the terms of nodes ``rows`` from the state."""
-        rows = np.atleast_1d(rows)
+        """Recompute the terms of nodes ``rows`` (an index or an array) from the state."""
         state = self.state
-        if rows.size == 1:
+        if not isinstance(rows, int | np.integer):
+            rows = np.atleast_1d(rows)
+        if isinstance(rows, int | np.integer) or rows.size == 1:
             # One node changes per event, and nodes keep passing through the same states: a
             # memo keyed on (kind, free CPU, sorted free shares) answers most updates; a miss
             # costs one sort and one search for every typical pod.
-            node = int(rows[0])
+            node = int(rows) if isinstance(rows, int | np.integer) else int(rows[0])
             left = sorted(state.left[node, :state.card_count[node]].tolist())
             key = (int(state.node_kind[node]), int(state.cpu_free[node]), *left)
             terms = self._memo.get(key)
@@ -163,7 +164,8 @@ class Fragmentation:
         a CPU-only or whole-card pod, ``(rows, slots)`` for a shared pod (one column per card
         it could take; ``nan`` where the card cannot take it)."""
         state = self.state
-        free_total = state.left[rows].sum(axis=1)
+        lefts = state.left[rows]
+        free_total = lefts.sum(axis=1)
         cpu_after = state.cpu_free[rows] - job.cpu_milli
         below, fitting = self.below[rows], self.fitting[rows]
         if job.cards == 0:
@@ -174,13 +176,12 @@ class Fragmentation:
             return self.value(rows, below, fitting, free_total - job.gpu_request_milli,
                               cpu_after)
         result = np.full((len(rows), state.width), np.nan)
-        fit = state.accepted(job.types)[rows] & (state.left[rows] >= job.gpu_milli)
+        fit = state.accepted(job.types)[rows] & (lefts >= job.gpu_milli)
         milli = self.milli[None, :]
-        for slot in range(state.width):
+        usable_slots = np.flatnonzero(fit.any(axis=0)).tolist()
+        for slot in usable_slots:
             usable = fit[:, slot]
-            if not usable.any():
-                continue
-            left = state.left[rows, slot][:, None]
+            left = lefts[:, slot][:, None]
             taken = left - job.gpu_milli
             new_below = below - np.where(left < milli, left, 0) + np.where(taken < milli,
                                                                           taken, 0)

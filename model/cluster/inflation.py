@@ -112,21 +112,23 @@ def artifact_curve(arrived: np.ndarray, values: np.ndarray, capacity_milli: int,
 
 class InflationRun:
     """One policy submitting ``pods`` in order to an empty cluster; :meth:`run`, then
-    :meth:`results`. ``rng`` breaks the policy's ties; ``debug`` checks the invariants after
-    every pod."""
+    :meth:`results`. ``rng`` breaks the policy's ties under ``tie_break = "random"``;
+    ``node_rank`` is the run's node order under ``"shuffled"`` (the default, the artifact's:
+    :func:`~model.cluster.policies.shuffled_rank`; drawn from ``rng`` when not given);
+    ``debug`` checks the invariants after every pod."""
 
     def __init__(self, nodes: Sequence[NodeSpec], card_types: Mapping[str, CardType],
                  pods: Sequence[Job], policy, *, rng: random.Random,
                  shared_card: str = "busy", typical: TypicalPods | None = None,
-                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "name",
-                 debug: bool = False):
+                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "shuffled",
+                 node_rank: np.ndarray | None = None, debug: bool = False):
         self.specs = tuple(nodes)
         self.state = ClusterState(self.specs, card_types, shared_card=shared_card)
         self.pods = list(pods)
         self.policy = resolve_policy(policy)
         self.fragmentation = Fragmentation(self.state, typical or typical_pods(self.pods))
         self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights,
-                                        tie_break)
+                                        tie_break, node_rank)
         self.debug = debug
         self.assignment: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.failed: list[Job] = []

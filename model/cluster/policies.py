@@ -17,8 +17,8 @@ room that fits, else on the cheapest idle card. ``power-first`` is the seed's fi
 embodiment (second power, then idle count).
 
 **The FGD paper's baselines** (scores as in its simulator, plugin ``Score`` then the
-scheduler's highest score, ties broken uniformly at random as kube-scheduler's
-``selectHost`` does; a shared pod's card is the best fit unless stated):
+scheduler's highest score, ties by :data:`TIE_BREAKS`: by default the artifact's, the smallest
+name in the run's shuffled node order; a shared pod's card is the best fit unless stated):
 
 * ``fgd``: ``int(100 * sigmoid((F_before - F_after) / 1000))`` with F the node's
   fragmentation (:mod:`model.cluster.fragmentation`); a shared pod goes on the card with the
@@ -50,7 +50,7 @@ pod).
 
 Every score is an integer, as in the scheduler framework: the floats feeding ``int()`` are
 ratios of small integers, so the truncation decides nothing that an exact computation would
-decide otherwise except at exact ties, which the rng breaks.
+decide otherwise except at exact ties, which the tie-break rule decides.
 """
 
 import random
@@ -63,42 +63,80 @@ from model.cluster.fragmentation import Fragmentation
 from model.cluster.state import ClusterState, gpu_tag
 from model.cluster.workload import MILLI, Job
 
-__all__ = ["POLICY_CLASSES", "PlacementContext", "Policy", "make_policy"]
+__all__ = ["POLICY_CLASSES", "TIE_BREAKS", "PlacementContext", "Policy", "make_policy",
+           "name_rank", "shuffled_rank"]
 
 MAX_SCORE = 100
 MAX_SPEC_CPU = 128000      # the FGD simulator's normalisation constants
 MAX_SPEC_GPU = 8000
 
 
-#: How equal highest scores are broken: ``"name"`` (the FGD artifact's vendored
-#: ``selectHost``: the node with the smallest name, "for reproducibility") or ``"random"``
-#: (upstream kube-scheduler's reservoir sampling: uniformly at random).
-TIE_BREAKS = ("name", "random")
+#: How equal highest scores are broken:
+#:
+#: * ``"shuffled"`` (the FGD artifact's): the node with the smallest name, after the
+#:   artifact's simulator has renamed every node on loading (``syncClusterResourceList``:
+#:   the nodes sorted by name, the i-th prefixed with ``"%04d-"`` of the i-th entry of a
+#:   random permutation, ``rand.Perm``, drawn from the run's seed). The order is random but
+#:   fixed for the whole run and the same for every policy of a seed (:func:`shuffled_rank`);
+#: * ``"name"``: the smallest name as the node list gives it (the vendored ``selectHost``'s
+#:   comparison on the original names);
+#: * ``"random"``: upstream kube-scheduler's reservoir sampling, uniformly at random at
+#:   every decision.
+TIE_BREAKS = ("shuffled", "name", "random")
+
+
+def name_rank(names) -> np.ndarray:
+    """Each node's position in the order of ``names`` (string order, as Go compares them)."""
+    names = list(names)
+    rank = np.empty(len(names), np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return rank
+
+
+def shuffled_rank(names, rng: random.Random) -> np.ndarray:
+    """Each node's position in the order of the names the artifact's simulator gives the
+    nodes: the node that is i-th by name gets the prefix ``perm[i]`` of a uniformly random
+    permutation ``perm`` (drawn from ``rng``), so its rank is ``perm[i]``. Depends only on
+    the names and ``rng``, not on the order of the node list."""
+    by_name = name_rank(names)
+    perm = list(range(len(by_name)))
+    rng.shuffle(perm)
+    return np.asarray(perm, np.int64)[by_name]
 
 
 @dataclass
 class PlacementContext:
     """What a policy may read: the cluster, the fragmentation measure, its rng (random tie
-    breaks and random cards), the pwr-fgd weights and the tie-break rule (:data:`TIE_BREAKS`;
-    ``"name"`` by default, the artifact's)."""
+    breaks and random cards), the pwr-fgd weights, the tie-break rule (:data:`TIE_BREAKS`;
+    ``"shuffled"`` by default, the artifact's) and, for ``"shuffled"``, the run's node order
+    ``node_rank`` (:func:`shuffled_rank`; drawn from ``rng`` when not given: the runners pass
+    one drawn per seed, so that every policy of a seed sees the same order)."""
 
     state: ClusterState
     fragmentation: Fragmentation
     rng: random.Random
     pwr_fgd_weights: tuple[int, int] = (200, 800)
-    tie_break: str = "name"
+    tie_break: str = "shuffled"
+    node_rank: np.ndarray | None = field(default=None, repr=False)
     _fgd_cache: dict = field(default_factory=dict)
-    #: Each node's position in the order of node names (string order, as Go compares them).
-    name_rank: np.ndarray = field(init=False, repr=False)
+    #: Each node's rank among equal scores (smallest first): by name (``"name"``) or in the
+    #: run's shuffled order (``"shuffled"``); unused under ``"random"``.
+    tie_rank: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {', '.join(map(repr, TIE_BREAKS))}, "
                              f"not {self.tie_break!r}")
         names = [spec.name for spec in self.state.specs]
-        rank = np.empty(len(names), np.int64)
-        rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-        self.name_rank = rank
+        if self.tie_break == "shuffled":
+            if self.node_rank is None:
+                self.node_rank = shuffled_rank(names, self.rng)
+            rank = np.asarray(self.node_rank, np.int64)
+            if sorted(rank.tolist()) != list(range(len(names))):
+                raise ValueError(f"node_rank must be a permutation of 0..{len(names) - 1}")
+            self.tie_rank = rank
+        else:
+            self.tie_rank = name_rank(names)
 
 
 Choice = tuple[int, tuple[int, ...]]
@@ -106,15 +144,15 @@ Choice = tuple[int, tuple[int, ...]]
 
 def _pick_max(scores: np.ndarray, feasible: np.ndarray, ctx: PlacementContext) -> int:
     """The feasible node with the highest score; among equals the one with the smallest
-    name (``tie_break = "name"``, the artifact's ``selectHost``) or a uniformly random one
-    (``"random"``, upstream kube-scheduler's)."""
+    name (``tie_break = "shuffled"``, the artifact's ``selectHost`` on its renamed nodes, or
+    ``"name"``) or a uniformly random one (``"random"``, upstream kube-scheduler's)."""
     scores = np.where(feasible, scores, -np.inf)
-    best = np.flatnonzero(scores == scores.max())
+    best = (scores == scores.max()).nonzero()[0]
     if len(best) == 1:
         return int(best[0])
     if ctx.tie_break == "random":
         return int(best[ctx.rng.randrange(len(best))])
-    return int(best[np.argmin(ctx.name_rank[best])])
+    return int(best[np.argmin(ctx.tie_rank[best])])
 
 
 def _pick_min_first(key: np.ndarray, feasible: np.ndarray) -> int:
@@ -252,7 +290,8 @@ def normalize_scores(scores: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     """The artifact's ``NormalizeScore`` (best-fit's score extension): integer min-max over
     the feasible nodes to 0..100, ``(s - low) * 100 // (high - low)``; all 0 when they are
     equal. Truncation can merge nearby scores into ties (which the tie-break then decides)."""
-    low, high = scores[feasible].min(), scores[feasible].max()
+    chosen = scores[feasible]
+    low, high = chosen.min(), chosen.max()
     if high == low:
         return np.zeros(len(scores))
     return (np.where(feasible, scores, low) - low) * MAX_SCORE // (high - low)
@@ -385,31 +424,34 @@ class FgdSeedPolicy(FgdPolicy):
 
 # --- PWR ----------------------------------------------------------------------------------
 
-def power_increase(state: ClusterState, job: Job) -> np.ndarray:
+def power_increase(state: ClusterState, job: Job, rows=None) -> np.ndarray:
     """Power added by placing ``job`` on each node (watts; awake cards and CPU sockets, as
     PWR models it): the cheapest accepted idle cards for a whole-card pod; for a shared pod 0
     on a node with a partly used card that fits (``shared_card = "busy"``), else the cheapest
-    idle card's increase."""
-    increase = (state.host_power(slice(None), state.cpu_free - job.cpu_milli, state.pods + 1)
-                - state.host_power())
+    idle card's increase. ``rows`` (an index array) computes it for those nodes only."""
+    if rows is None:
+        rows = slice(None)
+    increase = (state.host_power(rows, state.cpu_free[rows] - job.cpu_milli,
+                                 state.pods[rows] + 1)
+                - state.current_host_power()[rows])
     if job.cards == 0:
         return increase
     columns = state.columns(job.types)
     gain = state.type_busy_w[columns] - state.type_idle_w[columns]
-    idle = state.idle_by_type[:, columns]
+    idle = state.idle_by_type[rows][:, columns]
     if job.shared:
         share = 1.0 if state.shared_card == "busy" else job.gpu_milli / MILLI
         opening = np.where(idle > 0, gain * share, np.inf).min(axis=1, initial=np.inf)
         if state.shared_card == "busy":
-            partial = state.accepted_summary(job.types, "max_partial") >= job.gpu_milli
+            partial = state.accepted_summary(job.types, "max_partial")[rows] >= job.gpu_milli
             opening = np.where(partial, 0.0, opening)
         else:
-            shared_gain = np.where(state.max_partial_by_type[:, columns] >= job.gpu_milli,
+            shared_gain = np.where(state.max_partial_by_type[rows][:, columns] >= job.gpu_milli,
                                    gain * share, np.inf).min(axis=1, initial=np.inf)
             opening = np.minimum(opening, shared_gain)
         return increase + opening
     # Whole cards come cheapest type first (columns are in that order).
-    remaining = np.full(state.size, job.cards)
+    remaining = np.full(len(increase), job.cards)
     for column in range(len(columns)):
         taken = np.minimum(idle[:, column], remaining)
         increase = increase + taken * gain[column]
@@ -430,12 +472,16 @@ def pwr_card(state: ClusterState, job: Job, node: int) -> int:
 
 
 def pwr_scores(state: ClusterState, job: Job, feasible: np.ndarray) -> np.ndarray:
-    """PWR's normalised score (0..100) of every node, min-max over the feasible ones."""
-    raw = np.trunc(-power_increase(state, job))
-    low, high = raw[feasible].min(), raw[feasible].max()
+    """PWR's normalised score (0..100) of every node, min-max over the feasible ones
+    (meaningful where ``feasible``; only those nodes are scored)."""
+    rows = np.flatnonzero(feasible)
+    chosen = np.trunc(-power_increase(state, job, rows))
+    low, high = chosen.min(), chosen.max()
     if high == low:
         return np.full(state.size, float(MAX_SCORE))
-    return (np.where(feasible, raw, low) - low) * MAX_SCORE // (high - low)
+    raw = np.full(state.size, low)
+    raw[rows] = chosen
+    return (raw - low) * MAX_SCORE // (high - low)
 
 
 class PwrPolicy(Policy):

@@ -1,9 +1,9 @@
 """Seed 004's claims re-measured on the real Alibaba v2023 trace under the FGD artifact's
 rules (:mod:`model.cluster.repro`): the artifact's experiment (pods shuffled and resampled to
-130 % of the GPUs, ties to the smallest node name, only each policy's own score), with the
-seed's policy (``seed-004``), FGD with the seed's order for its ties (``fgd-seed``), FGD,
-best-fit, PWR and PWR+FGD at the published weights (PWR/FGD 500/500, 200/800, 100/900,
-50/950; Lettich et al., CCGrid 2025).
+130 % of the GPUs, ties to the smallest node name in the seed's shuffled node order, only
+each policy's own score), with the seed's policy (``seed-004``), FGD with the seed's order
+for its ties (``fgd-seed``), FGD, best-fit, PWR and PWR+FGD at the published weights
+(PWR/FGD 500/500, 200/800, 100/900, 50/950; Lettich et al., CCGrid 2025).
 
 Per seed and policy: the GPU allocation ratio at 100 % and 130 % arrived (the artifact's
 discretisation), the cluster's power (kW; every card and host awake, PWR's power model) when
@@ -27,7 +27,7 @@ from model.cluster.config import TraceSource
 from model.cluster.fragmentation import typical_pods
 from model.cluster.inflation import InflationRun, inflate
 from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
-from model.cluster.repro import DATA, LISTS, NODES
+from model.cluster.repro import DATA, LISTS, NODES, seed_node_rank
 from model.cluster.trace import read_nodes, read_pods
 from model.stats import compare
 
@@ -85,12 +85,14 @@ def measure(pod_list: str, seed: int, labels=tuple(POLICIES), *, data: Path = DA
     typical = typical_pods(jobs, 0.95)
     capacity = sum(len(node.cards) for node in nodes) * 1000
     pods = inflate(jobs, capacity, 1.3, random.Random(f"{seed}:{pod_list}:inflation"))
+    node_rank = seed_node_rank(nodes, pod_list, seed)
     out = {}
     for label in labels:
         policy, weights = POLICIES[label]
         run = InflationRun(nodes, BUILTIN_CARD_TYPES, pods, policy, typical=typical,
                            pwr_fgd_weights=weights,
-                           rng=random.Random(f"{seed}:{pod_list}:{policy}")).run()
+                           rng=random.Random(f"{seed}:{pod_list}:{policy}"),
+                           node_rank=node_rank).run()
         allocation = run.artifact_curves()["allocation"]
         full = run.at_full or run.snapshot()
         allocated_gpus = full["allocation_ratio"] * capacity / 1000

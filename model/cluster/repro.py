@@ -3,7 +3,9 @@
 The artifact (github.com/hkust-adsl/kubernetes-scheduler-simulator, Weng et al., USENIX ATC
 2023) runs each pod list of the trace with each policy on seeds 42-51: the pods shuffled and
 resampled to ask for 130 % of the cluster's 6,212 GPUs, submitted one by one, with only the
-policy's own score plugin (weight 1000) and ties to the node with the smallest name. Its
+policy's own score plugin (weight 1000) and ties to the node with the smallest name -- after
+its simulator renamed every node with a random prefix, so in a random node order drawn once
+per seed. Its
 ``expected_results`` hold, per policy and seed, the GPU allocation ratio and the
 fragmentation rate at 0, 1, ..., 130 % arrived. :func:`reproduce` runs our model the same
 way (:mod:`model.cluster.inflation`, the artifact's discretisation of the curves) and
@@ -33,6 +35,7 @@ import numpy as np
 from model.cluster.config import TraceSource
 from model.cluster.fragmentation import typical_pods
 from model.cluster.inflation import InflationRun, inflate
+from model.cluster.policies import TIE_BREAKS, shuffled_rank
 from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
 from model.cluster.trace import read_nodes, read_pods
 
@@ -79,23 +82,34 @@ def _trace(pod_list: str, data: Path) -> TraceSource:
     return TraceSource(pods=data / f"{pod_list}.csv", nodes=data / NODES)
 
 
+def seed_node_rank(nodes, pod_list: str, seed: int, tie_break: str = "shuffled"):
+    """The node order of a seed's ties under ``tie_break = "shuffled"`` (the artifact
+    renames its nodes once per run, the same for every policy), else ``None``."""
+    if tie_break != "shuffled":
+        return None
+    return shuffled_rank([node.name for node in nodes],
+                         random.Random(f"{seed}:{pod_list}:nodes"))
+
+
 def run_curves(pod_list: str, policies, seed: int, *, data: Path = DATA, ratio: float = 1.3,
-               tie_break: str = "name") -> dict[str, dict]:
+               tie_break: str = "shuffled") -> dict[str, dict]:
     """Our artifact-style curves of ``policies`` on one pod list and seed: ``{policy:
     {"allocation": [131 values], "fragmentation_rate": [...], "cpu_s": ...}}``. Every policy
-    of a seed sees the same inflated pod order (as the artifact's seed gives)."""
+    of a seed sees the same inflated pod order and the same node order for its ties (as the
+    artifact's seed gives)."""
     source = _trace(pod_list, data)
     nodes, _ = read_nodes(source.nodes, BUILTIN_CARD_TYPES, BUILTIN_HOSTS, source)
     jobs, _ = read_pods(source.pods, source, timed=False)
     typical = typical_pods(jobs, 0.95)
     capacity = sum(len(node.cards) for node in nodes) * 1000
     pods = inflate(jobs, capacity, ratio, random.Random(f"{seed}:{pod_list}:inflation"))
+    node_rank = seed_node_rank(nodes, pod_list, seed, tie_break)
     out = {}
     for policy in policies:
         started = time.process_time()
         run = InflationRun(nodes, BUILTIN_CARD_TYPES, pods, policy, typical=typical,
                            rng=random.Random(f"{seed}:{pod_list}:{policy}"),
-                           tie_break=tie_break).run()
+                           tie_break=tie_break, node_rank=node_rank).run()
         curves = run.artifact_curves()
         out[policy] = {"allocation": curves["allocation"],
                        "fragmentation_rate": curves["fragmentation_rate"],
@@ -104,7 +118,7 @@ def run_curves(pod_list: str, policies, seed: int, *, data: Path = DATA, ratio: 
 
 
 def reproduce(lists=LISTS, policies=POLICIES, seeds=ARTIFACT_SEEDS,
-              *, data: Path = DATA, tie_break: str = "name", progress=None
+              *, data: Path = DATA, tie_break: str = "shuffled", progress=None
               ) -> dict[tuple[str, str], dict[str, np.ndarray]]:
     """Our curves: ``{(pod list, policy): {"allocation": (seeds, 131), "fragmentation_rate":
     (seeds, 131)}}``. ``progress(text)`` (optional) is called before each list and seed."""
@@ -274,7 +288,9 @@ def main(argv=None) -> int:
                              "expected_allocation_fgd_artifact.csv / "
                              "expected_fragmentation_fgd_artifact.csv (rows of other lists "
                              "are ignored; the artifact's full analysis_*_discrete.csv work)")
-    parser.add_argument("--tie-break", default="name", choices=("name", "random"))
+    parser.add_argument("--tie-break", default="shuffled", choices=TIE_BREAKS,
+                        help="equal scores: the artifact's (shuffled, default), the node "
+                             "list's names, or random")
     parser.add_argument("--tolerance", type=float, default=0.5,
                         help="allowed difference of the means, allocation points (0.5)")
     parser.add_argument("--plot", default="build/sim/cluster_repro.png")

@@ -74,9 +74,12 @@ class ClusterSimulation:
         The typical pods of the fragmentation measure (default: those of ``jobs``).
     pwr_fgd_weights
         Plugin weights of ``pwr-fgd``.
-    tie_break
-        ``"name"`` (equal highest scores go to the node with the smallest name, the FGD
-        artifact's rule) or ``"random"`` (upstream kube-scheduler's).
+    tie_break, node_rank
+        Equal highest scores: ``"shuffled"`` (the FGD artifact's rule: the smallest name
+        after its simulator renamed the nodes in a random order, ``node_rank``, one per seed;
+        drawn from ``rng`` when not given), ``"name"`` (the smallest name of the node list)
+        or ``"random"`` (upstream kube-scheduler's); see
+        :data:`~model.cluster.policies.TIE_BREAKS`.
     debug
         Check every invariant after every event instant (:meth:`check_invariants`).
     """
@@ -85,8 +88,8 @@ class ClusterSimulation:
                  jobs: Sequence[Job], policy, *, rng: random.Random, backfill: bool = False,
                  standby: bool = True, standby_after_s: float = 0.0, wake_s: float = 0.0,
                  shared_card: str = "busy", typical: TypicalPods | None = None,
-                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "name",
-                 debug: bool = False):
+                 pwr_fgd_weights: tuple[int, int] = (200, 800), tie_break: str = "shuffled",
+                 node_rank: np.ndarray | None = None, debug: bool = False):
         self.specs = tuple(nodes)
         self.state = ClusterState(self.specs, card_types, shared_card=shared_card)
         self.jobs = sorted(jobs, key=lambda job: (job.arrival_s, job.index))
@@ -98,7 +101,7 @@ class ClusterSimulation:
         self.fragmentation = Fragmentation(self.state, typical or typical_pods(self.jobs or [
             Job(0, "none", 0.0, 0, 0.0)]))
         self.context = PlacementContext(self.state, self.fragmentation, rng, pwr_fgd_weights,
-                                        tie_break)
+                                        tie_break, node_rank)
         self.backfill = backfill
         self.standby = standby
         self.standby_after_s = standby_after_s

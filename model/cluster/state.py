@@ -142,6 +142,9 @@ class ClusterState:
                                   len(kinds_seen))
             for row, spec in enumerate(specs)], np.int64)
         self._slot_busy = [[card_types[name].busy_w for name in spec.cards] for spec in specs]
+        self._summaries: dict[tuple, tuple] = {}
+        self._host_w = self.host_power()
+        self._host_version = self.version.copy()
 
     # Masks ------------------------------------------------------------------------------
     def accepted(self, types: frozenset[str] | None) -> np.ndarray:
@@ -283,26 +286,34 @@ class ClusterState:
         self.version[node] += 1
 
     def _summarise(self, node: int) -> None:
-        """Recompute node ``node``'s summaries from its cards."""
-        kinds = len(self.type_names)
-        idle, free = [0] * kinds, [0] * kinds
-        max_left, max_partial = [0] * kinds, [-1] * kinds
-        power = 0.0
-        for slot, left in enumerate(self.left[node, :len(self._slot_types[node])].tolist()):
-            kind = self._slot_types[node][slot]
-            free[kind] += left
-            max_left[kind] = max(max_left[kind], left)
-            if left == MILLI:
-                idle[kind] += 1
-                power += self._slot_busy[node][slot]
-            else:
-                max_partial[kind] = max(max_partial[kind], left)
-        self.idle_by_type[node], self.free_by_type[node] = idle, free
-        self.max_left_by_type[node], self.max_partial_by_type[node] = max_left, max_partial
-        self.idle_count[node], self.free_total[node] = sum(idle), sum(free)
-        self.max_left[node], self.max_partial[node] = max(max_left, default=0), \
-            max(max_partial, default=-1)
-        self.idle_power[node] = power
+        """Recompute node ``node``'s summaries from its cards (memoised on the node's kind
+        and its cards' free shares, in slot order: nodes keep passing through the same
+        states)."""
+        lefts = tuple(self.left[node, :len(self._slot_types[node])].tolist())
+        key = (int(self.node_kind[node]), lefts)
+        summary = self._summaries.get(key)
+        if summary is None:
+            kinds = len(self.type_names)
+            idle, free = [0] * kinds, [0] * kinds
+            max_left, max_partial = [0] * kinds, [-1] * kinds
+            power = 0.0
+            for slot, left in enumerate(lefts):
+                kind = self._slot_types[node][slot]
+                free[kind] += left
+                max_left[kind] = max(max_left[kind], left)
+                if left == MILLI:
+                    idle[kind] += 1
+                    power += self._slot_busy[node][slot]
+                else:
+                    max_partial[kind] = max(max_partial[kind], left)
+            summary = (idle, free, max_left, max_partial, sum(idle), sum(free),
+                       max(max_left, default=0), max(max_partial, default=-1), power)
+            if len(self._summaries) > 200_000:
+                self._summaries.clear()
+            self._summaries[key] = summary
+        (self.idle_by_type[node], self.free_by_type[node], self.max_left_by_type[node],
+         self.max_partial_by_type[node], self.idle_count[node], self.free_total[node],
+         self.max_left[node], self.max_partial[node], self.idle_power[node]) = summary
 
     # Power -------------------------------------------------------------------------------
     def active_sockets(self, rows=slice(None), cpu_free: np.ndarray | None = None,
@@ -327,6 +338,15 @@ class ClusterState:
         active = self.active_sockets(rows, cpu_free, pods)
         return (active * self.socket_busy_w[rows]
                 + (self.sockets[rows] - active) * self.socket_idle_w[rows])
+
+    def current_host_power(self) -> np.ndarray:
+        """:meth:`host_power` of every node now (watts), recomputed only for the nodes that
+        changed since the last call (a cache keyed on :attr:`version`; read-only)."""
+        stale = np.flatnonzero(self.version != self._host_version)
+        if stale.size:
+            self._host_w[stale] = self.host_power(stale)
+            self._host_version[stale] = self.version[stale]
+        return self._host_w
 
     def card_power(self, left: np.ndarray | None = None) -> np.ndarray:
         """Awake power of every card (watts; 0 for padding)."""
