@@ -66,11 +66,13 @@ class History:
         """Energy executed in cycles ``max(0, cycle - length) .. cycle - 1``."""
         times = self.times
         last = times[-1]
+        start = cycle - length
+        if start >= last:               # the window lies in the last segment: no search
+            return self.rates[-1] * length
         if cycle >= last:               # the usual case: the current segment, no search
             end = self.energies[-1] + self.rates[-1] * (cycle - last)
         else:
             end = self.energy(cycle)
-        start = cycle - length
         return end - self.energy(start) if start > 0 else end
 
 
