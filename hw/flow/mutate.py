@@ -178,6 +178,10 @@ def run(selected: list[Mutant], *, baseline=True, timeout=1800.0, keep=None, ech
                         break
                 outcome.seconds = time.monotonic() - start
                 if outcome.killed_by != "survived":
+                    # Keep the killing tier's log beside the scratch trees, drop the tree.
+                    log = tree / f"tier_{outcome.killed_by}.log"
+                    if log.exists():
+                        shutil.copy(log, parent / f"{mutant.name}.{outcome.killed_by}.log")
                     shutil.rmtree(tree, ignore_errors=True)
             echo(_row(outcome))
             outcomes.append(outcome)
