@@ -227,7 +227,11 @@ def _timeline(axis, launches: dict) -> None:
     axis.set_title("kernel launches over time: measured, then as each policy ran them "
                    "(one row per stream)")
     for name in named:
-        axis.plot([], [], color=colour[name], linewidth=6, label=name[:40])
+        # matplotlib leaves out (and warns about) a label that starts with '_', which
+        # every mangled C++ kernel name (_Z...) does: a leading space keeps it.
+        label = name[:40]
+        axis.plot([], [], color=colour[name], linewidth=6,
+                  label=f" {label}" if label.startswith("_") else label)
     axis.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12),
                 ncol=min(4, len(named)), frameon=False)
 
