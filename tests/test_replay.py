@@ -9,7 +9,6 @@
 """
 
 import json
-import random
 import sys
 from pathlib import Path
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from cocotb_tools.runner import Verilator, get_runner
 
 from hw.flow.catalog import BlockConfig, SharedConfig
-from hw.flow.generate import use_packaged_verilator, write_verilog
+from hw.flow.verilog_files import use_packaged_verilator, write_verilog
 
 __all__ = ["BUILD_ROOT", "SIMULATORS", "bench_outcomes", "missing_simulator",
            "missing_wave_support", "run_bench",
