@@ -17,7 +17,7 @@ Properties (``ARBITER_PROPERTIES``, ``MAXBLOCK_PROPERTIES``, ``COVERS``) are doc
 they are built; docs/verification.md ("Formal proofs") lists them with their times.
 """
 
-from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -302,4 +302,38 @@ class MaxBlockPipelineHarness(wiring.Component):
                 m.d.sync += stalled.eq(1)
             _covers(m, {"stalled_answer": dut.result_valid & stalled & (ref.length > 2)
                         & (ref.length < n) & ref.fit & (ref.fit_start != 0)}, self.prop)
+        return m
+
+
+class SequentialEquivalenceHarness(wiring.Component):
+    """Two components with the same flat signature, driven by the same free inputs; one
+    property: every output is equal in every clock (sequential equivalence from reset).
+
+    Used to show a surviving mutant equivalent (docs/verification.md, "Mutation"): the
+    original block as ``gold``, the mutated one as ``gate``.
+    """
+
+    def __init__(self, gold: wiring.Component, gate: wiring.Component):
+        self.gold, self.gate = gold, gate
+        flat = gold.signature.flatten(gold)
+        self._inputs = [(path, value) for path, member, value in flat
+                        if member.flow == wiring.In]
+        super().__init__({"_".join(map(str, path)): In(len(Value.cast(value)))
+                          for path, value in self._inputs})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.gold, m.submodules.gate = self.gold, self.gate
+        m.d.comb += Assume(~ResetSignal())
+        for side in (self.gold, self.gate):
+            for path, member, value in side.signature.flatten(side):
+                if member.flow == wiring.In:
+                    m.d.comb += Value.cast(value).eq(getattr(self, "_".join(map(str, path))))
+        gold_out = [value for _, member, value in self.gold.signature.flatten(self.gold)
+                    if member.flow == wiring.Out]
+        gate_out = [value for _, member, value in self.gate.signature.flatten(self.gate)
+                    if member.flow == wiring.Out]
+        assert self._inputs and gold_out, "nothing to compare"
+        m.d.comb += Assert(Cat(*(Value.cast(v) for v in gold_out))
+                           == Cat(*(Value.cast(v) for v in gate_out)), "the outputs are equal")
         return m
