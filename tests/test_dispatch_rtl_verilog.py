@@ -196,3 +196,12 @@ def test_command_line_refuses_a_policy_the_rtl_does_not_build(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["--block", "dispatcher", "--out", str(tmp_path)])
     assert "--config" in capsys.readouterr().err
+
+
+def test_the_readme_section_starts_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## The RTL dispatcher (seed 002)"):]
+    first = re.search(r"```\n(.*?)```", section, re.DOTALL).group(1).splitlines()
+    assert first[0].startswith("make verilog BLOCK=dispatcher CONFIG=configs/dispatch/")
+    assert first[1].startswith("make cosim CONFIG=configs/cosim/")
+    assert (ROOT / first[1].split("CONFIG=")[1].split()[0]).exists()
