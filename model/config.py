@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import dataclasses
 import difflib
 import math
 import tomllib
@@ -341,3 +342,30 @@ def check_items(owner: str, name: str, value, kind: type) -> None:
         if not isinstance(item, kind):
             raise TypeError(f"{_label(owner, name)}[{index}] must be a {kind.__name__}, "
                             f"not {item!r}")
+
+
+def run_settings(scenario, *, seed, quick: bool, claims: bool, seeds: int, overrides: dict,
+                 fields: Sequence[str], nested: str, nested_fields: Sequence[str]):
+    """The checks and overrides every system model's ``run()`` shares: ``(scenario, seed)``
+    with ``seed`` defaulting to 1 and ``overrides`` applied — a key of ``fields`` to the
+    scenario, one of ``nested_fields`` to its ``nested`` table (a dataclass field); one
+    ``TypeError``/``ValueError`` naming the argument otherwise."""
+    seed = 1 if seed is None else seed
+    if not _is_int(seed):
+        raise TypeError(f"seed must be an integer or None, not {seed!r}")
+    for name, value in (("quick", quick), ("claims", claims)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, not {value!r}")
+    check_int("", "seeds", seeds, 2)
+    accepted = tuple(fields) + tuple(nested_fields)
+    unknown = sorted(set(overrides) - set(accepted))
+    if unknown:
+        raise TypeError(f"run() got unknown setting(s) {', '.join(map(repr, unknown))}; "
+                        f"accepted: {', '.join(accepted)}")
+    inner = {key: value for key, value in overrides.items() if key in nested_fields}
+    top = {key: value for key, value in overrides.items() if key in fields}
+    if inner:
+        top[nested] = dataclasses.replace(getattr(scenario, nested), **inner)
+    if top:
+        scenario = dataclasses.replace(scenario, **top)
+    return scenario, seed

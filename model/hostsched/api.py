@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import check_int
+from model.config import run_settings
 from model.hostsched.claims import evaluate_claims, run_policies
 from model.hostsched.config import QUICK_SCALE, Scenario, SystemParams, load_scenario
 from model.hostsched.policies import policy_names
@@ -66,23 +66,10 @@ def run(scenario_or_path, policy: str | None = None, *, seed: int | None = None,
     argument for anything the command line would refuse.
     """
     scenario = _scenario(scenario_or_path)
-    seed = 1 if seed is None else seed
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an integer or None, not {seed!r}")
-    for name, value in (("quick", quick), ("claims", claims)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be True or False, not {value!r}")
-    check_int("", "seeds", seeds, 2)
-    unknown = sorted(set(overrides) - set(_SCENARIO_FIELDS) - set(_SYSTEM_FIELDS))
-    if unknown:
-        raise TypeError(f"run() got unknown setting(s) {', '.join(map(repr, unknown))}; "
-                        f"accepted: {', '.join(_SCENARIO_FIELDS + _SYSTEM_FIELDS)}")
-    system = {key: value for key, value in overrides.items() if key in _SYSTEM_FIELDS}
-    top = {key: value for key, value in overrides.items() if key in _SCENARIO_FIELDS}
-    if system:
-        top["system"] = dataclasses.replace(scenario.system, **system)
-    if top:
-        scenario = dataclasses.replace(scenario, **top)
+    scenario, seed = run_settings(scenario, seed=seed, quick=quick, claims=claims,
+                                  seeds=seeds, overrides=overrides,
+                                  fields=_SCENARIO_FIELDS, nested="system",
+                                  nested_fields=_SYSTEM_FIELDS)
     names = policy_names(scenario)
     if policy is not None and policy not in names:
         raise ValueError(f"policy must be None or one of {', '.join(map(repr, names))}, "

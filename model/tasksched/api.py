@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import check_int
+from model.config import run_settings
 from model.tasksched.claims import evaluate_claims
 from model.tasksched.config import POLICIES, Scenario, SchedulerConfig, load_scenario
 from model.tasksched.sim import simulate
@@ -68,23 +68,10 @@ def run(scenario_or_path, policy: str | None = None, *, seed: int | None = None,
     if policy is not None and policy not in POLICIES:
         raise ValueError(f"policy must be None or one of {', '.join(map(repr, POLICIES))}, "
                          f"not {policy!r}")
-    seed = 1 if seed is None else seed
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an integer or None, not {seed!r}")
-    for name, value in (("quick", quick), ("claims", claims)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be True or False, not {value!r}")
-    check_int("", "seeds", seeds, 2)
-    unknown = sorted(set(overrides) - set(_SCENARIO_FIELDS) - set(_SCHEDULER_FIELDS))
-    if unknown:
-        raise TypeError(f"run() got unknown setting(s) {', '.join(map(repr, unknown))}; "
-                        f"accepted: {', '.join(_SCENARIO_FIELDS + _SCHEDULER_FIELDS)}")
-    scheduler = {key: value for key, value in overrides.items() if key in _SCHEDULER_FIELDS}
-    top = {key: value for key, value in overrides.items() if key in _SCENARIO_FIELDS}
-    if scheduler:
-        top["scheduler"] = dataclasses.replace(scenario.scheduler, **scheduler)
-    if top:
-        scenario = dataclasses.replace(scenario, **top)
+    scenario, seed = run_settings(scenario, seed=seed, quick=quick, claims=claims,
+                                  seeds=seeds, overrides=overrides,
+                                  fields=_SCENARIO_FIELDS, nested="scheduler",
+                                  nested_fields=_SCHEDULER_FIELDS)
     tasks = build_workload(scenario, seed, quick=quick)
     policies = POLICIES if policy is None else (policy,)
     results = {name: simulate(scenario, name, tasks=tasks) for name in policies}
