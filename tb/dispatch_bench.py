@@ -6,8 +6,13 @@ whether a WG was dispatched, which one, to which AP, its waves per PEU and every
 the stale aborts and the splits. :class:`ProtocolChecker` checks the ports against rules that
 do not use the model: stream rules, a dispatch only of a WG that arrived (in its channel's
 order) and whose blocks are free in a shadow of the status registers, at most one WG a clock,
-releases only of WGs in flight. ``tb/test_dispatch.py`` runs them under cocotb (Verilator,
-Icarus); ``tests/test_dispatch_rtl_sim.py`` under Amaranth's simulator.
+a release of a tag not in flight or of another WG raises ``error`` and changes nothing
+(``error`` is low until one). With ``configure=False`` the driver writes only ``START``, so
+the run compares every register's reset value with the model; ``bad_releases`` sends that
+many such releases during the run; a run with back-pressure (``ModelRun.not_ready``) holds
+``dispatch.ready`` low where the model held its decision too. ``tb/test_dispatch.py`` runs
+them under cocotb (Verilator, Icarus); ``tests/test_dispatch_rtl_sim.py`` under Amaranth's
+simulator (``tb/dispatch_amaranth.py``).
 
 One clock of a bench: read the registered outputs (``dispatch.valid``, ``dispatch.payload``:
 they hold the decision of the previous clock and do not depend on this clock's inputs),
@@ -42,8 +47,8 @@ from model.dispatch.config import (
     with_policy,
 )
 
-__all__ = ["CosimDriver", "ModelRun", "ProtocolChecker", "RandomDriver", "input_ports",
-           "model_run", "output_ports", "pack", "unpack"]
+__all__ = ["CosimDriver", "ModelRun", "ProtocolChecker", "RandomDriver", "back_pressure",
+           "input_ports", "model_run", "output_ports", "pack", "unpack"]
 
 
 def pack(layout: data.Layout, value: dict) -> int:
@@ -82,13 +87,32 @@ class ModelRun:
     result: dict
     wave_powers: list
     notes: list = field(default_factory=list)
+    #: The cycles in which the bench holds ``dispatch.ready`` low, and the cycles the model
+    #: held for it (a decision presented and not taken: nothing decided).
+    not_ready: frozenset = frozenset()
+    held: frozenset = frozenset()
+
+
+def back_pressure(cycles: int, rate: float, seed) -> frozenset:
+    """The cycles (of ``0 .. cycles``) in which ``dispatch.ready`` is low: each with
+    probability ``rate``, in bursts of 1 to 4 cycles, drawn from ``seed``."""
+    rng, low, cycle = random.Random(f"back-pressure/{seed}"), set(), 0
+    while cycle <= cycles and rate > 0:
+        if rng.random() < rate:
+            burst = rng.randint(1, 4)
+            low.update(range(cycle, cycle + burst))
+            cycle += burst
+        cycle += 1
+    return frozenset(low)
 
 
 def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channels=(),
-              cycles: int = 2000, execution: str = "fixed") -> ModelRun:
+              cycles: int = 2000, execution: str = "fixed", not_ready=frozenset()) -> ModelRun:
     """Run the model as the RTL runs: one release per clock (``release_limit = 1``) and
     embodiment 10's exponential average where the policy reads a history (the RTL keeps
-    no sliding window); ``notes`` says what was changed."""
+    no sliding window); ``notes`` says what was changed. ``not_ready``: the cycles in which
+    the consumer holds ``dispatch.ready`` low (:func:`back_pressure`); the model holds its
+    decision in the same cycles as the RTL (``DispatchSimulator(dispatch_ready=...)``)."""
     notes, changes = [], {}
     if policy.release_limit != 1:
         changes["release_limit"] = 1
@@ -99,11 +123,19 @@ def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channe
                      f"{policy.history_cycles}-cycle window)")
     policy = with_policy(policy, **changes) if changes else policy
     events: list = []
+    ready = None
+    if not_ready:
+        notes.append(f"dispatch.ready low in {len(not_ready)} cycles")
+
+        def ready(cycle):
+            return cycle not in not_ready
     simulator = DispatchSimulator(gpu, policy, workload, channels=tuple(channels),
-                                  cycles=cycles, events=events, execution=execution)
+                                  cycles=cycles, events=events, execution=execution,
+                                  dispatch_ready=ready)
     result = simulator.run()
     return ModelRun(label, gpu, policy, tuple(channels), simulator.workload, cycles, events,
-                    result, list(simulator.wave_power), notes)
+                    result, list(simulator.wave_power), notes, frozenset(not_ready),
+                    frozenset(simulator.held_cycles))
 
 
 class _Expected:
@@ -166,24 +198,30 @@ class CosimDriver:
     and the counts of stale aborts, splits, rejects and releases compared.
     """
 
-    def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True):
+    def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True,
+                 configure=True, bad_releases: int = 0):
         self.params, self.run = params, run
         self.expected = _Expected(run)
         self.checker = ProtocolChecker(params) if check_protocol else None
-        self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu))
+        self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu)
+                            if configure else ())
         self.refused = {c: deque(q) for c, q in self.expected.refused.items()}
         self.pending = {c: deque(q) for c, q in self.expected.admitted.items()}
-        self.phase = "config"
+        self.phase = "config" if self.writes else "rejects"
+        self.bad_left = bad_releases        # bad releases still to send
+        self.bad_now = False                # one is driven in this clock
+        self.error_due = 0                  # error must be high: a bad release was sent
         self.clock = 0
         self.cycle = None                   # the model's cycle of this clock, once running
         self.accepted_at: dict[int, int] = {}       # WG id -> cycle its beat was accepted
         self.tags: dict[int, int] = {}              # model WG id -> RTL record tag
+        self.released: dict[int, int] = {}          # tag -> RTL WG id of its last release
         self.offered: dict = {}
         self.expect_reject = 0
         self.summary = {"label": run.label, "cycles": 0, "clocks": 0, "dispatches": 0,
                         "mismatches": 0, "first": None, "stale_aborts": 0, "splits": 0,
-                        "rejects": 0, "releases": 0, "notes": list(run.notes),
-                        "stall": None}
+                        "rejects": 0, "releases": 0, "held": 0, "bad_releases": 0,
+                        "notes": list(run.notes), "stall": None}
         self.done = False
         self.waited = 0                     # clocks since the last step of this phase
         self.waiting_for = ""               # the signal the phase waits on (for the bound)
@@ -193,13 +231,17 @@ class CosimDriver:
     def inputs(self, registered: dict[str, int]) -> dict[str, int]:
         p = self.params
         values = dict.fromkeys(input_ports(p), 0)
-        values["dispatch.ready"] = 1
+        values["dispatch.ready"] = int(self.phase != "run" or self.cycle not in
+                                       self.run.not_ready)
+        if self.checker is not None:
+            self.checker.ready(values["dispatch.ready"])
         if self.phase == "run" and self.cycle >= 1 and registered["dispatch.valid"]:
             expected = self.expected.dispatch.get(self.cycle - 1)
             if expected is not None:
                 self.tags[expected[0].id] = unpack(p.dispatch_layout,
                                                    registered["dispatch.payload"]).tag
         self.offered = {}
+        self.bad_now = False
         if self.phase == "config":
             address, index, value = self.writes[0]
             values["config.valid"] = 1
@@ -224,13 +266,18 @@ class CosimDriver:
                     self.offered[c] = queue[0]
             wg_id = self.expected.release.get(now + 1)
             if wg_id is not None and wg_id in self.tags:
+                tag = self.tags.pop(wg_id)
+                self.released[tag] = self._rtl_id(wg_id)
                 values["release.valid"] = 1
                 values["release.payload"] = pack(p.release_layout, {
-                    "tag": self.tags.pop(wg_id), "wg": self._rtl_id(wg_id)})
+                    "tag": tag, "wg": self._rtl_id(wg_id)})
                 self.summary["releases"] += 1
             elif wg_id is not None:
                 self.summary["notes"].append(f"cycle {now + 1}: WG {wg_id}'s release not sent "
                                              f"(the RTL never dispatched it)")
+            if self.bad_left and not values["release.valid"] and now % 7 == 3 and self.tags:
+                values["release.valid"] = 1
+                values["release.payload"] = self._bad_release()
         self.driven = values
         return values
 
@@ -255,8 +302,11 @@ class CosimDriver:
                 else:
                     self.pending[c].popleft()
                     self.accepted_at[wg.id] = -1 if self.cycle is None else self.cycle
-        if values["error"]:
-            self._mismatch("the dispatcher flagged a release error")
+        if values["error"] != self.error_due:
+            self._mismatch("the dispatcher flagged a release error" if values["error"] else
+                           "error is low after a release of a tag not in flight or of "
+                           "another WG")
+        self.error_due |= self.bad_now
         if self.driven["release.valid"] and not values["release.ready"]:
             self._mismatch("release.ready is low")
         before = (self.phase, len(self.writes), sum(map(len, self.refused.values())))
@@ -298,6 +348,25 @@ class CosimDriver:
                 self.done = True
                 self.summary["cycles"] = self.run.cycles
 
+    def _bad_release(self) -> int:
+        """A release the dispatcher must refuse (raise ``error``, change nothing), in turn: an
+        in-flight tag with another WG id, and a tag not in flight."""
+        p, in_flight = self.params, sorted(self.tags.items(), key=lambda item: item[1])
+        self.bad_left -= 1
+        self.bad_now = True
+        self.summary["bad_releases"] += 1
+        if self.bad_left % 2:
+            wg_id, tag = in_flight[self.bad_left % len(in_flight)]
+            wrong = (self._rtl_id(wg_id) + 1) % (1 << p.id_bits)
+            return pack(p.release_layout, {"tag": tag, "wg": wrong})
+        # A tag not in flight, named with the WG its record held last (a second release of
+        # a WG; a tag never used: WG 0, the record memory's reset): only the in-flight
+        # check can refuse it.
+        busy = {tag for _, tag in in_flight}
+        free = [tag for tag in range(p.records) if tag not in busy]
+        tag = free[self.bad_left % len(free)] if free else p.records
+        return pack(p.release_layout, {"tag": tag, "wg": self.released.get(tag, 0)})
+
     # -- comparison ---------------------------------------------------------------------------
 
     def _rtl_id(self, wg_id: int) -> int:
@@ -320,6 +389,16 @@ class CosimDriver:
                 self._mismatch("a decision before cycle 0")
             return
         wrong = []
+        if cycle in self.run.held:
+            # The model held this cycle's decision, as the RTL must: the beat presented
+            # before is still presented (the checker checks that it is the same), and
+            # nothing else is decided.
+            self.summary["held"] += 1
+            if not values["dispatch.valid"] or values["stale_abort"] or values["split"]:
+                self._mismatch(f"a held cycle: dispatch.valid {values['dispatch.valid']}, "
+                               f"stale_abort {values['stale_abort']}, split "
+                               f"{values['split']:#x} (the model decided nothing)")
+            return
         expected = self.expected.dispatch.get(cycle)
         actual = unpack(p.dispatch_layout, values["dispatch.payload"]) \
             if values["dispatch.valid"] else None
@@ -391,9 +470,10 @@ class ProtocolChecker:
     admitted WG not yet dispatched (a part: the next
     part of a head that was split, one wave); its waves per PEU add up to its waves and fit
     the free slots; every block it gets is free and within the resource; its tag is not in
-    flight; at most one WG a clock (one beat); a release names a tag in flight and that WG;
-    a refused WG cannot fit an idle AP, an admitted one can (as a whole, or as single waves
-    when splitting is on).
+    flight; at most one WG a clock (one beat); a release that names a tag not in flight or
+    another WG is ignored (the shadow keeps the record) and ``error`` is high from the next
+    clock on (low before any); a refused WG cannot fit an idle AP, an admitted one can (as a
+    whole, or as single waves when splitting is on).
     """
 
     def __init__(self, params: DispatcherParams):
@@ -411,6 +491,8 @@ class ProtocolChecker:
         self.config = {"threshold": p.policy.split_threshold,
                        "selection": p.policy.selection}
         self.dispatched = 0
+        self.error_due = 0                     # a bad release was sent: error is sticky
+        self.bad_releases = 0
 
     def _violation(self, text: str) -> None:
         if len(self.violations) < 20:
@@ -431,6 +513,10 @@ class ProtocolChecker:
 
     def step(self, driven: dict[str, int], values: dict[str, int]) -> None:
         p = self.params
+        if values["error"] != self.error_due:
+            self._violation("error is high, but no release was refused" if values["error"]
+                            else "error is low after a release of a tag not in flight or of "
+                                 "another WG")
         self._configure(driven, values)
         # The beats of the last clock are admitted or refused now.
         for c, wg in self.unresolved.items():
@@ -539,10 +625,14 @@ class ProtocolChecker:
             queue.popleft()
 
     def _release(self, beat) -> None:
-        held = self.flight.pop(beat.tag, None)
+        held = self.flight.get(beat.tag)
         if held is None or held[0] != beat.wg:
-            self._violation(f"release of tag {beat.tag} (WG {beat.wg}), which is not in flight")
+            # Not in flight, or another WG's tag: the dispatcher must raise error from the
+            # next clock on and change nothing (the shadow keeps the record).
+            self.error_due = 1
+            self.bad_releases += 1
             return
+        del self.flight[beat.tag]
         _, ap, per_peu, blocks = held
         for name, index, start, length in blocks:
             mask = ((1 << length) - 1) << start
@@ -638,8 +728,6 @@ class RandomDriver:
             beat = unpack(p.dispatch_layout, values["dispatch.payload"])
             self.flight[beat.tag] = (beat.wg, self.clock + self.rng.randint(1, 40))
             self.dispatches += 1
-        if values["error"]:
-            self.checker._violation("the dispatcher flagged a release error")
         self.clock += 1
         self.done = self.clock >= self.clocks
 
