@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import MUTANTS, AdmitsEverything, variant  # noqa: E402
 
 FAST_SHAPES = [name for name in SHAPES if name != "small_l2"]
-CYCLES = 200
+CYCLES = 150
 #: The seed of each shape's reset-value build (its registers' random reset policy).
 RESET_SEED = 100
 MUTANT_RESET_SEED = 105
