@@ -311,6 +311,9 @@ class RandomDriver:
             beat = unpack(p.dispatch_layout, values["dispatch.payload"])
             self.flight[beat.tag] = (beat.wg, self.clock + self.rng.randint(1, 40))
             self.dispatches += 1
+        if values["error"]:
+            # This driver releases only WGs in flight: error is a dispatcher's fault here.
+            self.checker._violation("the dispatcher flagged a release error")
         self.clock += 1
         self.done = self.clock >= self.clocks
 
