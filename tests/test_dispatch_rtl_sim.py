@@ -122,7 +122,7 @@ def test_the_fast_tier_rejects_a_broken_dispatcher(mutant):
     print(f"{mutant} caught: {failures[0]}")
 
 
-def test_the_fast_tier_hangs_on_no_admission_check():
+def test_a_broken_admission_check_stops_on_the_bound():
     # A dispatcher that admits the WGs the model refuses fills its FIFO before START; the
     # run ends on the bench's bound with the phase and the signal it waited on.
     shape = SHAPES["exact4x2"]
