@@ -3,11 +3,17 @@
 Pure Python, clock by clock: :class:`CosimDriver` drives a :class:`hw.dispatch.Dispatcher` with
 the arrivals and releases of a model run (:func:`model_run`) and compares, in every clock,
 whether a WG was dispatched, which one, to which AP, its waves per PEU and every start address,
-the stale aborts and the splits. :class:`ProtocolChecker` checks the ports against rules that
+the stale aborts and the splits. :class:`ProtocolChecker` (``tb/dispatch_protocol.py``, with
+the port names and payload packing) checks the ports against rules that
 do not use the model: stream rules, a dispatch only of a WG that arrived (in its channel's
 order) and whose blocks are free in a shadow of the status registers, at most one WG a clock,
-releases only of WGs in flight. ``tb/test_dispatch.py`` runs them under cocotb (Verilator,
-Icarus); ``tests/test_dispatch_rtl_sim.py`` under Amaranth's simulator.
+a release of a tag not in flight or of another WG raises ``error`` and changes nothing
+(``error`` is low until one). With ``configure=False`` the driver writes only ``START``, so
+the run compares every register's reset value with the model; ``bad_releases`` sends that
+many such releases during the run; a run with back-pressure (``ModelRun.not_ready``) holds
+``dispatch.ready`` low where the model held its decision too. ``tb/test_dispatch.py`` runs
+them under cocotb (Verilator, Icarus); ``tests/test_dispatch_rtl_sim.py`` under Amaranth's
+simulator (``tb/dispatch_amaranth.py``).
 
 One clock of a bench: read the registered outputs (``dispatch.valid``, ``dispatch.payload``:
 they hold the decision of the previous clock and do not depend on this clock's inputs),
@@ -30,9 +36,7 @@ import random
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from amaranth.lib import data
-
-from hw.dispatch.params import ConfigAddress, DispatcherParams, ceil_div, config_writes
+from hw.dispatch.params import ConfigAddress, DispatcherParams, config_writes
 from model.dispatch import DispatchSimulator
 from model.dispatch.config import (
     GpuConfig,
@@ -41,31 +45,17 @@ from model.dispatch.config import (
     ignored_fields,
     with_policy,
 )
+from tb.dispatch_protocol import (
+    ProtocolChecker,
+    RandomDriver,
+    input_ports,
+    output_ports,
+    pack,
+    unpack,
+)
 
-__all__ = ["CosimDriver", "ModelRun", "ProtocolChecker", "RandomDriver", "input_ports",
-           "model_run", "output_ports", "pack", "unpack"]
-
-
-def pack(layout: data.Layout, value: dict) -> int:
-    """The integer a port of ``layout`` carries for the field values ``value``."""
-    return layout.const(value).as_value().value
-
-
-def unpack(layout: data.Layout, value: int) -> data.Const:
-    """The fields of an integer read from a port of ``layout``."""
-    return data.Const(layout, value)
-
-
-def input_ports(params: DispatcherParams) -> list[str]:
-    names = [f"wg_in.{c}.{f}" for c in range(params.channels) for f in ("valid", "payload")]
-    return names + ["release.valid", "release.payload", "config.valid", "config.payload",
-                    "dispatch.ready"]
-
-
-def output_ports(params: DispatcherParams) -> list[str]:
-    names = [f"wg_in.{c}.ready" for c in range(params.channels)]
-    return names + ["release.ready", "config.ready", "dispatch.valid", "dispatch.payload",
-                    "running", "stale_abort", "abort_ap", "split", "reject", "error"]
+__all__ = ["CosimDriver", "ModelRun", "ProtocolChecker", "RandomDriver", "back_pressure",
+           "input_ports", "model_run", "output_ports", "pack", "unpack"]
 
 
 @dataclass
@@ -82,13 +72,32 @@ class ModelRun:
     result: dict
     wave_powers: list
     notes: list = field(default_factory=list)
+    #: The cycles in which the bench holds ``dispatch.ready`` low, and the cycles the model
+    #: held for it (a decision presented and not taken: nothing decided).
+    not_ready: frozenset = frozenset()
+    held: frozenset = frozenset()
+
+
+def back_pressure(cycles: int, rate: float, seed) -> frozenset:
+    """The cycles (of ``0 .. cycles``) in which ``dispatch.ready`` is low: each with
+    probability ``rate``, in bursts of 1 to 4 cycles, drawn from ``seed``."""
+    rng, low, cycle = random.Random(f"back-pressure/{seed}"), set(), 0
+    while cycle <= cycles and rate > 0:
+        if rng.random() < rate:
+            burst = rng.randint(1, 4)
+            low.update(range(cycle, cycle + burst))
+            cycle += burst
+        cycle += 1
+    return frozenset(low)
 
 
 def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channels=(),
-              cycles: int = 2000, execution: str = "fixed") -> ModelRun:
+              cycles: int = 2000, execution: str = "fixed", not_ready=frozenset()) -> ModelRun:
     """Run the model as the RTL runs: one release per clock (``release_limit = 1``) and
     embodiment 10's exponential average where the policy reads a history (the RTL keeps
-    no sliding window); ``notes`` says what was changed."""
+    no sliding window); ``notes`` says what was changed. ``not_ready``: the cycles in which
+    the consumer holds ``dispatch.ready`` low (:func:`back_pressure`); the model holds its
+    decision in the same cycles as the RTL (``DispatchSimulator(dispatch_ready=...)``)."""
     notes, changes = [], {}
     if policy.release_limit != 1:
         changes["release_limit"] = 1
@@ -99,11 +108,19 @@ def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channe
                      f"{policy.history_cycles}-cycle window)")
     policy = with_policy(policy, **changes) if changes else policy
     events: list = []
+    ready = None
+    if not_ready:
+        notes.append(f"dispatch.ready low in {len(not_ready)} cycles")
+
+        def ready(cycle):
+            return cycle not in not_ready
     simulator = DispatchSimulator(gpu, policy, workload, channels=tuple(channels),
-                                  cycles=cycles, events=events, execution=execution)
+                                  cycles=cycles, events=events, execution=execution,
+                                  dispatch_ready=ready)
     result = simulator.run()
     return ModelRun(label, gpu, policy, tuple(channels), simulator.workload, cycles, events,
-                    result, list(simulator.wave_power), notes)
+                    result, list(simulator.wave_power), notes, frozenset(not_ready),
+                    frozenset(simulator.held_cycles))
 
 
 class _Expected:
@@ -166,24 +183,30 @@ class CosimDriver:
     and the counts of stale aborts, splits, rejects and releases compared.
     """
 
-    def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True):
+    def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True,
+                 configure=True, bad_releases: int = 0):
         self.params, self.run = params, run
         self.expected = _Expected(run)
         self.checker = ProtocolChecker(params) if check_protocol else None
-        self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu))
+        self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu)
+                            if configure else ())
         self.refused = {c: deque(q) for c, q in self.expected.refused.items()}
         self.pending = {c: deque(q) for c, q in self.expected.admitted.items()}
-        self.phase = "config"
+        self.phase = "config" if self.writes else "rejects"
+        self.bad_left = bad_releases        # bad releases still to send
+        self.bad_now = False                # one is driven in this clock
+        self.error_due = 0                  # error must be high: a bad release was sent
         self.clock = 0
         self.cycle = None                   # the model's cycle of this clock, once running
         self.accepted_at: dict[int, int] = {}       # WG id -> cycle its beat was accepted
         self.tags: dict[int, int] = {}              # model WG id -> RTL record tag
+        self.released: dict[int, int] = {}          # tag -> RTL WG id of its last release
         self.offered: dict = {}
         self.expect_reject = 0
         self.summary = {"label": run.label, "cycles": 0, "clocks": 0, "dispatches": 0,
                         "mismatches": 0, "first": None, "stale_aborts": 0, "splits": 0,
-                        "rejects": 0, "releases": 0, "notes": list(run.notes),
-                        "stall": None}
+                        "rejects": 0, "releases": 0, "held": 0, "bad_releases": 0,
+                        "notes": list(run.notes), "stall": None}
         self.done = False
         self.waited = 0                     # clocks since the last step of this phase
         self.waiting_for = ""               # the signal the phase waits on (for the bound)
@@ -193,13 +216,17 @@ class CosimDriver:
     def inputs(self, registered: dict[str, int]) -> dict[str, int]:
         p = self.params
         values = dict.fromkeys(input_ports(p), 0)
-        values["dispatch.ready"] = 1
+        values["dispatch.ready"] = int(self.phase != "run" or self.cycle not in
+                                       self.run.not_ready)
+        if self.checker is not None:
+            self.checker.ready(values["dispatch.ready"])
         if self.phase == "run" and self.cycle >= 1 and registered["dispatch.valid"]:
             expected = self.expected.dispatch.get(self.cycle - 1)
             if expected is not None:
                 self.tags[expected[0].id] = unpack(p.dispatch_layout,
                                                    registered["dispatch.payload"]).tag
         self.offered = {}
+        self.bad_now = False
         if self.phase == "config":
             address, index, value = self.writes[0]
             values["config.valid"] = 1
@@ -224,13 +251,18 @@ class CosimDriver:
                     self.offered[c] = queue[0]
             wg_id = self.expected.release.get(now + 1)
             if wg_id is not None and wg_id in self.tags:
+                tag = self.tags.pop(wg_id)
+                self.released[tag] = self._rtl_id(wg_id)
                 values["release.valid"] = 1
                 values["release.payload"] = pack(p.release_layout, {
-                    "tag": self.tags.pop(wg_id), "wg": self._rtl_id(wg_id)})
+                    "tag": tag, "wg": self._rtl_id(wg_id)})
                 self.summary["releases"] += 1
             elif wg_id is not None:
                 self.summary["notes"].append(f"cycle {now + 1}: WG {wg_id}'s release not sent "
                                              f"(the RTL never dispatched it)")
+            if self.bad_left and not values["release.valid"] and now % 7 == 3 and self.tags:
+                values["release.valid"] = 1
+                values["release.payload"] = self._bad_release()
         self.driven = values
         return values
 
@@ -255,8 +287,11 @@ class CosimDriver:
                 else:
                     self.pending[c].popleft()
                     self.accepted_at[wg.id] = -1 if self.cycle is None else self.cycle
-        if values["error"]:
-            self._mismatch("the dispatcher flagged a release error")
+        if values["error"] != self.error_due:
+            self._mismatch("the dispatcher flagged a release error" if values["error"] else
+                           "error is low after a release of a tag not in flight or of "
+                           "another WG")
+        self.error_due |= self.bad_now
         if self.driven["release.valid"] and not values["release.ready"]:
             self._mismatch("release.ready is low")
         before = (self.phase, len(self.writes), sum(map(len, self.refused.values())))
@@ -298,6 +333,25 @@ class CosimDriver:
                 self.done = True
                 self.summary["cycles"] = self.run.cycles
 
+    def _bad_release(self) -> int:
+        """A release the dispatcher must refuse (raise ``error``, change nothing), in turn: an
+        in-flight tag with another WG id, and a tag not in flight."""
+        p, in_flight = self.params, sorted(self.tags.items(), key=lambda item: item[1])
+        self.bad_left -= 1
+        self.bad_now = True
+        self.summary["bad_releases"] += 1
+        if self.bad_left % 2:
+            wg_id, tag = in_flight[self.bad_left % len(in_flight)]
+            wrong = (self._rtl_id(wg_id) + 1) % (1 << p.id_bits)
+            return pack(p.release_layout, {"tag": tag, "wg": wrong})
+        # A tag not in flight, named with the WG its record held last (a second release of
+        # a WG; a tag never used: WG 0, the record memory's reset): only the in-flight
+        # check can refuse it.
+        busy = {tag for _, tag in in_flight}
+        free = [tag for tag in range(p.records) if tag not in busy]
+        tag = free[self.bad_left % len(free)] if free else p.records
+        return pack(p.release_layout, {"tag": tag, "wg": self.released.get(tag, 0)})
+
     # -- comparison ---------------------------------------------------------------------------
 
     def _rtl_id(self, wg_id: int) -> int:
@@ -320,6 +374,16 @@ class CosimDriver:
                 self._mismatch("a decision before cycle 0")
             return
         wrong = []
+        if cycle in self.run.held:
+            # The model held this cycle's decision, as the RTL must: the beat presented
+            # before is still presented (the checker checks that it is the same), and
+            # nothing else is decided.
+            self.summary["held"] += 1
+            if not values["dispatch.valid"] or values["stale_abort"] or values["split"]:
+                self._mismatch(f"a held cycle: dispatch.valid {values['dispatch.valid']}, "
+                               f"stale_abort {values['stale_abort']}, split "
+                               f"{values['split']:#x} (the model decided nothing)")
+            return
         expected = self.expected.dispatch.get(cycle)
         actual = unpack(p.dispatch_layout, values["dispatch.payload"]) \
             if values["dispatch.valid"] else None
@@ -376,270 +440,3 @@ class CosimDriver:
     def _model_text(self, expected) -> str:
         wg, ap, waves, _ = expected
         return f"WG {wg.id} channel {wg.channel} AP {ap} waves {list(waves)}"
-
-
-class ProtocolChecker:
-    """Rules every dispatcher must keep, checked without the model.
-
-    It follows the ports of every clock (the inputs driven and the outputs read) and keeps
-    its own shadow of the GPU: which WGs were accepted on each channel and not refused, the
-    free blocks of every status register, the free wave slots, the tags in flight. Violations
-    are collected in :attr:`violations` (the first few with their clock).
-
-    Checked: the dispatch-out stream holds ``valid`` and its payload until taken; a
-    dispatched WG (checked in the clock its beat first appears) is its channel's oldest
-    admitted WG not yet dispatched (a part: the next
-    part of a head that was split, one wave); its waves per PEU add up to its waves and fit
-    the free slots; every block it gets is free and within the resource; its tag is not in
-    flight; at most one WG a clock (one beat); a release names a tag in flight and that WG;
-    a refused WG cannot fit an idle AP, an admitted one can (as a whole, or as single waves
-    when splitting is on).
-    """
-
-    def __init__(self, params: DispatcherParams):
-        self.params = params
-        p = params
-        self.clock = 0
-        self.violations: list[str] = []
-        self.queues = defaultdict(deque)       # channel -> admitted WG descriptors
-        self.unresolved: dict[int, dict] = {}  # channel -> the beat accepted last clock
-        self.split: dict[int, int] = {}        # channel -> parts dispatched of its split head
-        self.free = {name: [(1 << n) - 1] * p.instances[name] for name, n in p.sizes.items()}
-        self.slots = [[p.gpu.wave_slots] * p.peus for _ in range(p.aps)]
-        self.flight: dict[int, tuple] = {}     # tag -> (wg, ap, waves, blocks)
-        self.held = None
-        self.config = {"threshold": p.policy.split_threshold,
-                       "selection": p.policy.selection}
-        self.dispatched = 0
-
-    def _violation(self, text: str) -> None:
-        if len(self.violations) < 20:
-            self.violations.append(f"clock {self.clock}: {text}")
-
-    def _fits_idle(self, wg: dict) -> bool:
-        p = self.params
-        Q, slots = p.peus, p.gpu.wave_slots
-        seen = {name: p.seen_when_free(name) for name in p.sizes}
-        busiest = ceil_div(wg["waves"], Q)
-        whole = (busiest <= slots and busiest * wg["vgpr"] <= seen["vgpr"]
-                 and busiest * wg["sgpr"] <= seen["sgpr"] and wg["lds"] <= seen["lds"])
-        splitting = self.config["threshold"] > 0 and self.config["selection"] == "multi"
-        parts = (splitting and wg["independent"] and wg["waves"] >= 2 and busiest <= slots
-                 and wg["vgpr"] <= seen["vgpr"] and wg["sgpr"] <= seen["sgpr"]
-                 and ceil_div(wg["lds"], wg["waves"]) <= seen["lds"])
-        return whole or parts
-
-    def step(self, driven: dict[str, int], values: dict[str, int]) -> None:
-        p = self.params
-        self._configure(driven, values)
-        # The beats of the last clock are admitted or refused now.
-        for c, wg in self.unresolved.items():
-            refused = values["reject"] >> c & 1
-            if refused == self._fits_idle(wg):
-                self._violation(f"channel {c}: WG {wg['wg']} was "
-                                f"{'refused' if refused else 'admitted'} but "
-                                f"{'fits' if refused else 'cannot fit'} an idle AP")
-            if not refused:
-                self.queues[c].append(wg)
-        self.unresolved = {}
-        # A beat is checked when it first appears (its blocks were taken in the clock that
-        # decided it); a split announced now split the head left after that dispatch (the
-        # pipelined decision can dispatch a channel's head and split the next one at once).
-        self._dispatch_out(values)
-        for c in range(p.channels):
-            if values["split"] >> c & 1:
-                queue = self.queues[c]
-                if not queue or c in self.split or not queue[0]["independent"] or \
-                        queue[0]["waves"] < 2:
-                    self._violation(f"channel {c}: split of a head that cannot be split")
-                else:
-                    self.split[c] = 0
-        for c in range(p.channels):
-            if driven[f"wg_in.{c}.valid"] and values[f"wg_in.{c}.ready"]:
-                self.unresolved[c] = unpack(p.workgroup_layout, driven[f"wg_in.{c}.payload"])
-                self.unresolved[c] = {name: self.unresolved[c][name]
-                                      for name in ("wg", "priority", "waves", "vgpr", "sgpr",
-                                                   "lds", "independent")}
-        if driven["release.valid"] and values["release.ready"]:
-            self._release(unpack(p.release_layout, driven["release.payload"]))
-        self.clock += 1
-
-    def _configure(self, driven, values) -> None:
-        if not (driven["config.valid"] and values["config.ready"]):
-            return
-        write = unpack(self.params.config_layout, driven["config.payload"])
-        address = ConfigAddress(write.address)
-        if address == ConfigAddress.SPLIT_THRESHOLD:
-            self.config["threshold"] = write.data
-        elif address == ConfigAddress.SELECTION:
-            self.config["selection"] = ("multi", "strict", "blocking_buffer",
-                                      "rr_first_fit")[write.data]
-
-    def _dispatch_out(self, values) -> None:
-        p = self.params
-        valid, ready = values["dispatch.valid"], self._ready
-        payload = values["dispatch.payload"]
-        new = self.held is None
-        if not new and (not valid or payload != self.held):
-            self._violation("dispatch-out dropped or changed a beat that was not taken")
-        self.held = payload if valid and not ready else None
-        if not (valid and new):
-            return
-        beat = unpack(p.dispatch_layout, payload)
-        c = beat.channel
-        queue = self.queues[c]
-        if c >= p.channels or not queue:
-            self._violation(f"dispatch of a WG on channel {c}, which has none waiting")
-            return
-        wg = queue[0]
-        part = c in self.split
-        if beat.wg != wg["wg"] or bool(beat.split) != part:
-            self._violation(f"channel {c}: dispatched WG {beat.wg} (split {beat.split}), but "
-                            f"its oldest waiting WG is {wg['wg']} (split {int(part)})")
-            return
-        waves = wg["waves"] if not part else 1
-        lds = wg["lds"] if not part else ceil_div(wg["lds"], wg["waves"])
-        if part and beat.part != self.split[c]:
-            self._violation(f"channel {c}: part {beat.part} of WG {wg['wg']}, expected part "
-                            f"{self.split[c]}")
-        per_peu = list(beat.waves)
-        if sum(per_peu) != waves:
-            self._violation(f"WG {wg['wg']}: waves per PEU {per_peu} do not add up to {waves}")
-        if beat.tag in self.flight or beat.tag >= p.records:
-            self._violation(f"tag {beat.tag} is already in flight")
-        ap = beat.ap
-        blocks = []
-        for q in range(p.peus):
-            if per_peu[q] > self.slots[ap][q]:
-                self._violation(f"AP {ap} PEU {q}: {per_peu[q]} waves, {self.slots[ap][q]} "
-                                f"slots free")
-            for name, per in (("vgpr", wg["vgpr"]), ("sgpr", wg["sgpr"])):
-                blocks.append((name, ap * p.peus + q, beat[f"{name}_start"][q],
-                               per_peu[q] * per))
-        blocks.append(("lds", ap, beat.lds_start, lds))
-        for name, index, start, length in blocks:
-            mask = ((1 << length) - 1) << start
-            if start + length > p.sizes[name] and length:
-                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} beyond "
-                                f"{p.sizes[name]}")
-            elif self.free[name][index] & mask != mask:
-                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} "
-                                f"allocated while some are in use")
-            self.free[name][index] &= ~mask
-        for q in range(p.peus):
-            self.slots[ap][q] -= per_peu[q]
-        self.flight[beat.tag] = (wg["wg"], ap, per_peu, blocks)
-        self.dispatched += 1
-        if part:
-            self.split[c] += 1
-            if self.split[c] == wg["waves"]:
-                del self.split[c]
-                queue.popleft()
-        else:
-            queue.popleft()
-
-    def _release(self, beat) -> None:
-        held = self.flight.pop(beat.tag, None)
-        if held is None or held[0] != beat.wg:
-            self._violation(f"release of tag {beat.tag} (WG {beat.wg}), which is not in flight")
-            return
-        _, ap, per_peu, blocks = held
-        for name, index, start, length in blocks:
-            mask = ((1 << length) - 1) << start
-            if self.free[name][index] & mask:
-                self._violation(f"{name}[{index}]: released blocks that were free")
-            self.free[name][index] |= mask
-        for q, count in enumerate(per_peu):
-            self.slots[ap][q] += count
-
-    _ready = 1
-
-    def ready(self, value: int) -> None:
-        """The dispatch-out ``ready`` driven in this clock (before :meth:`step`)."""
-        self._ready = value
-
-
-class RandomDriver:
-    """Random stimulus with back-pressure for the protocol checker alone: random WGs on every
-    channel (some too large, some independent), ``dispatch.ready`` low at random, releases
-    of random in-flight WGs after random delays, one per clock. Runs for ``clocks`` clocks
-    after ``START`` with the dispatcher's reset configuration (or ``writes``)."""
-
-    def __init__(self, params: DispatcherParams, seed: int, clocks: int, *, writes=()):
-        self.params = params
-        self.rng = random.Random(seed)
-        self.clocks = clocks
-        self.checker = ProtocolChecker(params)
-        self.writes = deque(writes)
-        self.started = False
-        self.clock = 0
-        self.flight: dict[int, tuple[int, int]] = {}    # tag -> (wg, release clock)
-        self.next_id = 0
-        self.offer: dict[int, int] = {}
-        self.done = False
-        self.dispatches = 0
-
-    def _wg(self) -> int:
-        p, rng = self.params, self.rng
-        gpu = p.gpu
-        waves = rng.randint(1, p.max_waves + (1 if rng.random() < 0.05 else 0))
-        busiest = ceil_div(waves, p.peus)
-        fields = {"wg": self.next_id % (1 << p.id_bits),
-                  "priority": rng.randrange(gpu.priorities), "waves": waves,
-                  "vgpr": rng.randint(0, max(1, gpu.vgpr // busiest) + 1),
-                  "sgpr": rng.randint(0, max(1, gpu.sgpr // busiest)),
-                  "lds": rng.randint(0, gpu.lds + 1), "independent": int(rng.random() < 0.3)}
-        self.next_id += 1
-        return pack(p.workgroup_layout, fields)
-
-    def inputs(self, registered: dict[str, int]) -> dict[str, int]:
-        p, rng = self.params, self.rng
-        values = dict.fromkeys(input_ports(p), 0)
-        if self.writes:
-            address, index, value = self.writes[0]
-            values["config.valid"] = 1
-            values["config.payload"] = pack(p.config_layout, {"address": address,
-                                                              "index": index, "data": value})
-        elif not self.started:
-            values["config.valid"] = 1
-            values["config.payload"] = pack(p.config_layout, {
-                "address": ConfigAddress.START, "index": 0, "data": 0})
-        for c in range(p.channels):
-            if c not in self.offer and rng.random() < 0.5:
-                self.offer[c] = self._wg()
-            if c in self.offer:
-                values[f"wg_in.{c}.valid"] = 1
-                values[f"wg_in.{c}.payload"] = self.offer[c]
-        due = [tag for tag, (_, at) in self.flight.items() if at <= self.clock]
-        if due:
-            tag = rng.choice(due)
-            values["release.valid"] = 1
-            values["release.payload"] = pack(p.release_layout, {"tag": tag,
-                                                                "wg": self.flight[tag][0]})
-        values["dispatch.ready"] = int(rng.random() < 0.7)
-        self.checker.ready(values["dispatch.ready"])
-        self.driven = values
-        return values
-
-    def outputs(self, values: dict[str, int]) -> None:
-        p = self.params
-        self.checker.step(self.driven, values)
-        if self.driven["config.valid"] and values["config.ready"]:
-            if self.writes:
-                self.writes.popleft()
-            else:
-                self.started = True
-        for c in list(self.offer):
-            if values[f"wg_in.{c}.ready"]:
-                del self.offer[c]
-        if self.driven["release.valid"]:
-            del self.flight[unpack(p.release_layout, self.driven["release.payload"]).tag]
-        if values["dispatch.valid"] and self.driven["dispatch.ready"]:
-            beat = unpack(p.dispatch_layout, values["dispatch.payload"])
-            self.flight[beat.tag] = (beat.wg, self.clock + self.rng.randint(1, 40))
-            self.dispatches += 1
-        if values["error"]:
-            self.checker._violation("the dispatcher flagged a release error")
-        self.clock += 1
-        self.done = self.clock >= self.clocks
-

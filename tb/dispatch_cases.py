@@ -24,7 +24,7 @@ from model.dispatch.config import (
     with_policy,
 )
 from model.dispatch.config.policy import RTL_SELECTIONS
-from tb.dispatch_bench import ModelRun, model_run
+from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
 __all__ = ["DIRECTED", "DIRECTED_SHAPE", "SHAPES", "Shape", "random_run"]
 
@@ -156,14 +156,54 @@ def random_channels(shape: Shape, rng: random.Random) -> list[ChannelConfig]:
     return channels
 
 
-def random_run(shape: Shape, seed: int, cycles: int = 600) -> ModelRun:
-    """A random policy and workload on ``shape`` run by the model (seeded)."""
+def random_run(shape: Shape, seed: int, cycles: int = 600, pressure: float = 0.0
+               ) -> ModelRun:
+    """A random policy and workload on ``shape`` run by the model (seeded); with
+    ``pressure``, ``dispatch.ready`` is low in bursts starting in that fraction of the
+    cycles (:func:`tb.dispatch_bench.back_pressure`), and the model holds as the RTL does."""
     rng = random.Random(f"{shape.name}/{seed}")
     policy, gpu = random_policy(shape, rng)
     channels = random_channels(shape, rng)
     workload = generate_workload(channels, cycles, seed)
-    return model_run(f"{shape.name} seed {seed} {policy.name}", gpu, policy, workload,
-                     channels, cycles)
+    label = f"{shape.name} seed {seed} {policy.name}"
+    not_ready = frozenset()
+    if pressure:
+        not_ready = back_pressure(cycles, pressure, f"{shape.name}/{seed}")
+        label += f" back-pressure {pressure}"
+    return model_run(label, gpu, policy, workload, channels, cycles, not_ready=not_ready)
+
+
+def reset_build(shape: Shape, seed: int, cycles: int = 300):
+    """``(build, run)``: a :class:`hw.flow.dispatch_build.DispatchShape` of ``shape`` whose
+    configuration registers reset to a random policy, GPU weights and channel mixes (drawn
+    as :func:`random_run`'s ``seed``; a history length the policy reads is the shape's), and
+    the model's run of that very policy, to be driven with ``START`` alone
+    (``CosimDriver(configure=False)``): every reset value is then compared with the model.
+    The same build runs :func:`random_run`'s runs on ``shape`` (they write every register);
+    a seed whose policy would not let it (another scale of the combined score) is passed
+    over for the next."""
+    from hw.flow.dispatch_build import DispatchShape
+
+    while True:
+        # A policy whose build could not run the shape's other runs (a combined score
+        # scaled by the candidates on a build for every AP's scale) takes the next seed.
+        rng = random.Random(f"{shape.name}/{seed}")
+        policy, gpu = random_policy(shape, rng)
+        if policy.combined_scale == shape.policy.combined_scale or \
+                shape.policy.decision_pipeline:
+            break
+        seed += 1
+    if "history_cycles" not in ignored_fields(policy):
+        policy = with_policy(policy, history_cycles=shape.policy.history_cycles)
+    channels = random_channels(shape, rng)
+    workload = generate_workload(channels, cycles, seed)
+    run = model_run(f"{shape.name} reset values, seed {seed} {policy.name}", gpu, policy,
+                    workload, channels, cycles)
+    # The channels the run leaves out carry no WG; their power 0 is what config_writes
+    # writes for them.
+    idle = ChannelConfig(mix=(0,) * len(ChannelConfig().mix))
+    padded = tuple(channels) + (idle,) * (shape.channels - len(channels))
+    return DispatchShape(gpu, policy, padded, **shape.options()), run
 
 
 # -- directed runs, each aimed at one mechanism (on the exact4x2 shape) ---------------------------
@@ -240,9 +280,25 @@ def _refused(cycles: int) -> ModelRun:
     return _directed("refused", {}, [ChannelConfig(priority=0, **large)], cycles)
 
 
+def _split_held(cycles: int) -> ModelRun:
+    # Embodiment 3 under back-pressure: WGs of many waves that often fit no AP (the all-fail
+    # counter runs) with a split threshold of 2, and dispatch.ready low in bursts, many of
+    # them right after a dispatch while heads wait: the counter must hold while the output is
+    # held (docs/dispatch_rtl.md), so a counter that goes on splits cycles early.
+    big = {"arrival": "back_to_back", "count": 200, "waves": (3, 8), "vgpr": (2, 4),
+           "sgpr": (0, 2), "lds": (0, 4), "duration": (4, 40), "independent": 1.0}
+    shape = SHAPES["exact4x2"]
+    channels = [ChannelConfig(priority=0, **big), ChannelConfig(priority=1, **big)]
+    policy = with_policy(PRESETS["emb1"], name="split held", **{
+        **shape.knobs(), "selection": "multi", "split_threshold": 2})
+    workload = generate_workload(channels, cycles, 5)
+    return model_run("directed split held", shape.gpu, policy, workload, channels, cycles,
+                     not_ready=back_pressure(cycles, 0.25, "split held"))
+
+
 #: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``
 #: (the others' shape in :data:`DIRECTED_SHAPE`).
 DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus,
             "combined_all": _combined_all, "pipelined_scores": _pipelined_scores,
-            "refused": _refused}
+            "refused": _refused, "split_held": _split_held}
 DIRECTED_SHAPE = {"combined_all": "grouped3x3", "pipelined_scores": "pipelined4x2"}

@@ -7,11 +7,15 @@ DispatchShape`), the runs in the JSON file ``DISPATCH_JOBS``: a list of jobs, ea
     a shipped (or any) scenario's workload and policy, run by the model (``"reduce": true``:
     reduced as :data:`hw.flow.dispatch_cosim.REDUCTION` says);
 ``{"kind": "random", "shape": NAME, "seed": S, "cycles": N}``
-    :func:`tb.dispatch_cases.random_run` on one of :data:`tb.dispatch_cases.SHAPES`;
+    :func:`tb.dispatch_cases.random_run` on one of :data:`tb.dispatch_cases.SHAPES`
+    (``"pressure": F``: with back-pressure, the model holding as the RTL does);
 ``{"kind": "directed", "name": NAME, "cycles": N}``
     :data:`tb.dispatch_cases.DIRECTED`, workloads aimed at one mechanism;
 ``{"kind": "protocol", "seed": S, "clocks": N}``
     random stimulus with back-pressure, checked by the protocol checker alone.
+
+A model-compared job may add ``"bad_releases": N``: N releases of tags not in flight or of
+other WGs during the run, which must raise ``error`` and change nothing.
 
 The jobs run one after the other on the same simulation, with a reset between them (each
 configures the dispatcher through its configuration port). Every job's summary goes to the
@@ -46,7 +50,8 @@ def _job_driver(params, job: dict):
     if kind == "protocol":
         return RandomDriver(params, job["seed"], job["clocks"])
     if kind == "random":
-        run = random_run(SHAPES[job["shape"]], job["seed"], job["cycles"])
+        run = random_run(SHAPES[job["shape"]], job["seed"], job["cycles"],
+                         job.get("pressure", 0.0))
     elif kind == "directed":
         run = DIRECTED[job["name"]](job["cycles"])
     else:
@@ -59,7 +64,7 @@ def _job_driver(params, job: dict):
             label += " (reduced)"
         run = model_run(label, gpu, policy, workload, scenario.channels, job["cycles"],
                         execution=scenario.execution)
-    return CosimDriver(params, run)
+    return CosimDriver(params, run, bad_releases=job.get("bad_releases", 0))
 
 
 async def _run_job(dut, params, driver, inputs, outputs) -> None:

@@ -1,8 +1,13 @@
-"""Shared pytest set-up: the ``simulator`` parameter of every cocotb co-simulation test.
+"""Shared pytest set-up: the ``simulator`` parameter of every cocotb co-simulation test, and
+the order of the suite.
 
 A test that takes a ``simulator`` argument runs once per HDL simulator of
 :data:`hw.flow.runner.SIMULATORS`; ``SIM=verilator`` or ``SIM=icarus`` keeps one (``make regress``
 passes it through). A simulator that is not installed is skipped with the reason.
+
+The fast tiers run first (:data:`FIRST`: the dispatcher RTL under Amaranth's simulator), so
+that a slip in ``hw/dispatch/`` fails in the first minute of ``make test``: pytest-xdist's
+``--dist loadgroup`` hands tests to the workers in the order collected.
 """
 
 import os
@@ -23,6 +28,18 @@ def _simulators() -> list:
             params.append(pytest.param(simulator,
                                        marks=pytest.mark.skip(reason=reason) if reason else ()))
     return params
+
+
+#: Test files run before every other, in this order.
+FIRST = ("test_dispatch_rtl_sim.py",)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        name = item.path.name
+        return FIRST.index(name) if name in FIRST else len(FIRST)
+
+    items.sort(key=rank)                # stable: the rest keep their order
 
 
 def pytest_generate_tests(metafunc):

@@ -16,23 +16,21 @@ through the configuration port at run time):
 one is replayed by its shape and seed (``tb.dispatch_cases.random_run``).
 """
 
+import sys
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Mux
 
-from hw.dispatch import Dispatcher
-from hw.dispatch.logic import block_mask
-from hw.dispatch.pipeline import ScorePipeline
-from hw.dispatch.queues import ChannelQueues
-from hw.dispatch.resources import ResourceTable
-from hw.dispatch.selector import Selector
 from hw.flow.dispatch_build import DispatchShape
 from hw.flow.dispatch_cosim import run_cosim, scenario_shape, unsupported
 from model.dispatch import load_scenario
 from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch_mutants import FAST_ONLY, AdmitsEverything, variant  # noqa: E402
+from dispatch_mutants import MUTANTS as ALL_MUTANTS  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 #: Cycles of each reduced shipped scenario (the reduced scenarios' time runs 8 times faster:
@@ -93,6 +91,10 @@ def test_shipped_scenarios_match_the_model(name, simulator):
 def _random_jobs(name: str) -> list[dict]:
     jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
             for seed in range(RANDOM_SEEDS)]
+    # Back-pressure in a model-compared run (the model holds as the RTL does), and releases
+    # the dispatcher must refuse (error, nothing changed).
+    jobs[1]["pressure"] = 0.3
+    jobs[2]["bad_releases"] = 6
     jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED
              if DIRECTED_SHAPE.get(directed, "exact4x2") == name]
     return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1000}]
@@ -112,73 +114,9 @@ def test_random_configurations_match_the_model(name, simulator):
 
 # -- the bench bites: deliberately broken dispatchers must fail it --------------------------------
 
-class _FlagAlwaysSet(Selector):
-    """a42 done wrong: the chosen channel's flag is set even when every tied flag was set
-    (the others' are never cleared)."""
-
-    def _flag_updates(self, m, flags, channel, tied, clear, priority):
-        for c, flag in enumerate(flags):
-            with m.If(channel == c):
-                m.d.sync += flag.bit_select(priority, 1).eq(1)
-
-
-class _WindowOneLonger(Selector):
-    """Embodiment 2's windows one cycle too long (``position <= end``)."""
-
-    @staticmethod
-    def _in_window(position, start, end):
-        return (position >= start) & (position <= end)
-
-
-class _ReleaseOneShort(ResourceTable):
-    """A release gives back one block fewer than its record holds."""
-
-    @staticmethod
-    def _returned(start, length, n):
-        return block_mask(start, Mux(length == 0, 0, length - 1), n)
-
-
-class _CandidatesScale(Selector):
-    """The combined score scaled by the candidates' maxima in a build that says every AP's
-    (``combined_scale = "all"``)."""
-
-    def __init__(self, params):
-        super().__init__(replace(params, policy=replace(params.policy,
-                                                        combined_scale="candidates")))
-
-
-class _ScoresOneOlder(ScorePipeline):
-    """The pipelined decision's embodiment 9/10 order one cycle older than the model's
-    (``score_latency + 1``)."""
-
-    def __init__(self, params):
-        super().__init__(replace(params, policy=replace(
-            params.policy, score_latency=params.policy.score_latency + 1)))
-
-
-class _AdmitsEverything(ChannelQueues):
-    """The admission check broken: every WG is admitted, even one no AP can hold."""
-
-    def _admit(self, m, c, payload):
-        admitted, entry = super()._admit(m, c, payload)
-        return admitted | 1, entry
-
-
-def _variant(part: str, cls):
-    class Broken(Dispatcher):
-        pass
-
-    setattr(Broken, f"_{part}", lambda self, params: cls(params))
-    return Broken
-
-
-MUTANTS = {
-    "tie_break_flags": (_variant("selector", _FlagAlwaysSet), "ties"),
-    "window_boundary": (_variant("selector", _WindowOneLonger), "windows"),
-    "release_one_short": (_variant("table", _ReleaseOneShort), "full_peus"),
-    "combined_scale": (_variant("selector", _CandidatesScale), "combined_all"),
-    "scores_one_older": (_variant("scores", _ScoresOneOlder), "pipelined_scores"),
-}
+#: The mutants of ``tests/dispatch_mutants.py`` this tier builds (the others, caught by the fast
+#: tier in seconds, would cost a build each here).
+MUTANTS = {name: mutant for name, mutant in ALL_MUTANTS.items() if name not in FAST_ONLY}
 
 
 @pytest.mark.cocotb
@@ -205,7 +143,7 @@ def test_a_broken_admission_check_fails_on_the_bound_instead_of_hanging(any_simu
     jobs = [{"kind": "directed", "name": "refused", "cycles": 300}]
 
     def build(wrap):
-        return _variant("queues", _AdmitsEverything)(
+        return variant("queues", AdmitsEverything)(
             shape.gpu, shape.policy, shape.channels, weight_bits=shape.weight_bits, wrap=wrap)
 
     summaries = run_cosim(shape, jobs, any_simulator, component=build,

@@ -211,3 +211,35 @@ def test_the_match_keeps_the_scores_of_score_latency_cycles_before():
     with pytest.raises(ConfigError, match="score_latency is ignored"):
         DispatchSimulator(GPU, replace(EMB1, decision_pipeline=2, score_latency=1), [],
                           cycles=10)
+
+
+@pytest.mark.parametrize("k", [0, 3])
+def test_back_pressure_holds_the_decision_and_the_split_counter(k):
+    # dispatch_ready (the RTL's dispatch.ready): a decision presented and not taken holds
+    # the next cycles' decisions; nothing is decided, no split, the all-fail counter holds.
+    work = [wg(i, waves=1, duration=3) for i in range(6)]
+    policy = with_policy(EMB1, decision_pipeline=k)
+    _, _, free = run(GPU, policy, work)
+    simulator, _, same = run(GPU, policy, work, dispatch_ready=lambda cycle: True)
+    assert dispatches(same) == dispatches(free) and simulator.held_cycles == []
+    first = dispatches(free)[0][0]
+    low = set(range(first + 1, first + 6))
+    simulator, _, events = run(GPU, policy, work, dispatch_ready=lambda cycle: cycle not in low)
+    assert simulator.held_cycles == sorted(low)
+    assert not any(cycle in low for cycle, _, _ in dispatches(events))
+    assert len(dispatches(events)) == 6
+    # Embodiment 3: a head that fits nowhere (the first WG fills the only AP) counts only
+    # the cycles that are not held, so it splits as many cycles later as were held.
+    big = [wg(0, waves=8, vgpr=4, duration=40),
+           wg(1, waves=8, vgpr=1, independent=True, duration=5)]
+    gpu = replace(GPU, aps=1)
+    policy = with_policy(EMB1, selection="multi", split_threshold=6, decision_pipeline=k)
+    _, _, free = run(gpu, policy, big)
+    splits = [cycle for cycle, kind, *_ in free if kind == "split"]
+    assert splits
+    first = dispatches(free)[0][0]
+    low = {first + 1, first + 2, first + 3}
+    simulator, _, held = run(gpu, policy, big, dispatch_ready=lambda cycle: cycle not in low)
+    assert simulator.held_cycles == sorted(low)
+    assert splits[0] < 20
+    assert [cycle for cycle, kind, *_ in held if kind == "split"][0] == splits[0] + 3

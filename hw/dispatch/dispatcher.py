@@ -121,21 +121,11 @@ class Dispatcher(wiring.Component):
     def _queues(self, params: DispatcherParams) -> ChannelQueues:
         return ChannelQueues(params)
 
-    def elaborate(self, platform):
-        m = Module()
-        p = self._params
-        gpu, policy = p.gpu, p.policy
-        R, P, Q, Y = p.channels, p.aps, p.peus, p.priorities
-
-        m.submodules.queues = queues = self._queues(p)
-        m.submodules.views = views = FreeBlockViews(p, self._wrap)
-        m.submodules.matcher = matcher = Matcher(p, (p.pipeline + 3) * R if p.pipeline else R)
-        m.submodules.selector = selector = self._selector(p)
-        m.submodules.allocator = allocator = Allocator(p, self._wrap,
-                                                       max(p.pipeline - 1, 0))
-        m.submodules.table = table = self._table(p)
-
-        # -- configuration registers (reset values: the policy the dispatcher was built with) --
+    def _registers(self, params: DispatcherParams) -> SimpleNamespace:
+        """The configuration registers, each reset to the value of the policy, GPU and
+        channels the dispatcher was built with (a ``START`` alone runs that policy)."""
+        p = params
+        gpu, policy, Y = p.gpu, p.policy, p.priorities
         selection = Signal(2, name="cfg_selection", init=SELECTIONS.index(policy.selection))
         ap_choice = Signal(3, name="cfg_ap_choice", init=AP_CHOICES.index(policy.ap_choice))
         rotate = Signal(name="cfg_rotate", init=int(policy.rotate))
@@ -153,6 +143,32 @@ class Dispatcher(wiring.Component):
                       for h, w in enumerate(gpu.resource_weight_values())]
         wave_powers = [Signal(p.widths["wave_power"], name=f"cfg_wave_power{c}", init=w)
                        for c, w in enumerate(p.wave_powers)]
+        return SimpleNamespace(selection=selection, ap_choice=ap_choice, rotate=rotate,
+                               resource_weight=resource_weight,
+                               instruction_weight=instruction_weight, windows=windows,
+                               threshold=threshold, shift=shift, ap_weights=ap_weights,
+                               wave_powers=wave_powers)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        policy = p.policy
+        R, P, Q, Y = p.channels, p.aps, p.peus, p.priorities
+
+        m.submodules.queues = queues = self._queues(p)
+        m.submodules.views = views = FreeBlockViews(p, self._wrap)
+        m.submodules.matcher = matcher = Matcher(p, (p.pipeline + 3) * R if p.pipeline else R)
+        m.submodules.selector = selector = self._selector(p)
+        m.submodules.allocator = allocator = Allocator(p, self._wrap,
+                                                       max(p.pipeline - 1, 0))
+        m.submodules.table = table = self._table(p)
+
+        # -- configuration registers (reset values: the policy the dispatcher was built with) --
+        cfg = self._registers(p)
+        selection, ap_choice, rotate = cfg.selection, cfg.ap_choice, cfg.rotate
+        resource_weight, instruction_weight = cfg.resource_weight, cfg.instruction_weight
+        windows, threshold, shift = cfg.windows, cfg.threshold, cfg.shift
+        ap_weights, wave_powers = cfg.ap_weights, cfg.wave_powers
 
         # START waits until the view's pipelines hold the all-free status (and the shared
         # unit's schedule is at its last period, so that cycle 0 is period 0); with a

@@ -75,6 +75,12 @@ class ResourceTable(wiring.Component):
         """The blocks a release gives back: those its record holds."""
         return block_mask(start, length, n)
 
+    @staticmethod
+    def _release_ok(valid, known, held_wg, wg):
+        """A release (``valid``) is applied only if its tag is in flight (``known``) and
+        names the WG its record holds; any other raises ``error`` and changes nothing."""
+        return valid & known & (held_wg == wg)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
@@ -112,7 +118,8 @@ class ResourceTable(wiring.Component):
         held = record_read.data
         known = busy.bit_select(release.payload.tag, 1) & (release.payload.tag < N)
         releasing = Signal(name="releasing")
-        m.d.comb += releasing.eq(release.valid & known & (held.wg == release.payload.wg))
+        m.d.comb += releasing.eq(self._release_ok(release.valid, known, held.wg,
+                                                  release.payload.wg))
         with m.If(release.valid & ~releasing):
             m.d.sync += self.error.eq(1)
 

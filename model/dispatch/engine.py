@@ -50,6 +50,14 @@ advanced in them (``g``, the time integrals, the power history, every sample of 
 and of the imbalance metrics) is advanced exactly, so skipping changes no output (a test
 compares the whole result, series included, with skipping on and off on random configs).
 
+Back-pressure (``dispatch_ready``, the RTL's ``dispatch.ready``): the decision of cycle ``t``
+is presented on the dispatch-out port from cycle ``t + 1`` until taken. A cycle in which a
+decision is presented and not taken is *held*: steps 4 and 5 do nothing (no dispatch, no
+stale abort, no split; the selection state, the pipeline's stages and ``g`` keep their
+values), while steps 1-3, embodiment 2's window position and the power history go on (they
+count time; a pipelined decision's score ring goes on too). The held cycles are listed in
+``held_cycles``. Without ``dispatch_ready`` the port is always ready (nothing is held).
+
 ``events`` (a list) receives one row per event for the event log (:func:`write_events`).
 """
 
@@ -126,6 +134,10 @@ class DispatchSimulator:
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
+    dispatch_ready : callable, optional
+        ``dispatch_ready(cycle)``: whether the consumer takes a presented decision in
+        ``cycle`` (back-pressure, see the module docstring; turns ``skip`` off). ``None``:
+        always.
 
     The stages are attributes: ``views``, ``resources``, ``queues``, ``matcher``,
     ``selector``, ``allocator``, ``decision`` (a one-clock decision, or the ``pipeline``,
@@ -140,7 +152,7 @@ class DispatchSimulator:
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
                  events: list | None = None, observer=None, execution: str = "fixed",
-                 warmup: int = 0):
+                 warmup: int = 0, dispatch_ready=None):
         check_policy(policy, gpu)
         if execution not in EXECUTIONS:
             raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
@@ -150,7 +162,9 @@ class DispatchSimulator:
         self.execution, self.warmup = execution, warmup
         self.gpu, self.policy = gpu, policy
         self.cycles_limit = cycles
-        self.debug, self.skip = debug, skip
+        self.debug, self.skip = debug, skip and dispatch_ready is None
+        self.dispatch_ready = dispatch_ready
+        self.held_cycles: list[int] = []
         self.events = events
         self.observer = observer
         copies = [WorkGroup(**{k: v for k, v in vars(wg).items()
@@ -313,6 +327,9 @@ class DispatchSimulator:
         shared, drain = execution.shared, self.gpu.drain
         running = resources.running
         observer, debug, skip = self.observer, self.debug, self.skip
+        ready = self.dispatch_ready
+        hold = getattr(self.decision, "hold", None)
+        presented = dispatched_last = False
         while cycle < limit:
             if shared:
                 # Finishes before this cycle are final: no dispatch from now on changes them.
@@ -337,7 +354,19 @@ class DispatchSimulator:
             integral["sgpr"] += held["sgpr"]
             integral["lds"] += held["lds"]
             integral["wave_slots"] += total_slots - resources.slots_free
-            dispatched, aborted, matched, waiting = step(cycle)             # step 4
+            holding = False
+            if ready is not None:
+                # Back-pressure: the decision presented in this cycle is not taken.
+                presented = presented and not ready(cycle - 1) or dispatched_last
+                holding = presented and not ready(cycle)
+            if holding:
+                self.held_cycles.append(cycle)
+                if hold is not None:
+                    hold(cycle)
+                dispatched, aborted, matched, waiting = False, False, None, False
+            else:
+                dispatched, aborted, matched, waiting = step(cycle)         # step 4
+            dispatched_last = dispatched
             counters.processed_cycles += 1
             counters.dispatch_cycles += dispatched
             split_now = False

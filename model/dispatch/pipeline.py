@@ -171,6 +171,24 @@ class DecisionPipeline:
         return (Decision(wg, chosen, ap, self.matcher.row_for(wg.waves, pointer), cycle),
                 True, True)
 
+    def hold(self, cycle: int) -> None:
+        """A cycle held by back-pressure: every stage keeps its WG (the match, the choice,
+        the flight stages), while the scores go on: the ring takes this cycle's scores and
+        the held match carries the scores that leave it."""
+        for decision in self.flight:
+            decision.chosen += 1            # its stage holds: still as far from dispatch
+        if self.last is None:
+            return
+        choice = self.policy.ap_choice
+        resource = (self.selector.resource_scores() if choice in ("resource", "combined")
+                    else [0] * self.P)
+        instruction = (self.resources.history_scores(cycle)
+                       if choice in ("instruction", "combined") else [0] * self.P)
+        ring = self.scores
+        ring.append((resource, instruction))
+        last = self.last
+        self.last = Match(last.rows, ring.popleft(), last.pointers)
+
     def step(self, cycle: int) -> tuple[bool, bool, bool | None, bool]:
         """One cycle of the decision pipeline: match; first fit of the WG chosen in the
         previous cycle; dispatch (or stale abort) of the WG chosen ``k`` cycles ago; choice."""

@@ -1,0 +1,319 @@
+"""The dispatcher's ports as a bench sees them, and its protocol checker (no model).
+
+:func:`input_ports` and :func:`output_ports` name every port (dotted: ``wg_in.0.payload``,
+``dispatch.valid``), :func:`pack` and :func:`unpack` convert a payload to and from the integer
+a port carries; :class:`ProtocolChecker` checks the rules every dispatcher must keep, from the
+ports alone, and :class:`RandomDriver` drives random stimulus with back-pressure for it.
+Used by the model comparison of ``tb/dispatch_bench.py`` (which re-exports these names) under
+cocotb (``tb/test_dispatch.py``) and Amaranth's simulator (``tb/dispatch_amaranth.py``).
+"""
+
+import random
+from collections import defaultdict, deque
+
+from amaranth.lib import data
+
+from hw.dispatch.params import ConfigAddress, DispatcherParams, ceil_div
+
+__all__ = ["ProtocolChecker", "RandomDriver", "input_ports", "output_ports", "pack", "unpack"]
+
+
+def pack(layout: data.Layout, value: dict) -> int:
+    """The integer a port of ``layout`` carries for the field values ``value``."""
+    return layout.const(value).as_value().value
+
+
+def unpack(layout: data.Layout, value: int) -> data.Const:
+    """The fields of an integer read from a port of ``layout``."""
+    return data.Const(layout, value)
+
+
+def input_ports(params: DispatcherParams) -> list[str]:
+    names = [f"wg_in.{c}.{f}" for c in range(params.channels) for f in ("valid", "payload")]
+    return names + ["release.valid", "release.payload", "config.valid", "config.payload",
+                    "dispatch.ready"]
+
+
+def output_ports(params: DispatcherParams) -> list[str]:
+    names = [f"wg_in.{c}.ready" for c in range(params.channels)]
+    return names + ["release.ready", "config.ready", "dispatch.valid", "dispatch.payload",
+                    "running", "stale_abort", "abort_ap", "split", "reject", "error"]
+
+
+class ProtocolChecker:
+    """Rules every dispatcher must keep, checked without the model.
+
+    It follows the ports of every clock (the inputs driven and the outputs read) and keeps
+    its own shadow of the GPU: which WGs were accepted on each channel and not refused, the
+    free blocks of every status register, the free wave slots, the tags in flight. Violations
+    are collected in :attr:`violations` (the first few with their clock).
+
+    Checked: the dispatch-out stream holds ``valid`` and its payload until taken; a
+    dispatched WG (checked in the clock its beat first appears) is its channel's oldest
+    admitted WG not yet dispatched (a part: the next
+    part of a head that was split, one wave); its waves per PEU add up to its waves and fit
+    the free slots; every block it gets is free and within the resource; its tag is not in
+    flight; at most one WG a clock (one beat); a release that names a tag not in flight or
+    another WG is ignored (the shadow keeps the record) and ``error`` is high from the next
+    clock on (low before any); a refused WG cannot fit an idle AP, an admitted one can (as a
+    whole, or as single waves when splitting is on).
+    """
+
+    def __init__(self, params: DispatcherParams):
+        self.params = params
+        p = params
+        self.clock = 0
+        self.violations: list[str] = []
+        self.queues = defaultdict(deque)       # channel -> admitted WG descriptors
+        self.unresolved: dict[int, dict] = {}  # channel -> the beat accepted last clock
+        self.split: dict[int, int] = {}        # channel -> parts dispatched of its split head
+        self.free = {name: [(1 << n) - 1] * p.instances[name] for name, n in p.sizes.items()}
+        self.slots = [[p.gpu.wave_slots] * p.peus for _ in range(p.aps)]
+        self.flight: dict[int, tuple] = {}     # tag -> (wg, ap, waves, blocks)
+        self.held = None
+        self.config = {"threshold": p.policy.split_threshold,
+                       "selection": p.policy.selection}
+        self.dispatched = 0
+        self.error_due = 0                     # a bad release was sent: error is sticky
+        self.bad_releases = 0
+
+    def _violation(self, text: str) -> None:
+        if len(self.violations) < 20:
+            self.violations.append(f"clock {self.clock}: {text}")
+
+    def _fits_idle(self, wg: dict) -> bool:
+        p = self.params
+        Q, slots = p.peus, p.gpu.wave_slots
+        seen = {name: p.seen_when_free(name) for name in p.sizes}
+        busiest = ceil_div(wg["waves"], Q)
+        whole = (busiest <= slots and busiest * wg["vgpr"] <= seen["vgpr"]
+                 and busiest * wg["sgpr"] <= seen["sgpr"] and wg["lds"] <= seen["lds"])
+        splitting = self.config["threshold"] > 0 and self.config["selection"] == "multi"
+        parts = (splitting and wg["independent"] and wg["waves"] >= 2 and busiest <= slots
+                 and wg["vgpr"] <= seen["vgpr"] and wg["sgpr"] <= seen["sgpr"]
+                 and ceil_div(wg["lds"], wg["waves"]) <= seen["lds"])
+        return whole or parts
+
+    def step(self, driven: dict[str, int], values: dict[str, int]) -> None:
+        p = self.params
+        if values["error"] != self.error_due:
+            self._violation("error is high, but no release was refused" if values["error"]
+                            else "error is low after a release of a tag not in flight or of "
+                                 "another WG")
+        self._configure(driven, values)
+        # The beats of the last clock are admitted or refused now.
+        for c, wg in self.unresolved.items():
+            refused = values["reject"] >> c & 1
+            if refused == self._fits_idle(wg):
+                self._violation(f"channel {c}: WG {wg['wg']} was "
+                                f"{'refused' if refused else 'admitted'} but "
+                                f"{'fits' if refused else 'cannot fit'} an idle AP")
+            if not refused:
+                self.queues[c].append(wg)
+        self.unresolved = {}
+        # A beat is checked when it first appears (its blocks were taken in the clock that
+        # decided it); a split announced now split the head left after that dispatch (the
+        # pipelined decision can dispatch a channel's head and split the next one at once).
+        self._dispatch_out(values)
+        for c in range(p.channels):
+            if values["split"] >> c & 1:
+                queue = self.queues[c]
+                if not queue or c in self.split or not queue[0]["independent"] or \
+                        queue[0]["waves"] < 2:
+                    self._violation(f"channel {c}: split of a head that cannot be split")
+                else:
+                    self.split[c] = 0
+        for c in range(p.channels):
+            if driven[f"wg_in.{c}.valid"] and values[f"wg_in.{c}.ready"]:
+                self.unresolved[c] = unpack(p.workgroup_layout, driven[f"wg_in.{c}.payload"])
+                self.unresolved[c] = {name: self.unresolved[c][name]
+                                      for name in ("wg", "priority", "waves", "vgpr", "sgpr",
+                                                   "lds", "independent")}
+        if driven["release.valid"] and values["release.ready"]:
+            self._release(unpack(p.release_layout, driven["release.payload"]))
+        self.clock += 1
+
+    def _configure(self, driven, values) -> None:
+        if not (driven["config.valid"] and values["config.ready"]):
+            return
+        write = unpack(self.params.config_layout, driven["config.payload"])
+        address = ConfigAddress(write.address)
+        if address == ConfigAddress.SPLIT_THRESHOLD:
+            self.config["threshold"] = write.data
+        elif address == ConfigAddress.SELECTION:
+            self.config["selection"] = ("multi", "strict", "blocking_buffer",
+                                      "rr_first_fit")[write.data]
+
+    def _dispatch_out(self, values) -> None:
+        p = self.params
+        valid, ready = values["dispatch.valid"], self._ready
+        payload = values["dispatch.payload"]
+        new = self.held is None
+        if not new and (not valid or payload != self.held):
+            self._violation("dispatch-out dropped or changed a beat that was not taken")
+        self.held = payload if valid and not ready else None
+        if not (valid and new):
+            return
+        beat = unpack(p.dispatch_layout, payload)
+        c = beat.channel
+        queue = self.queues[c]
+        if c >= p.channels or not queue:
+            self._violation(f"dispatch of a WG on channel {c}, which has none waiting")
+            return
+        wg = queue[0]
+        part = c in self.split
+        if beat.wg != wg["wg"] or bool(beat.split) != part:
+            self._violation(f"channel {c}: dispatched WG {beat.wg} (split {beat.split}), but "
+                            f"its oldest waiting WG is {wg['wg']} (split {int(part)})")
+            return
+        waves = wg["waves"] if not part else 1
+        lds = wg["lds"] if not part else ceil_div(wg["lds"], wg["waves"])
+        if part and beat.part != self.split[c]:
+            self._violation(f"channel {c}: part {beat.part} of WG {wg['wg']}, expected part "
+                            f"{self.split[c]}")
+        per_peu = list(beat.waves)
+        if sum(per_peu) != waves:
+            self._violation(f"WG {wg['wg']}: waves per PEU {per_peu} do not add up to {waves}")
+        if beat.tag in self.flight or beat.tag >= p.records:
+            self._violation(f"tag {beat.tag} is already in flight")
+        ap = beat.ap
+        blocks = []
+        for q in range(p.peus):
+            if per_peu[q] > self.slots[ap][q]:
+                self._violation(f"AP {ap} PEU {q}: {per_peu[q]} waves, {self.slots[ap][q]} "
+                                f"slots free")
+            for name, per in (("vgpr", wg["vgpr"]), ("sgpr", wg["sgpr"])):
+                blocks.append((name, ap * p.peus + q, beat[f"{name}_start"][q],
+                               per_peu[q] * per))
+        blocks.append(("lds", ap, beat.lds_start, lds))
+        for name, index, start, length in blocks:
+            mask = ((1 << length) - 1) << start
+            if start + length > p.sizes[name] and length:
+                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} beyond "
+                                f"{p.sizes[name]}")
+            elif self.free[name][index] & mask != mask:
+                self._violation(f"{name}[{index}]: blocks {start}..{start + length - 1} "
+                                f"allocated while some are in use")
+            self.free[name][index] &= ~mask
+        for q in range(p.peus):
+            self.slots[ap][q] -= per_peu[q]
+        self.flight[beat.tag] = (wg["wg"], ap, per_peu, blocks)
+        self.dispatched += 1
+        if part:
+            self.split[c] += 1
+            if self.split[c] == wg["waves"]:
+                del self.split[c]
+                queue.popleft()
+        else:
+            queue.popleft()
+
+    def _release(self, beat) -> None:
+        held = self.flight.get(beat.tag)
+        if held is None or held[0] != beat.wg:
+            # Not in flight, or another WG's tag: the dispatcher must raise error from the
+            # next clock on and change nothing (the shadow keeps the record).
+            self.error_due = 1
+            self.bad_releases += 1
+            return
+        del self.flight[beat.tag]
+        _, ap, per_peu, blocks = held
+        for name, index, start, length in blocks:
+            mask = ((1 << length) - 1) << start
+            if self.free[name][index] & mask:
+                self._violation(f"{name}[{index}]: released blocks that were free")
+            self.free[name][index] |= mask
+        for q, count in enumerate(per_peu):
+            self.slots[ap][q] += count
+
+    _ready = 1
+
+    def ready(self, value: int) -> None:
+        """The dispatch-out ``ready`` driven in this clock (before :meth:`step`)."""
+        self._ready = value
+
+
+class RandomDriver:
+    """Random stimulus with back-pressure for the protocol checker alone: random WGs on every
+    channel (some too large, some independent), ``dispatch.ready`` low at random, releases
+    of random in-flight WGs after random delays, one per clock. Runs for ``clocks`` clocks
+    after ``START`` with the dispatcher's reset configuration (or ``writes``)."""
+
+    def __init__(self, params: DispatcherParams, seed: int, clocks: int, *, writes=()):
+        self.params = params
+        self.rng = random.Random(seed)
+        self.clocks = clocks
+        self.checker = ProtocolChecker(params)
+        self.writes = deque(writes)
+        self.started = False
+        self.clock = 0
+        self.flight: dict[int, tuple[int, int]] = {}    # tag -> (wg, release clock)
+        self.next_id = 0
+        self.offer: dict[int, int] = {}
+        self.done = False
+        self.dispatches = 0
+
+    def _wg(self) -> int:
+        p, rng = self.params, self.rng
+        gpu = p.gpu
+        waves = rng.randint(1, p.max_waves + (1 if rng.random() < 0.05 else 0))
+        busiest = ceil_div(waves, p.peus)
+        fields = {"wg": self.next_id % (1 << p.id_bits),
+                  "priority": rng.randrange(gpu.priorities), "waves": waves,
+                  "vgpr": rng.randint(0, max(1, gpu.vgpr // busiest) + 1),
+                  "sgpr": rng.randint(0, max(1, gpu.sgpr // busiest)),
+                  "lds": rng.randint(0, gpu.lds + 1), "independent": int(rng.random() < 0.3)}
+        self.next_id += 1
+        return pack(p.workgroup_layout, fields)
+
+    def inputs(self, registered: dict[str, int]) -> dict[str, int]:
+        p, rng = self.params, self.rng
+        values = dict.fromkeys(input_ports(p), 0)
+        if self.writes:
+            address, index, value = self.writes[0]
+            values["config.valid"] = 1
+            values["config.payload"] = pack(p.config_layout, {"address": address,
+                                                              "index": index, "data": value})
+        elif not self.started:
+            values["config.valid"] = 1
+            values["config.payload"] = pack(p.config_layout, {
+                "address": ConfigAddress.START, "index": 0, "data": 0})
+        for c in range(p.channels):
+            if c not in self.offer and rng.random() < 0.5:
+                self.offer[c] = self._wg()
+            if c in self.offer:
+                values[f"wg_in.{c}.valid"] = 1
+                values[f"wg_in.{c}.payload"] = self.offer[c]
+        due = [tag for tag, (_, at) in self.flight.items() if at <= self.clock]
+        if due:
+            tag = rng.choice(due)
+            values["release.valid"] = 1
+            values["release.payload"] = pack(p.release_layout, {"tag": tag,
+                                                                "wg": self.flight[tag][0]})
+        values["dispatch.ready"] = int(rng.random() < 0.7)
+        self.checker.ready(values["dispatch.ready"])
+        self.driven = values
+        return values
+
+    def outputs(self, values: dict[str, int]) -> None:
+        p = self.params
+        self.checker.step(self.driven, values)
+        if self.driven["config.valid"] and values["config.ready"]:
+            if self.writes:
+                self.writes.popleft()
+            else:
+                self.started = True
+        for c in list(self.offer):
+            if values[f"wg_in.{c}.ready"]:
+                del self.offer[c]
+        if self.driven["release.valid"]:
+            del self.flight[unpack(p.release_layout, self.driven["release.payload"]).tag]
+        if values["dispatch.valid"] and self.driven["dispatch.ready"]:
+            beat = unpack(p.dispatch_layout, values["dispatch.payload"])
+            self.flight[beat.tag] = (beat.wg, self.clock + self.rng.randint(1, 40))
+            self.dispatches += 1
+        if values["error"]:
+            # This driver releases only WGs in flight: error is a dispatcher's fault here.
+            self.checker._violation("the dispatcher flagged a release error")
+        self.clock += 1
+        self.done = self.clock >= self.clocks
+

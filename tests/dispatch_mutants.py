@@ -1,0 +1,143 @@
+"""Deliberately broken dispatchers, each a plausible designer's slip, that the benches must
+reject: the cocotb tier (``tests/test_cocotb_dispatch.py``) and the fast tier under Amaranth's
+simulator (``tests/test_dispatch_rtl_sim.py``).
+
+:data:`MUTANTS` maps a name to ``(variant, directed run)``: a :class:`hw.dispatch.Dispatcher`
+subclass with one part replaced, and the name of the directed run of
+:data:`tb.dispatch_cases.DIRECTED` aimed at it (``None``: the fast tier's reset-value or
+bad-release runs see it). :data:`FAST_ONLY` are those only the fast tier runs (the cocotb
+tier's builds cost minutes each).
+"""
+
+from dataclasses import replace
+
+from amaranth.hdl import Mux, Signal
+
+from hw.dispatch import Dispatcher
+from hw.dispatch.logic import block_mask
+from hw.dispatch.pipeline import ScorePipeline
+from hw.dispatch.queues import ChannelQueues
+from hw.dispatch.resources import ResourceTable
+from hw.dispatch.selector import Selector
+
+__all__ = ["FAST_ONLY", "MUTANTS", "AdmitsEverything", "variant"]
+
+
+class _FlagAlwaysSet(Selector):
+    """a42 done wrong: the chosen channel's flag is set even when every tied flag was set
+    (the others' are never cleared)."""
+
+    def _flag_updates(self, m, flags, channel, tied, clear, priority):
+        for c, flag in enumerate(flags):
+            with m.If(channel == c):
+                m.d.sync += flag.bit_select(priority, 1).eq(1)
+
+
+class _WindowOneLonger(Selector):
+    """Embodiment 2's windows one cycle too long (``position <= end``)."""
+
+    @staticmethod
+    def _in_window(position, start, end):
+        return (position >= start) & (position <= end)
+
+
+class _ReleaseOneShort(ResourceTable):
+    """A release gives back one block fewer than its record holds."""
+
+    @staticmethod
+    def _returned(start, length, n):
+        return block_mask(start, Mux(length == 0, 0, length - 1), n)
+
+
+class _ReleaseAnyWg(ResourceTable):
+    """A release whose WG id differs from its record's is applied anyway (the tag alone is
+    checked)."""
+
+    @staticmethod
+    def _release_ok(valid, known, held_wg, wg):
+        return valid & known
+
+
+class _ReleaseAnyTag(ResourceTable):
+    """A release of a tag not in flight is applied (only the WG id is checked)."""
+
+    @staticmethod
+    def _release_ok(valid, known, held_wg, wg):
+        return valid & (held_wg == wg)
+
+
+class _CandidatesScale(Selector):
+    """The combined score scaled by the candidates' maxima in a build that says every AP's
+    (``combined_scale = "all"``)."""
+
+    def __init__(self, params):
+        super().__init__(replace(params, policy=replace(params.policy,
+                                                        combined_scale="candidates")))
+
+
+class _ScoresOneOlder(ScorePipeline):
+    """The pipelined decision's embodiment 9/10 order one cycle older than the model's
+    (``score_latency + 1``)."""
+
+    def __init__(self, params):
+        super().__init__(replace(params, policy=replace(
+            params.policy, score_latency=params.policy.score_latency + 1)))
+
+
+class AdmitsEverything(ChannelQueues):
+    """The admission check broken: every WG is admitted, even one no AP can hold."""
+
+    def _admit(self, m, c, payload):
+        admitted, entry = super()._admit(m, c, payload)
+        return admitted | 1, entry
+
+
+def variant(part: str, cls):
+    """The dispatcher with its ``part`` (``selector``, ``table``, ``scores``, ``queues``)
+    built by ``cls``."""
+    class Broken(Dispatcher):
+        pass
+
+    setattr(Broken, f"_{part}", lambda self, params: cls(params))
+    return Broken
+
+
+class _CountsWhileHeld(Dispatcher):
+    """Embodiment 3's all-fail counter counts (and splits) while ``dispatch`` is held by
+    back-pressure, instead of holding."""
+
+    def _all_fail(self, m, parts, active, waiting, matched, splittable):
+        return super()._all_fail(m, parts, self.running, waiting, matched, splittable)
+
+
+def _wrong_reset(name: str, change):
+    """A dispatcher whose configuration register ``name`` resets to ``change(init)``."""
+    class WrongReset(Dispatcher):
+        def _registers(self, params):
+            registers = super()._registers(params)
+            right = getattr(registers, name)
+            wrong = Signal(len(right), name=right.name, init=change(right.init))
+            setattr(registers, name, wrong)
+            return registers
+
+    WrongReset.__name__ = f"WrongReset_{name}"
+    return WrongReset
+
+
+MUTANTS = {
+    "tie_break_flags": (variant("selector", _FlagAlwaysSet), "ties"),
+    "window_boundary": (variant("selector", _WindowOneLonger), "windows"),
+    "release_one_short": (variant("table", _ReleaseOneShort), "full_peus"),
+    "combined_scale": (variant("selector", _CandidatesScale), "combined_all"),
+    "scores_one_older": (variant("scores", _ScoresOneOlder), "pipelined_scores"),
+    # The three slips that used to survive every tier (issue 28).
+    "release_any_wg": (variant("table", _ReleaseAnyWg), None),
+    "release_any_tag": (variant("table", _ReleaseAnyTag), None),
+    "split_counts_while_held": (_CountsWhileHeld, "split_held"),
+    "reset_ap_choice": (_wrong_reset("ap_choice", lambda init: (init + 1) % 5), None),
+    "reset_split_threshold": (_wrong_reset("threshold", lambda init: init + 1), None),
+}
+
+#: The mutants the cocotb tier does not build (the fast tier catches them in seconds).
+FAST_ONLY = ("release_any_wg", "release_any_tag", "split_counts_while_held",
+             "reset_ap_choice", "reset_split_threshold")

@@ -1,0 +1,135 @@
+"""The fast RTL tier: the dispatcher RTL under Amaranth's simulator against the model.
+
+The cocotb tier's bench (``tb/dispatch_bench.py``: the model comparison clock for clock and
+the protocol checker), driven through ``tb/dispatch_amaranth.py`` instead of an HDL
+simulator: no Verilog, no build, seconds per shape, so a slip in ``hw/dispatch/`` fails in the
+first minute of ``make test`` (``tests/conftest.py`` runs this file first). Per shape of
+:data:`tb.dispatch_cases.SHAPES` (all but ``small_l2``, the 50 MHz build, whose elaboration
+alone costs more than the rest; the cocotb tier runs it), one build and one simulation runs:
+
+* a ``START``-only run: the build's registers reset to a random policy
+  (:func:`tb.dispatch_cases.reset_build`) and the model runs that policy, so every reset
+  value is compared with the model;
+* two seeded random runs (:func:`tb.dispatch_cases.random_run`), one with ``dispatch.ready`` low
+  in bursts, where the model holds its decision in the same cycles (docs/dispatch_rtl.md,
+  "Back-pressure"), one with releases of tags not in flight and of other WGs, which must
+  raise ``error`` and change nothing;
+* the directed runs of the shape, and a back-pressure run judged by the protocol checker.
+
+Then every mutant of ``tests/dispatch_mutants.py`` must fail here. A failing run names its
+shape and seed; ``random_run(SHAPES[shape], seed, cycles, pressure)`` replays it.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hw.dispatch.params import config_writes
+from hw.flow.dispatch_build import DispatchShape
+from tb.dispatch_amaranth import simulate
+from tb.dispatch_bench import CosimDriver, RandomDriver
+from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES, random_run, reset_build
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch_mutants import MUTANTS, AdmitsEverything, variant  # noqa: E402
+
+FAST_SHAPES = [name for name in SHAPES if name != "small_l2"]
+CYCLES = 150
+#: The seed of each shape's reset-value build (its registers' random reset policy).
+RESET_SEED = 100
+MUTANT_RESET_SEED = 105
+PRESSURE = 0.3
+BAD_RELEASES = 6
+
+
+def _drivers(params, shape, reset_run) -> list:
+    drivers = [CosimDriver(params, reset_run, configure=False),
+               CosimDriver(params, random_run(shape, 1, CYCLES, pressure=PRESSURE)),
+               CosimDriver(params, random_run(shape, 2, CYCLES), bad_releases=BAD_RELEASES)]
+    drivers += [CosimDriver(params, DIRECTED[name](CYCLES)) for name in DIRECTED
+                if DIRECTED_SHAPE.get(name, "exact4x2") == shape.name]
+    return drivers + [RandomDriver(params, 1, CYCLES)]
+
+
+def _failures(drivers) -> list[str]:
+    bad = []
+    for driver in drivers:
+        summary = getattr(driver, "summary", {"mismatches": 0, "first": None})
+        if summary["mismatches"] or driver.checker.violations:
+            bad.append(summary["first"] or driver.checker.violations[0])
+    return bad
+
+
+def test_the_start_only_run_writes_nothing_else_than_the_reset_values():
+    # What the START-only run leaves out, the writes a configured run makes, are exactly the
+    # build's reset values: so a run that writes only START compares every reset value.
+    for name in FAST_SHAPES:
+        build, run = reset_build(SHAPES[name], RESET_SEED, CYCLES)
+        params = build.params
+        assert config_writes(params, run.policy, run.wave_powers, run.gpu) == \
+            config_writes(params), name
+
+
+@pytest.mark.parametrize("name", FAST_SHAPES)
+def test_rtl_matches_the_model_under_amaranth(name, record_property):
+    shape = SHAPES[name]
+    started, cpu = time.perf_counter(), time.process_time()
+    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    drivers = _drivers(build.params, shape, reset_run)
+    clocks = simulate(build.dispatcher(), build.params, drivers)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    record_property("seconds", round(seconds, 1))
+    print(f"{name}: elaboration and {clocks} clocks in {seconds:.1f} s ({cpu:.1f} s of CPU)")
+    assert not _failures(drivers), _failures(drivers)[:3]
+    summaries = [driver.summary for driver in drivers if hasattr(driver, "summary")]
+    # Nothing passes without running: every model-compared run compared dispatches, the
+    # back-pressure run held cycles, the bad releases were sent (and error rose).
+    assert all(s["dispatches"] > 0 and s["cycles"] == CYCLES for s in summaries), summaries
+    assert summaries[1]["held"] > 0, summaries[1]
+    assert summaries[2]["bad_releases"] == BAD_RELEASES, summaries[2]
+    assert drivers[-1].dispatches > 0
+
+
+# -- every mutant fails the fast tier ---------------------------------------------------------
+
+def _mutant_drivers(mutant: str):
+    broken, directed = MUTANTS[mutant]
+    if mutant.startswith("reset_"):
+        # The registers reset to a random policy that uses them (multi selection, a split
+        # threshold of 4, the lowest AP first): the START-only run must differ.
+        build, run = reset_build(SHAPES["shared3x2"], MUTANT_RESET_SEED, CYCLES)
+        dispatcher = broken(build.gpu, build.policy, build.channels,
+                            weight_bits=build.weight_bits)
+        return dispatcher, [CosimDriver(build.params, run, configure=False)]
+    shape = SHAPES[DIRECTED_SHAPE.get(directed, "exact4x2")]
+    build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    dispatcher = broken(build.gpu, build.policy, build.channels,
+                        weight_bits=build.weight_bits)
+    if directed is None:
+        run = random_run(shape, 2, CYCLES)
+        return dispatcher, [CosimDriver(build.params, run, bad_releases=BAD_RELEASES)]
+    return dispatcher, [CosimDriver(build.params, DIRECTED[directed](CYCLES))]
+
+
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_the_fast_tier_rejects_a_broken_dispatcher(mutant):
+    dispatcher, drivers = _mutant_drivers(mutant)
+    simulate(dispatcher, dispatcher.params, drivers)
+    failures = _failures(drivers)
+    assert failures, f"{mutant} passed the fast tier"
+    print(f"{mutant} caught: {failures[0]}")
+
+
+def test_a_broken_admission_check_stops_on_the_bound():
+    # A dispatcher that admits the WGs the model refuses fills its FIFO before START; the
+    # run ends on the bench's bound with the phase and the signal it waited on.
+    shape = SHAPES["exact4x2"]
+    build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    dispatcher = variant("queues", AdmitsEverything)(build.gpu, build.policy, build.channels,
+                                                      weight_bits=build.weight_bits)
+    driver = CosimDriver(build.params, DIRECTED["refused"](CYCLES))
+    simulate(dispatcher, build.params, [driver])
+    stall = driver.summary["stall"]
+    assert stall and "phase 'rejects'" in stall and "wg_in[0].ready" in stall, stall
