@@ -15,6 +15,7 @@ Model twin: :mod:`model.dispatch.config` (the objects the parameters are derived
 """
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from amaranth.hdl import unsigned
 from amaranth.lib import data
@@ -298,8 +299,10 @@ class DispatcherParams:
         return self.widths["ap_weight"]
 
     # -- layouts -------------------------------------------------------------------------------
+    # The port layouts are built once per parameter set (the benches pack and unpack a
+    # payload of each in every clock).
 
-    @property
+    @cached_property
     def workgroup_layout(self) -> data.StructLayout:
         """The payload of a workgroup-in stream: one WG descriptor. The needs are one value
         wider than any admissible one, so a source clamps a larger value to the field's
@@ -315,7 +318,7 @@ class DispatcherParams:
             "independent": 1,
         })
 
-    @property
+    @cached_property
     def dispatch_layout(self) -> data.StructLayout:
         """The payload of the dispatch-out stream."""
         gpu, Q = self.gpu, self.peus
@@ -332,13 +335,13 @@ class DispatcherParams:
             "lds_start": range(max(gpu.lds, 2)),
         })
 
-    @property
+    @cached_property
     def release_layout(self) -> data.StructLayout:
         """The payload of the release-in stream: the record's tag and, as a check, the WG id."""
         return data.StructLayout({"tag": range(max(self.records, 2)),
                                   "wg": unsigned(self.id_bits)})
 
-    @property
+    @cached_property
     def config_layout(self) -> data.StructLayout:
         return data.StructLayout({"address": ConfigAddress, "index": 8, "data": 32})
 
