@@ -4,6 +4,14 @@ priority encoder, the n-th set bit, argmax trees, saturation and block masks.
 Each returns Amaranth values (named signals where a value has several users), built as
 balanced trees where the input is wide, so that the depth grows with ``log2`` of the width.
 
+The comparisons and sums that mix widths (:func:`is_zero`, :func:`equals`, :func:`less`,
+:func:`at_most`, :func:`add`) are written so that every operator of the Verilog has operands
+of one width: Amaranth's back end drops the constant zero bits of an operand (``x <= 1`` on a
+4-bit ``x`` is written ``x <= 1'h1``, the 5-bit ``x`` of ``x < y`` is compared as 4 bits) and
+writes ``x == 0`` as ``!x``, which ``verilator -Wall`` reports as WIDTHEXPAND / WIDTHTRUNC.
+Each splits off the bits that only one operand has and tests them apart, so the value is the
+operator's and the lint is clean at the cause.
+
 Model twin: none (building blocks; the model's stages compute the same functions inline).
 """
 
@@ -11,8 +19,67 @@ from collections.abc import Callable, Sequence
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-__all__ = ["arg_best", "at_or_after", "block_mask", "ceil_div_limited", "first_set", "lookup",
-           "nth_set", "popcount", "product", "saturate"]
+__all__ = ["add", "arg_best", "at_most", "at_or_after", "block_mask", "ceil_div_limited",
+           "equals", "first_set", "is_zero", "less", "lookup", "nth_set", "popcount", "product",
+           "saturate"]
+
+
+def is_zero(value: Value) -> Value:
+    """``value == 0`` as the NOR of its bits (``~|value``, where ``==`` writes ``!value``)."""
+    return ~value.any()
+
+
+def _high(value: Value, width: int) -> Value:
+    """Whether any bit of ``value`` at or above bit ``width`` is set."""
+    return value[width:].any() if len(value) > width else Const(0, 1)
+
+
+def equals(value: Value, other: Value | int) -> Value:
+    """``value == other`` (unsigned; ``other`` a value or a constant) over the bits both
+    have, the other operand's extra bits tested for zero apart."""
+    if isinstance(other, int):
+        if other < 0 or other >> len(value):
+            return Const(0, 1)
+        if other == 0:
+            return is_zero(value)
+        width = other.bit_length()
+        return ~_high(value, width) & (value[:width] == other)
+    width = min(len(value), len(other))
+    return ~_high(value, width) & ~_high(other, width) & (value[:width] == other[:width])
+
+
+def less(a: Value | int, b: Value | int) -> Value:
+    """``a < b`` (unsigned; either a constant, not both) over the bits both have: a set
+    bit that only ``b`` has makes it true, one that only ``a`` has false. A comparison that
+    the widths decide is a constant, not a comparator."""
+    if isinstance(b, int):
+        if b <= 0:
+            return Const(0, 1)
+        if b >> len(a):
+            return Const(1, 1)
+        width = b.bit_length()
+        return ~_high(a, width) & (a[:width] < b)
+    if isinstance(a, int):
+        return ~less(b, a + 1)
+    width = min(len(a), len(b))
+    return ~_high(a, width) & (_high(b, width) | (a[:width] < b[:width]))
+
+
+def at_most(a: Value | int, b: Value | int) -> Value:
+    """``a <= b`` (unsigned; either a constant, not both), as ``not b < a``."""
+    return ~less(b, a)
+
+
+def add(a: Value, b: Value) -> Value:
+    """``a + b`` (unsigned), ``max(len(a), len(b)) + 1`` bits: where the widths differ, the
+    narrower operand is added to as many low bits of the other, and the carry to its high
+    bits (an increment), so no adder has operands of two widths."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) in (len(b), 1):
+        return a + b
+    low = a + b[:len(a)]
+    return Cat(low[:len(a)], b[len(a):] + low[len(a)])
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
