@@ -9,7 +9,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.dispatch.logic import add, at_most, ceil_div_limited, equals, is_zero, less
+from hw.dispatch.logic import add, at_most, ceil_div_limited, equals, is_zero, less, subtract
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.selector import COMBINED, INSTRUCTION, LOWEST, RESOURCE
@@ -44,16 +44,19 @@ def _helpers(a: Signal, b: Signal) -> dict:
     """Every helper on two values and on a value and each constant from -1 to 2**5."""
     exprs = {("is_zero", None): is_zero(a), ("eq", None): equals(a, b),
              ("lt", None): less(a, b), ("le", None): at_most(a, b), ("add", None): add(a, b)}
+    if len(b) <= len(a):
+        exprs[("sub", None)] = subtract(a, b)
     for k in range(-1, 33):
         exprs |= {("eq", k): equals(a, k), ("lt", k): less(a, k), ("le", k): at_most(a, k),
                   ("k_lt", k): less(k, a), ("k_le", k): at_most(k, a)}
     return exprs
 
 
-def _expected(op, k, x, y):
+def _expected(op, k, x, y, widths):
     return {"is_zero": lambda: x == 0, "eq": lambda: x == (y if k is None else k),
             "lt": lambda: x < (y if k is None else k), "le": lambda: x <= (y if k is None else k),
-            "k_lt": lambda: k < x, "k_le": lambda: k <= x, "add": lambda: x + y}[op]()
+            "k_lt": lambda: k < x, "k_le": lambda: k <= x, "add": lambda: x + y,
+            "sub": lambda: (x - y) % (1 << (max(widths) + 1))}[op]()
 
 
 @pytest.mark.parametrize("widths", WIDTHS, ids=lambda w: f"{w[0]}x{w[1]}")
@@ -64,7 +67,7 @@ def test_width_safe_helpers_are_the_operators_everywhere(widths):
     for key, expr in _helpers(a, b).items():
         outputs[key] = Signal(len(expr), name=f"{key[0]}_{key[1]}".replace("-", "m"))
         m.d.comb += outputs[key].eq(expr)
-        if key[0] == "add":
+        if key[0] in ("add", "sub"):
             assert len(expr) == max(widths) + 1                 # the width of a + b
     wrong = []
 
@@ -74,7 +77,7 @@ def test_width_safe_helpers_are_the_operators_everywhere(widths):
                 ctx.set(a, x)
                 ctx.set(b, y)
                 for (op, k), signal in outputs.items():
-                    if ctx.get(signal) != int(_expected(op, k, x, y)):
+                    if ctx.get(signal) != int(_expected(op, k, x, y, widths)):
                         wrong.append((op, k, x, y, ctx.get(signal)))
     sim = Simulator(m)
     sim.add_testbench(bench)

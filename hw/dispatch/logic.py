@@ -21,7 +21,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_or_after", "block_mask", "ceil_div_limited",
            "equals", "first_set", "is_zero", "less", "lookup", "nth_set", "popcount", "product",
-           "saturate"]
+           "saturate", "subtract"]
 
 
 def is_zero(value: Value) -> Value:
@@ -74,12 +74,25 @@ def add(a: Value, b: Value) -> Value:
     """``a + b`` (unsigned), ``max(len(a), len(b)) + 1`` bits: where the widths differ, the
     narrower operand is added to as many low bits of the other, and the carry to its high
     bits (an increment), so no adder has operands of two widths."""
+    assert not (a.shape().signed or b.shape().signed), "add() is unsigned"
     if len(a) > len(b):
         a, b = b, a
     if len(a) in (len(b), 1):
         return a + b
     low = a + b[:len(a)]
     return Cat(low[:len(a)], b[len(a):] + low[len(a)])
+
+
+def subtract(a: Value, b: Value) -> Value:
+    """``a - b`` of unsigned values with ``len(b) <= len(a)``, Amaranth's value and shape
+    (signed, ``len(a) + 1`` bits): ``b`` from as many low bits of ``a``, the borrow from its
+    high bits (a decrement), so no subtractor has operands of two widths."""
+    assert not (a.shape().signed or b.shape().signed), "subtract() is unsigned"
+    assert len(b) <= len(a), (len(a), len(b))
+    if len(b) in (len(a), 1):
+        return a - b
+    low = a[:len(b)] - b
+    return Cat(low[:len(b)], a[len(b):] - low[len(b)]).as_signed()
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
@@ -92,7 +105,10 @@ def first_set(mask: Value) -> tuple[Value, Value]:
         left_any, left_index = tree(flags[:half])
         right_any, right_index = tree(flags[half:])
         width = (len(flags) - 1).bit_length()
-        return left_any | right_any, Mux(left_any, left_index, right_index + half)[:width]
+        # right_index + half, half a power of two above every right index: a set top bit.
+        low = right_index[:width - 1]
+        high = Cat(low, Const(0, width - 1 - len(low)), Const(1, 1))
+        return left_any | right_any, Mux(left_any, left_index, high)
 
     return tree([mask[i] for i in range(len(mask))])
 
@@ -101,7 +117,7 @@ def at_or_after(mask: Value, pointer: Value) -> tuple[Value, Value]:
     """``(any, index)`` of the first set bit of ``mask`` at or after bit ``pointer``, wrapping
     round to bit 0: a round-robin pick that starts at ``pointer``."""
     width = len(mask)
-    after = Cat(*(mask[i] & (pointer <= i) for i in range(width)))
+    after = Cat(*(mask[i] & at_most(pointer, i) for i in range(width)))
     any_after, index_after = first_set(after)
     any_set, index = first_set(mask)
     return any_set, Mux(any_after, index_after, index)
@@ -120,7 +136,7 @@ def nth_set(mask: Value, n: Value) -> Value:
     count = Const(0, 1)
     index = Const(0, max((len(mask) - 1).bit_length(), 1))
     for i in range(len(mask)):
-        index = Mux(mask[i] & (count == n), i, index)
+        index = Mux(mask[i] & equals(count, n), i, index)
         count = count + mask[i]
     return index
 
@@ -128,7 +144,7 @@ def nth_set(mask: Value, n: Value) -> Value:
 def saturate(value: Value, limit: int) -> Value:
     """``min(value, limit)``, ``bits(limit)`` wide."""
     width = max(limit.bit_length(), 1)
-    return Mux(value > limit, Const(limit, width), value[:width])
+    return Mux(~at_most(value, limit), Const(limit, width), value[:width])
 
 
 def lookup(index: Value, function: Callable[[int], int]) -> Value:
@@ -147,7 +163,7 @@ def product(a: Value, b: Value | int) -> Value:
         terms = [Mux(b[i], a << i, 0) for i in range(len(b))]
     terms = terms or [Const(0, 1)]
     while len(terms) > 1:
-        terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
+        terms = [add(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
                  for k in range(0, len(terms), 2)]
     return terms[0]
 
@@ -158,7 +174,7 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int) -> Value:
     constant multiples of the divisor, side by side), and the quotient is its first clear bit.
     A few adder and comparator delays deep where a divider is one subtraction per quotient
     bit in series."""
-    below = Cat(*(product(divisor, j) < dividend for j in range(limit)))
+    below = Cat(*(less(product(divisor, j), dividend) for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
 
@@ -167,8 +183,8 @@ def block_mask(start: Value, length: Value, n: int) -> Value:
     """``n`` bits, set from bit ``start`` for ``length`` bits (clipped at bit ``n``): the
     blocks a contiguous allocation covers. Written as two comparisons per bit, which map to
     small carry-free logic."""
-    end = start + length
-    return Cat(*((start <= i) & (end > i) for i in range(n)))
+    end = add(start, length)
+    return Cat(*(at_most(start, i) & less(i, end) for i in range(n)))
 
 
 def arg_best(m: Module, valid: Value, values: Sequence[Value],
