@@ -16,7 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.allocator import Allocator
-from hw.dispatch.logic import add, at_most, equals, less
+from hw.dispatch.logic import add, at_most, equals, less, lookup
 from hw.dispatch.matcher import Matcher, extra_wave
 from hw.dispatch.params import (
     THRESHOLD_BITS,
@@ -273,8 +273,10 @@ class Dispatcher(wiring.Component):
         with m.If(commit & rotate):
             for position in range(P):
                 with m.If(equals(ap, position)):
+                    # (pointer + rem) mod Q, both below Q: a table of the narrow sum.
                     turned = pointers[position] + head.rem
-                    m.d.sync += pointers[position].eq(Mux(~less(turned, Q), turned - Q, turned))
+                    m.d.sync += pointers[position].eq(
+                        lookup(turned, lambda t: t - Q if t >= Q else t))
 
         # -- outputs ----------------------------------------------------------------------------
         out = self.dispatch

@@ -21,7 +21,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_or_after", "block_mask", "ceil_div_limited",
            "equals", "first_set", "is_zero", "less", "lookup", "nth_set", "popcount", "product",
-           "saturate", "subtract"]
+           "saturate", "subtract", "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -81,6 +81,15 @@ def add(a: Value, b: Value) -> Value:
         return a + b
     low = a + b[:len(a)]
     return Cat(low[:len(a)], b[len(a):] + low[len(a)])
+
+
+def total(values: Sequence[Value]) -> Value:
+    """The sum of ``values`` (unsigned, at least one), added left to right as ``sum`` does,
+    each step by :func:`add`."""
+    result = values[0]
+    for value in values[1:]:
+        result = add(result, value)
+    return result
 
 
 def subtract(a: Value, b: Value) -> Value:

@@ -15,7 +15,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_or_after, equals, first_set, is_zero, less, product
+from hw.dispatch.logic import at_or_after, equals, first_set, is_zero, less, product, total
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.selector import (
@@ -106,9 +106,9 @@ class ScorePipeline(wiring.Component):
         def terms(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                vgpr = sum(v[f"vgpr{ap}_{q}"] for q in range(Q))
-                sgpr = sum(v[f"sgpr{ap}_{q}"] for q in range(Q))
-                slots = sum(v[f"slots{ap}_{q}"] for q in range(Q))
+                vgpr = total([v[f"vgpr{ap}_{q}"] for q in range(Q)])
+                sgpr = total([v[f"sgpr{ap}_{q}"] for q in range(Q)])
+                slots = total([v[f"slots{ap}_{q}"] for q in range(Q)])
                 for h, r in enumerate((vgpr, sgpr, v[f"lds{ap}"], slots)):
                     # The weights are a few bits: shifts and adds beside the sums, not a
                     # DSP block's seven nanoseconds and the route to it.
@@ -119,7 +119,7 @@ class ScorePipeline(wiring.Component):
         def resource(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                out[f"r{ap}"] = sum(v[f"term{ap}_{h}"] for h in range(4))[
+                out[f"r{ap}"] = total([v[f"term{ap}_{h}"] for h in range(4)])[
                     :widths["resource_score"]]
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out

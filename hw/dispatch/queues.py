@@ -20,7 +20,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.logic import (add, at_most, ceil_div_limited, equals, is_zero, less, lookup,
-                               product, saturate)
+                               product, saturate, subtract)
 from hw.dispatch.params import DispatcherParams
 
 __all__ = ["ChannelQueues"]
@@ -237,7 +237,8 @@ class ChannelQueues(wiring.Component):
             position = self.in_flight[c] + r
             m.d.comb += [
                 self.row_part[c][r].eq(active & less(position, left)),
-                self.row_entry[c][r].eq(Mux(active, position + 1 - left[:index_bits], position)),
+                self.row_entry[c][r].eq(Mux(active, subtract(position + 1, left[:index_bits]),
+                                               position)),
             ]
         for j, register in enumerate(reachable):
             self._present(m, self.entries[c][j], register, less(j, level), 0, 0)

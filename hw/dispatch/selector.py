@@ -15,8 +15,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import (add, arg_best, at_or_after, equals, first_set, is_zero, less,
-                               nth_set, popcount)
+from hw.dispatch.logic import (arg_best, at_or_after, equals, first_set, is_zero, less,
+                               nth_set, popcount, total)
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import WINDOW_BITS, DispatcherParams
 from hw.dispatch.views import view_layout
@@ -36,14 +36,6 @@ MULTI, STRICT, MIAOW, GPGPUSIM = (SELECTIONS.index(name)
 ROUND_ROBIN, LOWEST, RESOURCE, INSTRUCTION, COMBINED = (
     AP_CHOICES.index(name)
     for name in ("round_robin", "lowest", "resource", "instruction", "combined"))
-
-
-def _total(values):
-    """The sum of ``values`` (unsigned), added left to right as ``sum`` does."""
-    total = values[0]
-    for value in values[1:]:
-        total = add(total, value)
-    return total
 
 
 def _max_tree(m: Module, values, name: str):
@@ -182,9 +174,17 @@ class Selector(wiring.Component):
         for c, flag in enumerate(flags):
             with m.If(clear.any()):
                 with m.If(equals(channel, c)):
-                    m.d.sync += flag.bit_select(priority, 1).eq(1)
+                    self._write_bit(m, flag, priority, 1)
             with m.Elif(tied[c] & ~equals(channel, c)):
-                m.d.sync += flag.bit_select(priority, 1).eq(0)
+                self._write_bit(m, flag, priority, 0)
+
+    @staticmethod
+    def _write_bit(m: Module, flag, priority, value: int) -> None:
+        """``flag``'s bit ``priority`` takes ``value`` (a comparison per bit: a write to a bit
+        selected by a register would be a case with no arm for the values past the flags)."""
+        for y in range(len(flag)):
+            with m.If(equals(priority, y)):
+                m.d.sync += flag[y].eq(value)
 
     def elaborate(self, platform):
         m = Module()
@@ -302,11 +302,11 @@ class Selector(wiring.Component):
         weights = self.ap_weights
         resource = []
         for ap in range(P):
-            vgpr = _total([self.view.vgpr[ap * Q + q] for q in range(Q)])
-            sgpr = _total([self.view.sgpr[ap * Q + q] for q in range(Q)])
-            slots = _total([self.slots[ap][q] for q in range(Q)])
+            vgpr = total([self.view.vgpr[ap * Q + q] for q in range(Q)])
+            sgpr = total([self.view.sgpr[ap * Q + q] for q in range(Q)])
+            slots = total([self.slots[ap][q] for q in range(Q)])
             score = Signal(p.widths["resource_score"], name=f"resource_score{ap}")
-            m.d.comb += score.eq(_total([weights[0] * vgpr, weights[1] * sgpr,
+            m.d.comb += score.eq(total([weights[0] * vgpr, weights[1] * sgpr,
                                          weights[2] * self.view.lds[ap], weights[3] * slots]))
             resource.append(score)
         history = [self.history[ap] for ap in range(P)]
@@ -327,9 +327,12 @@ class Selector(wiring.Component):
         width = p.widths["resource_score"] + p.widths["history"] + 9
         combined = []
         for ap in range(P):
-            score = Signal(signed(width + 1), name=f"combined_score{ap}")
-            m.d.comb += score.eq(self.resource_weight * resource[ap] * top_b1
-                                 - self.instruction_weight * history[ap] * top_r1)
+            value = (self.resource_weight * resource[ap] * top_b1
+                     - self.instruction_weight * history[ap] * top_r1)
+            # At the difference's own width where that is narrower (a wider signal would
+            # only repeat its sign bit, which the comparisons then read as a narrower operand).
+            score = Signal(signed(min(len(value), width + 1)), name=f"combined_score{ap}")
+            m.d.comb += score.eq(value)
             combined.append(score)
         _, combined_ap = arg_best(m, fit, combined, lambda a, b: a > b, "emb910")
         ap = Signal(range(max(P, 2)), name="picked_ap")
