@@ -214,7 +214,7 @@ class Dispatcher(wiring.Component):
             views.status.eq(table.status),
             matcher.view.eq(views.view), matcher.slots.eq(table.slots),
             selector.selection.eq(selection), selector.ap_choice.eq(ap_choice),
-            selector.lfsr_load.eq(written & equals(config.payload.address.as_value(), ConfigAddress.LFSR.value)),
+            selector.lfsr_load.eq(written & equals(address, ConfigAddress.LFSR.value)),
             selector.lfsr_value.eq(value),
             selector.start.eq(starting), selector.running.eq(self.running),
             table.release.valid.eq(self.release.valid),

@@ -19,8 +19,18 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import (add, at_most, ceil_div_limited, equals, is_zero, less, lookup,
-                               product, saturate, subtract)
+from hw.dispatch.logic import (
+    add,
+    at_most,
+    ceil_div_limited,
+    equals,
+    is_zero,
+    less,
+    lookup,
+    product,
+    saturate,
+    subtract,
+)
 from hw.dispatch.params import DispatcherParams
 
 __all__ = ["ChannelQueues"]

@@ -15,8 +15,17 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import (arg_best, at_or_after, equals, first_set, is_zero, less,
-                               nth_set, popcount, total)
+from hw.dispatch.logic import (
+    arg_best,
+    at_or_after,
+    equals,
+    first_set,
+    is_zero,
+    less,
+    nth_set,
+    popcount,
+    total,
+)
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import WINDOW_BITS, DispatcherParams
 from hw.dispatch.views import view_layout
