@@ -36,6 +36,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from hw.flow.formal_dispatch import DISPATCH_COVERS, DISPATCH_PROPERTIES, DispatcherHarness
 from hw.flow.formal_props import COVERS, ArbiterHarness, MaxBlockPipelineHarness
 
 __all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]
@@ -96,6 +97,20 @@ def _maxblock(prop, **kw):
     return lambda: MaxBlockPipelineHarness(prop, **kw)
 
 
+def _dispatch(prop):
+    return lambda: DispatcherHarness(prop)
+
+
+#: What each dispatcher property says (hw/flow/formal_dispatch.py), for ``--list``.
+DISPATCH_WHAT = {
+    "dispatch_stream": "dispatch payload stable while valid and not ready",
+    "one_dispatch": "one head popped per clock, only with an allocation of a new tag",
+    "no_shared_block": "no block shared by two in-flight WGs; allocations take free ones",
+    "status_exact": "status = complement of in-flight blocks; slots likewise",
+    "bad_release": "error rises after a bad release only, and stays",
+    "head_dispatched": "the dispatched WG is its channel's head (FIFO order)",
+}
+
 #: Every job of ``make formal``.
 JOBS = (
     Job("arbiter.grant_payload", _arbiter("grant_payload"),
@@ -116,6 +131,11 @@ JOBS = (
     Job("maxblock.exact8_lat3.cover.stalled_answer",
         _maxblock("reach:stalled_answer", n=8, latency=3), mode="bmc", engine="bmc3",
         depth=16, expect="FAIL", what="an answer that came through a stall"),
+    *(Job(f"dispatch.tiny2x1.{prop}", _dispatch(prop), quick=False, timeout=600,
+          what=DISPATCH_WHAT[prop]) for prop in DISPATCH_PROPERTIES),
+    *(Job(f"dispatch.tiny2x1.cover.{name}", _dispatch(f"reach:{name}"), mode="bmc",
+          engine="bmc3", depth=20, expect="FAIL", quick=False,
+          what="reached (its negation refuted)") for name in DISPATCH_COVERS),
 )
 
 
