@@ -87,9 +87,29 @@ class DispatcherHarness(wiring.Component):
         self.dut = dut or tiny_dispatcher(shape=shape)
         p = self.dut.params
         self._tables = []
+        # What the table's record memory holds under each tag, read by ports the harness adds
+        # (helpers for the proof: the shadow's copies equal them).
+        self._stored = [Signal(p.record_layout, name=f"stored_record{t}")
+                        for t in range(p.records)]
         make_table = self.dut._table
-        self.dut._table = lambda params: self._tables.append(make_table(params)) or \
-            self._tables[-1]
+
+        def observed(params):
+            table = make_table(params)
+            elaborate = table.elaborate
+
+            def with_ports(platform):
+                module = elaborate(platform)
+                records = module.submodules.records
+                for t, stored in enumerate(self._stored):
+                    port = records.read_port(domain="comb")
+                    module.d.comb += [port.addr.eq(t), stored.eq(port.data)]
+                return module
+
+            table.elaborate = with_ports
+            self._tables.append(table)
+            return table
+
+        self.dut._table = observed
         super().__init__({
             **{f"wg{c}_valid": In(1) for c in range(p.channels)},
             **{f"wg{c}_payload": In(p.workgroup_layout.size) for c in range(p.channels)},
@@ -151,15 +171,23 @@ class DispatcherHarness(wiring.Component):
         m.d.comb += taking_waves.eq(Cat(*(Mux(record.ap == ap, record.waves[q], 0)
                                            .as_unsigned()[:slot_bits]
                                            for ap in range(P) for q in range(Q))))
+        # Per tag, a copy of the record allocated under it (written with the record memory's
+        # data and enable, so that ABC's scorr can match the two); its blocks and waves are
+        # worked out from the copy.
         busy = Signal(N, name="shadow_busy")
-        owner = [Signal(p.id_bits, name=f"shadow_wg{t}") for t in range(N)]
+        copies = [Signal(p.record_layout, name=f"shadow_record{t}") for t in range(N)]
         holds = [Signal(width, name=f"shadow_blocks{t}") for t in range(N)]
         waves = [Signal(P * Q * slot_bits, name=f"shadow_waves{t}") for t in range(N)]
+        for t in range(N):
+            m.d.comb += [holds[t].eq(take_masks(copies[t])),
+                         waves[t].eq(Cat(*(Mux(copies[t].ap == ap, copies[t].waves[q], 0)
+                                           .as_unsigned()[:slot_bits]
+                                           for ap in range(P) for q in range(Q))))]
         allocating = table.allocate & table.tag_valid
         release = dut.release.payload
         tag_known = Mux(release.tag < N, busy.bit_select(release.tag, 1), 0)
-        wg_of_tag = Cat(*owner).word_select(release.tag[:max(1, (N - 1).bit_length())],
-                                            p.id_bits)
+        wg_of_tag = Cat(*(copy.wg for copy in copies)).word_select(
+            release.tag[:max(1, (N - 1).bit_length())], p.id_bits)
         good = Signal(name="good_release")
         m.d.comb += good.eq(dut.release.valid & tag_known & (wg_of_tag == release.wg))
         bad = dut.release.valid & ~good
@@ -167,9 +195,8 @@ class DispatcherHarness(wiring.Component):
             filing = allocating & (table.tag == t)
             dropping = good & (release.tag == t)
             with m.If(filing):
-                m.d.sync += [owner[t].eq(record.wg), holds[t].eq(taking),
-                             waves[t].eq(taking_waves)]
-            m.d.sync += busy[t].eq((busy[t] & ~dropping) | filing)
+                m.d.sync += copies[t].eq(record)
+            m.d.sync += busy[t].eq((busy[t] | filing) & ~dropping)
 
         held_blocks = Signal(width, name="held_blocks")
         m.d.comb += held_blocks.eq(_or([Mux(busy[t], holds[t], 0) for t in range(N)]))
@@ -193,7 +220,16 @@ class DispatcherHarness(wiring.Component):
             m.d.comb += Assert(~loaded | (out.valid & busy.bit_select(new_tag, 1)
                                           & ~busy_before.bit_select(new_tag, 1)),
                                "a new dispatch names a tag newly in flight")
-        elif prop == "no_shared_block":
+        elif prop in ("no_shared_block", "status_exact"):
+            # Each is the other's helper: together they are inductive (an allocation takes
+            # free blocks only, a release gives back blocks no other record holds). Helpers:
+            # the shadow's copies are what the record memory holds, and the tag handed out is
+            # not in flight.
+            for t in range(N):
+                m.d.comb += Assert(copies[t].as_value() == self._stored[t].as_value(),
+                                   f"helper: record {t} as filed")
+            m.d.comb += Assert(~table.tag_valid | ~busy.bit_select(table.tag, 1),
+                               "helper: the next tag is not in flight")
             for t in range(N):
                 for u in range(t + 1, N):
                     m.d.comb += Assert(~(busy[t] & busy[u]) | ((holds[t] & holds[u]) == 0),
@@ -205,7 +241,6 @@ class DispatcherHarness(wiring.Component):
                 need = taking_waves[i * slot_bits:(i + 1) * slot_bits]
                 m.d.comb += Assert(~allocating | (need <= free),
                                    f"an allocation takes free wave slots only (PEU {i})")
-        elif prop == "status_exact":
             m.d.comb += Assert(status == ~held_blocks, "status = complement of in-flight blocks")
             for i in range(P * Q):
                 used = sum(Mux(busy[t], waves[t][i * slot_bits:(i + 1) * slot_bits], 0)
