@@ -40,7 +40,8 @@ def test_every_job_named_once_and_quick_set_not_empty():
     names = [job.name for job in JOBS]
     assert len(names) == len(set(names))
     assert any(".cover." in job.name and job.expect == "FAIL" for job in select(quick=True))
-    assert {job.name.split(".")[0] for job in select(quick=True)} == {"arbiter", "maxblock"}
+    assert {job.name.split(".")[0] for job in select(quick=True)} == {"arbiter", "maxblock",
+                                                                      "dispatch"}
 
 
 class _ShortShadow(MaxBlockPipelineHarness):
@@ -110,7 +111,6 @@ class _PopsEveryChannel(ChannelQueues):
 DISPATCH_MUTANTS = {
     "dispatch_stream": {"decides_while_held": _DecidesWhileHeld},
     "one_dispatch": {"one_tag": variant("table", _OneTag)},
-    "no_shared_block": {"release_one_long": variant("table", _ReleaseOneLong)},
     "status_exact": {"release_one_short": MUTANTS["release_one_short"][0],
                      "release_one_long": variant("table", _ReleaseOneLong)},
     "bad_release": {"release_any_wg": MUTANTS["release_any_wg"][0],

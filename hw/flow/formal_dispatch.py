@@ -24,19 +24,22 @@ Properties (``DISPATCH_PROPERTIES``):
 * ``one_dispatch`` -- at most one dispatch per clock: the queues pop at most one channel's
   head per clock, only with an allocation, and a new dispatch (the output register loaded at
   the last edge) names a tag that is in flight and was not in flight before that edge.
-* ``no_shared_block`` -- no block of any resource is held by two in-flight WGs, and an
-  allocation takes only free blocks and free wave slots (it fits where it is placed).
-* ``status_exact`` -- the status registers are exactly the complement of the union of the
-  in-flight WGs' blocks, and each PEU's free wave slots are its slots less the waves of the
-  in-flight WGs on it (nothing leaks, nothing is freed twice).
+* ``status_exact`` -- no block of any resource is held by two in-flight WGs; an allocation
+  takes only free blocks and free wave slots (it fits where it is placed); the status
+  registers are exactly the complement of the union of the in-flight WGs' blocks, and each
+  PEU's free wave slots are its slots less the waves of the in-flight WGs on it (nothing
+  leaks, nothing is freed twice). Helper assertions (also proved): the shadow's copy of
+  each record equals the record memory's word, and the tag the table offers is not in
+  flight.
 * ``bad_release`` -- ``error`` rises in the clock after a release naming a tag not in flight
   or another WG id, never after a good one, and stays high (sticky); what such a release
   changes is covered by ``status_exact`` (the shadow does not drop anything for it).
 * ``head_dispatched`` -- a dispatch takes its channel's head: the popped channel is the
   dispatched one and its head was valid; the dispatched WG id is that head's (so the
   channel's WGs leave in FIFO order).
-* covers (``cover``/``reach:<name>``): a dispatch, a release, a bad release, a split, a
-  dispatch to every AP.
+* covers (``cover``/``reach:<name>``): a dispatch, a held dispatch, a good and a bad
+  release, a dispatch to every AP (tiny2x1); a split and a split WG's part dispatched
+  (tiny1x2).
 """
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Module, Mux, ResetSignal, Signal, Value
@@ -52,10 +55,14 @@ from hw.flow.formal_props import _covers
 __all__ = ["DISPATCH_COVERS", "DISPATCH_PROPERTIES", "DispatcherHarness", "SHAPES", "TINY",
            "tiny_dispatcher"]
 
-DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "no_shared_block", "status_exact",
-                       "bad_release", "head_dispatched")
-DISPATCH_COVERS = ("dispatched", "released", "bad_release", "split", "dispatch_ap_0",
-                   "dispatch_ap_1")
+DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "status_exact", "bad_release",
+                       "head_dispatched")
+#: Covers, by shape: each must be reached (a split needs a WG of two waves, tiny1x2's).
+DISPATCH_COVERS = {
+    "tiny2x1": ("dispatched", "held_dispatch", "released", "bad_release", "dispatch_ap_0",
+                "dispatch_ap_1"),
+    "tiny1x2": ("split", "split_dispatched"),
+}
 
 #: The proofs' shapes (GPU fields; 2 channels, FIFOs of 2, 2-bit WG ids each): 2 APs of one
 #: PEU (every AP choice; one wave per WG, so nothing splits), and 1 AP of 2 PEUs (WGs of two
@@ -220,9 +227,10 @@ class DispatcherHarness(wiring.Component):
             m.d.comb += Assert(~loaded | (out.valid & busy.bit_select(new_tag, 1)
                                           & ~busy_before.bit_select(new_tag, 1)),
                                "a new dispatch names a tag newly in flight")
-        elif prop in ("no_shared_block", "status_exact"):
-            # Each is the other's helper: together they are inductive (an allocation takes
-            # free blocks only, a release gives back blocks no other record holds). Helpers:
+        elif prop == "status_exact":
+            # No block shared and the status exact are one property: each alone is not
+            # inductive, together they are (an allocation takes free blocks only, a release
+            # gives back blocks no other record holds). Helpers:
             # the shadow's copies are what the record memory holds, and the tag handed out is
             # not in flight.
             for t in range(N):
@@ -256,7 +264,9 @@ class DispatcherHarness(wiring.Component):
             self._fifo_order(m, queues, p)
         else:
             covers = {"dispatched": out.valid & out.ready, "released": good,
-                      "bad_release": bad, "split": dut.split.any()}
+                      "held_dispatch": out.valid & ~out.ready, "bad_release": bad,
+                      "split": dut.split.any(),
+                      "split_dispatched": out.valid & out.ready & out.payload.split}
             for ap in range(P):
                 covers[f"dispatch_ap_{ap}"] = out.valid & (out.payload.ap == ap)
             _covers(m, covers, prop)
