@@ -8,14 +8,16 @@ slot per PEU, so 2 allocation records; FIFOs of 2; 2-bit WG ids).
 
 Environment: the reset state, then any input sequence. Every ``wg_in`` stream, the release
 port, the configuration port and ``dispatch.ready`` are free; the only assumption is the
-stream rule docs/dispatch_rtl.md states for the dispatcher's inputs (a ``wg_in`` payload is
-stable while ``valid`` and not ``ready``; the release port is always ready, so it has none).
+rule of ``amaranth.lib.stream``, whose streams the ports are (docs/dispatch_rtl.md, "Ports"):
+a ``wg_in`` payload is stable while ``valid`` and not ``ready``. The release port is always
+ready; the configuration port's payload is left free even while a START waits.
 
 The harness keeps its own *shadow* of the in-flight workgroups, independent of the resource
-table's record memory: per record tag, whether it is in flight, its WG id, the blocks it
-took (one mask over every resource instance), and its wave slots, filed when the table is
-told to allocate (``allocate & tag_valid``) and dropped on a release that names an in-flight
-tag with its WG id -- the bad-release rule of docs/dispatch_rtl.md, written again here.
+table's own bookkeeping: per record tag, whether it is in flight and a copy of the record
+filed under it (from which its blocks, one mask over every resource instance, and its wave
+slots are worked out), taken when the table is told to allocate (``allocate &
+tag_valid``) and dropped on a release that names an in-flight tag with its WG id -- the
+bad-release rule of docs/dispatch_rtl.md, written again here.
 
 Properties (``DISPATCH_PROPERTIES``):
 
@@ -34,23 +36,24 @@ Properties (``DISPATCH_PROPERTIES``):
 * ``bad_release`` -- ``error`` rises in the clock after a release naming a tag not in flight
   or another WG id, never after a good one, and stays high (sticky); what such a release
   changes is covered by ``status_exact`` (the shadow does not drop anything for it).
-* ``head_dispatched`` -- a dispatch takes its channel's head: the popped channel is the
-  dispatched one and its head was valid; the dispatched WG id is that head's (so the
-  channel's WGs leave in FIFO order).
+* ``head_dispatched`` -- a dispatch takes its channel's head, in FIFO order: the harness
+  keeps a shadow FIFO per channel of the accepted WGs (a refused one dropped again), and a
+  clock that takes a channel's head finds it valid and equal to the shadow's oldest WG id;
+  the next clock's dispatch shows that id and channel.
 * covers (``cover``/``reach:<name>``): a dispatch, a held dispatch, a good and a bad
   release, a dispatch to every AP (tiny2x1); a split and a split WG's part dispatched
   (tiny1x2).
 """
 
-from amaranth.hdl import Assert, Assume, Cat, Const, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from hw.dispatch import Dispatcher
 from hw.dispatch.logic import block_mask
 from hw.dispatch.resources import ResourceTable
-from model.dispatch.config import PRESETS, GpuConfig, with_policy
 from hw.flow.formal_props import _covers
+from model.dispatch.config import PRESETS, GpuConfig, with_policy
 
 __all__ = ["DISPATCH_COVERS", "DISPATCH_PROPERTIES", "DispatcherHarness", "SHAPES", "TINY",
            "tiny_dispatcher"]
