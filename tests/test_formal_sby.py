@@ -6,11 +6,23 @@ Needs z3 and berkeley-abc (``make icarus`` installs them as root); without them 
 skipped with that reason.
 """
 
-import pytest
+import sys
+from pathlib import Path
 
+import pytest
+from amaranth.hdl import Mux
+
+from hw.dispatch import Dispatcher
+from hw.dispatch.logic import block_mask
+from hw.dispatch.queues import ChannelQueues
+from hw.dispatch.resources import ResourceTable
 from hw.flow import formal_sby
+from hw.flow.formal_dispatch import DispatcherHarness, tiny_dispatcher
 from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
 from hw.flow.formal_sby import JOBS, Job, run_job, select
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch_mutants import MUTANTS, variant  # noqa: E402
 
 _TOOLS = formal_sby.find_tools()
 _MISSING = formal_sby.missing_tool(Job("probe", None), _TOOLS)
@@ -28,7 +40,8 @@ def test_every_job_named_once_and_quick_set_not_empty():
     names = [job.name for job in JOBS]
     assert len(names) == len(set(names))
     assert any(".cover." in job.name and job.expect == "FAIL" for job in select(quick=True))
-    assert {job.name.split(".")[0] for job in select(quick=True)} == {"arbiter", "maxblock"}
+    assert {job.name.split(".")[0] for job in select(quick=True)} == {"arbiter", "maxblock",
+                                                                      "dispatch"}
 
 
 class _ShortShadow(MaxBlockPipelineHarness):
@@ -55,6 +68,68 @@ class _LevelRequester(ArbiterHarness):
                                                                       "level_requester"])
 def test_broken_setup_is_refuted(make, tmp_path):
     result = run_job(Job(f"broken.{make.__name__}", make), tmp_path, _TOOLS)
+    assert result.result == "FAIL", f"{result.result}: {result.detail}"
+
+
+class _DecidesWhileHeld(Dispatcher):
+    """The decision ignores back-pressure: a held dispatch is overwritten by the next one."""
+
+    def _one_clock(self, m, parts, evaluate, effective):
+        return super()._one_clock(m, parts, self.running, effective)
+
+
+class _OneTag(ResourceTable):
+    """Every allocation is filed under tag 0 (the free list hands one tag out twice)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.tag.eq(0)
+        return m
+
+
+class _ReleaseOneLong(ResourceTable):
+    """A release gives back one block more than its record holds (frees a neighbour's)."""
+
+    @staticmethod
+    def _returned(start, length, n):
+        return block_mask(start, Mux(length == 0, 0, length + 1), n)
+
+
+class _PopsEveryChannel(ChannelQueues):
+    """A dispatch pops the head of every channel, not only the dispatched one's."""
+
+    def _fifo(self, m, c, source, admitted, entry):
+        real = self.take
+        self.take = Mux(real != 0, (1 << len(real)) - 1, 0)
+        try:
+            return super()._fifo(m, c, source, admitted, entry)
+        finally:
+            self.take = real
+
+
+#: Property -> the deliberately broken dispatchers (on the proofs' shape) it must refute.
+DISPATCH_MUTANTS = {
+    "dispatch_stream": {"decides_while_held": _DecidesWhileHeld},
+    "one_dispatch": {"one_tag": variant("table", _OneTag)},
+    "status_exact": {"release_one_short": MUTANTS["release_one_short"][0],
+                     "release_one_long": variant("table", _ReleaseOneLong)},
+    "bad_release": {"release_any_wg": MUTANTS["release_any_wg"][0],
+                    "release_any_tag": MUTANTS["release_any_tag"][0]},
+    "head_dispatched": {"pops_every_channel": variant("queues", _PopsEveryChannel)},
+}
+
+
+@needs_tools
+@pytest.mark.parametrize("prop, broken", [(prop, name) for prop, variants
+                                          in DISPATCH_MUTANTS.items() for name in variants],
+                         ids=str)
+def test_dispatcher_property_refutes_a_broken_dispatcher(prop, broken, tmp_path):
+    """Each dispatcher property bites: a dispatcher with a slip against it fails the proof
+    (PDR finds the counterexample)."""
+    cls = DISPATCH_MUTANTS[prop][broken]
+    job = Job(f"broken.dispatch.{prop}", lambda: DispatcherHarness(prop, tiny_dispatcher(cls)),
+              timeout=600)
+    result = run_job(job, tmp_path, _TOOLS)
     assert result.result == "FAIL", f"{result.result}: {result.detail}"
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from hw.flow.formal_dispatch import DISPATCH_COVERS, DISPATCH_PROPERTIES, DispatcherHarness
 from hw.flow.formal_props import COVERS, ArbiterHarness, MaxBlockPipelineHarness
 
 __all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]
@@ -96,6 +97,25 @@ def _maxblock(prop, **kw):
     return lambda: MaxBlockPipelineHarness(prop, **kw)
 
 
+def _dispatch(prop, shape="tiny2x1"):
+    return lambda: DispatcherHarness(prop, shape=shape)
+
+
+#: What each dispatcher property says (hw/flow/formal_dispatch.py), for ``--list``.
+DISPATCH_WHAT = {
+    "dispatch_stream": "dispatch payload stable while valid and not ready",
+    "one_dispatch": "one head popped per clock, only with an allocation of a new tag",
+    "status_exact": "no block held twice; status = complement of in-flight blocks; slots",
+    "bad_release": "error rises after a bad release only, and stays",
+    "head_dispatched": "the dispatched WG is its channel's head (FIFO order)",
+}
+
+#: The dispatcher's proofs ``make test`` runs, (shape, property): each well under a minute
+#: here (docs/verification.md has the times).
+DISPATCH_QUICK = (("tiny2x1", "dispatch_stream"), ("tiny1x2", "dispatch_stream"),
+                  ("tiny1x2", "one_dispatch"), ("tiny1x2", "status_exact"),
+                  ("tiny1x2", "bad_release"))
+
 #: Every job of ``make formal``.
 JOBS = (
     Job("arbiter.grant_payload", _arbiter("grant_payload"),
@@ -116,6 +136,16 @@ JOBS = (
     Job("maxblock.exact8_lat3.cover.stalled_answer",
         _maxblock("reach:stalled_answer", n=8, latency=3), mode="bmc", engine="bmc3",
         depth=16, expect="FAIL", what="an answer that came through a stall"),
+    # The dispatcher on 2 APs x 1 PEU and on 1 AP x 2 PEUs (WGs of two waves, split parts)
+    # (hw/flow/formal_dispatch.py); make test runs the proofs that take well under a minute.
+    *(Job(f"dispatch.{shape}.{prop}", _dispatch(prop, shape),
+          quick=(shape, prop) in DISPATCH_QUICK, timeout=600,
+          what=DISPATCH_WHAT[prop])
+      for shape in ("tiny2x1", "tiny1x2") for prop in DISPATCH_PROPERTIES),
+    *(Job(f"dispatch.{shape}.cover.{name}", _dispatch(f"reach:{name}", shape), mode="bmc",
+          engine="bmc3", depth=20, expect="FAIL", quick=False,
+          what="reached (its negation refuted)")
+      for shape, names in DISPATCH_COVERS.items() for name in names),
 )
 
 

@@ -1,0 +1,325 @@
+"""Formal harness of the workgroup dispatcher (seed 002), for SymbiYosys.
+
+Kept beside :mod:`hw.flow.formal_props` (same style: one Amaranth component per proof, its
+input ports the free inputs, the property as ``Assert``/``Cover``; ``prop`` names the one
+property a job asserts). The dispatcher is built on a shape small enough for PDR
+(:data:`TINY`: 2 APs of 1 PEU, 2 channels, 1 priority, 2 blocks of each resource, 1 wave
+slot per PEU, so 2 allocation records; FIFOs of 2; 2-bit WG ids).
+
+Environment: the reset state, then any input sequence. Every ``wg_in`` stream, the release
+port, the configuration port and ``dispatch.ready`` are free; the only assumption is the
+rule of ``amaranth.lib.stream``, whose streams the ports are (docs/dispatch_rtl.md, "Ports"):
+a ``wg_in`` payload is stable while ``valid`` and not ``ready``. The release port is always
+ready; the configuration port's payload is left free even while a START waits.
+
+The harness keeps its own *shadow* of the in-flight workgroups, independent of the resource
+table's own bookkeeping: per record tag, whether it is in flight and a copy of the record
+filed under it (from which its blocks, one mask over every resource instance, and its wave
+slots are worked out), taken when the table is told to allocate (``allocate &
+tag_valid``) and dropped on a release that names an in-flight tag with its WG id -- the
+bad-release rule of docs/dispatch_rtl.md, written again here.
+
+Properties (``DISPATCH_PROPERTIES``):
+
+* ``dispatch_stream`` -- the dispatch-out stream: while ``valid`` and not ``ready`` it stays
+  valid with the same payload in the next clock.
+* ``one_dispatch`` -- at most one dispatch per clock: the queues pop at most one channel's
+  head per clock, only with an allocation, and a new dispatch (the output register loaded at
+  the last edge) names a tag that is in flight and was not in flight before that edge.
+* ``status_exact`` -- no block of any resource is held by two in-flight WGs; an allocation
+  takes only free blocks and free wave slots (it fits where it is placed); the status
+  registers are exactly the complement of the union of the in-flight WGs' blocks, and each
+  PEU's free wave slots are its slots less the waves of the in-flight WGs on it (nothing
+  leaks, nothing is freed twice). Helper assertions (also proved): the shadow's copy of
+  each record equals the record memory's word, and the tag the table offers is not in
+  flight.
+* ``bad_release`` -- ``error`` rises in the clock after a release naming a tag not in flight
+  or another WG id, never after a good one, and stays high (sticky); what such a release
+  changes is covered by ``status_exact`` (the shadow does not drop anything for it).
+* ``head_dispatched`` -- a dispatch takes its channel's head, in FIFO order: the harness
+  keeps a shadow FIFO per channel of the accepted WGs (a refused one dropped again), and a
+  clock that takes a channel's head finds it valid and equal to the shadow's oldest WG id;
+  the next clock's dispatch shows that id and channel.
+* covers (``cover``/``reach:<name>``): a dispatch, a held dispatch, a good and a bad
+  release, a dispatch to every AP (tiny2x1); a split and a split WG's part dispatched
+  (tiny1x2).
+"""
+
+from amaranth.hdl import Assert, Assume, Cat, Const, Module, Mux, ResetSignal, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from hw.dispatch import Dispatcher
+from hw.dispatch.logic import block_mask
+from hw.dispatch.resources import ResourceTable
+from hw.flow.formal_props import _covers
+from model.dispatch.config import PRESETS, GpuConfig, with_policy
+
+__all__ = ["DISPATCH_COVERS", "DISPATCH_PROPERTIES", "DispatcherHarness", "SHAPES", "TINY",
+           "tiny_dispatcher"]
+
+DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "status_exact", "bad_release",
+                       "head_dispatched")
+#: Covers, by shape: each must be reached (a split needs a WG of two waves, tiny1x2's).
+DISPATCH_COVERS = {
+    "tiny2x1": ("dispatched", "held_dispatch", "released", "bad_release", "dispatch_ap_0",
+                "dispatch_ap_1"),
+    "tiny1x2": ("split", "split_dispatched"),
+}
+
+#: The proofs' shapes (GPU fields; 2 channels, FIFOs of 2, 2-bit WG ids each): 2 APs of one
+#: PEU (every AP choice; one wave per WG, so nothing splits), and 1 AP of 2 PEUs (WGs of two
+#: waves, which embodiment 3 splits).
+SHAPES = {
+    "tiny2x1": dict(aps=2, peus=1, vgpr=2, sgpr=2, lds=2, wave_slots=1, priorities=1),
+    "tiny1x2": dict(aps=1, peus=2, vgpr=2, sgpr=2, lds=2, wave_slots=1, priorities=1),
+}
+TINY = SHAPES["tiny2x1"]
+
+
+def tiny_dispatcher(cls=Dispatcher, shape="tiny2x1", *, channels=2, id_bits=2, queue_depth=2):
+    """The dispatcher of the proofs (``cls`` a variant, e.g. a deliberately broken one)."""
+    gpu = GpuConfig(**SHAPES[shape])
+    policy = with_policy(PRESETS["seed"], history="ema", history_cycles=2,
+                         windows=PRESETS["seed"].windows[:gpu.priorities])
+    return cls(gpu, policy, channels, queue_depth=queue_depth, id_bits=id_bits)
+
+
+class DispatcherHarness(wiring.Component):
+    """:class:`~hw.dispatch.Dispatcher` (or ``dut``, a variant) on the tiny shape with free
+    inputs, the shadow of the in-flight WGs and one property (module docstring)."""
+
+    def __init__(self, prop: str, dut=None, shape="tiny2x1"):
+        if prop not in DISPATCH_PROPERTIES + ("cover",) and not prop.startswith("reach:"):
+            raise ValueError(f"Unknown dispatcher property {prop!r}; "
+                             f"known: {', '.join(DISPATCH_PROPERTIES + ('cover',))}")
+        self.prop = prop
+        self.dut = dut or tiny_dispatcher(shape=shape)
+        p = self.dut.params
+        self._tables = []
+        # What the table's record memory holds under each tag, read by ports the harness adds
+        # (helpers for the proof: the shadow's copies equal them).
+        self._stored = [Signal(p.record_layout, name=f"stored_record{t}")
+                        for t in range(p.records)]
+        make_table = self.dut._table
+
+        def observed(params):
+            table = make_table(params)
+            elaborate = table.elaborate
+
+            def with_ports(platform):
+                module = elaborate(platform)
+                records = module.submodules.records
+                for t, stored in enumerate(self._stored):
+                    port = records.read_port(domain="comb")
+                    module.d.comb += [port.addr.eq(t), stored.eq(port.data)]
+                return module
+
+            table.elaborate = with_ports
+            self._tables.append(table)
+            return table
+
+        self.dut._table = observed
+        super().__init__({
+            **{f"wg{c}_valid": In(1) for c in range(p.channels)},
+            **{f"wg{c}_payload": In(p.workgroup_layout.size) for c in range(p.channels)},
+            "release_valid": In(1), "release_payload": In(p.release_layout.size),
+            "config_valid": In(1), "config_payload": In(p.config_layout.size),
+            "dispatch_ready": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        dut = self.dut
+        p = dut.params
+        R, P, Q, N = p.channels, p.aps, p.peus, p.records
+        dut._MustUse__silence = True       # elaborated here, to reach its table
+        m.submodules.dut = dut.elaborate(platform)
+        table: ResourceTable = self._tables[-1]
+        queues = m.submodules.dut.submodules.queues
+        m.d.comb += Assume(~ResetSignal())
+
+        # -- free inputs; the wg_in streams keep their payload while valid and not ready
+        for c in range(R):
+            stream_in = dut.wg_in[c]
+            valid, payload = getattr(self, f"wg{c}_valid"), getattr(self, f"wg{c}_payload")
+            m.d.comb += [stream_in.valid.eq(valid), stream_in.payload.eq(payload)]
+            held = Signal(name=f"wg{c}_held")
+            last = Signal(len(payload), name=f"wg{c}_last")
+            m.d.sync += [held.eq(valid & ~stream_in.ready), last.eq(payload)]
+            m.d.comb += Assume(~held | (valid & (payload == last)))
+        m.d.comb += [dut.release.valid.eq(self.release_valid),
+                     dut.release.payload.eq(self.release_payload),
+                     dut.config.valid.eq(self.config_valid),
+                     dut.config.payload.eq(self.config_payload),
+                     dut.dispatch.ready.eq(self.dispatch_ready)]
+
+        # -- the shadow of the in-flight WGs
+        instances = [(name, ap * (Q if name != "lds" else 1) + q, n)
+                     for name, n in p.sizes.items() for ap in range(P)
+                     for q in range(Q if name != "lds" else 1)]
+        width = sum(n for _, _, n in instances)
+        record = table.record
+
+        def take_masks(rec):
+            masks = []
+            for name, index, n in instances:
+                per = Q if name != "lds" else 1
+                ap, q = divmod(index, per)
+                if name == "lds":
+                    start, length = rec.lds_start, rec.lds_length
+                else:
+                    start, length = rec[f"{name}_start"][q], rec[f"{name}_length"][q]
+                masks.append(Mux(rec.ap == ap, block_mask(start, length, n), 0))
+            return Cat(*masks)
+
+        taking = Signal(width, name="taking")
+        m.d.comb += taking.eq(take_masks(record))
+        status = Cat(*(table.status[name][index] for name, index, _ in instances))
+        slot_bits = len(table.slots[0][0])
+        taking_waves = Signal(P * Q * slot_bits, name="taking_waves")
+        m.d.comb += taking_waves.eq(Cat(*(Mux(record.ap == ap, record.waves[q], 0)
+                                           .as_unsigned()[:slot_bits]
+                                           for ap in range(P) for q in range(Q))))
+        # Per tag, a copy of the record allocated under it (written with the record memory's
+        # data and enable, so that ABC's scorr can match the two); its blocks and waves are
+        # worked out from the copy.
+        busy = Signal(N, name="shadow_busy")
+        copies = [Signal(p.record_layout, name=f"shadow_record{t}") for t in range(N)]
+        holds = [Signal(width, name=f"shadow_blocks{t}") for t in range(N)]
+        waves = [Signal(P * Q * slot_bits, name=f"shadow_waves{t}") for t in range(N)]
+        for t in range(N):
+            m.d.comb += [holds[t].eq(take_masks(copies[t])),
+                         waves[t].eq(Cat(*(Mux(copies[t].ap == ap, copies[t].waves[q], 0)
+                                           .as_unsigned()[:slot_bits]
+                                           for ap in range(P) for q in range(Q))))]
+        allocating = table.allocate & table.tag_valid
+        release = dut.release.payload
+        tag_known = Mux(release.tag < N, busy.bit_select(release.tag, 1), 0)
+        wg_of_tag = Cat(*(copy.wg for copy in copies)).word_select(
+            release.tag[:max(1, (N - 1).bit_length())], p.id_bits)
+        good = Signal(name="good_release")
+        m.d.comb += good.eq(dut.release.valid & tag_known & (wg_of_tag == release.wg))
+        bad = dut.release.valid & ~good
+        for t in range(N):
+            filing = allocating & (table.tag == t)
+            dropping = good & (release.tag == t)
+            with m.If(filing):
+                m.d.sync += copies[t].eq(record)
+            m.d.sync += busy[t].eq((busy[t] | filing) & ~dropping)
+
+        held_blocks = Signal(width, name="held_blocks")
+        m.d.comb += held_blocks.eq(_or([Mux(busy[t], holds[t], 0) for t in range(N)]))
+
+        prop = self.prop
+        out = dut.dispatch
+        if prop == "dispatch_stream":
+            stalled = Signal()
+            last = Signal(len(out.payload.as_value()))
+            m.d.sync += [stalled.eq(out.valid & ~out.ready), last.eq(out.payload.as_value())]
+            m.d.comb += Assert(~stalled | (out.valid & (out.payload.as_value() == last)),
+                               "a held dispatch keeps valid and payload")
+        elif prop == "one_dispatch":
+            take = queues.take
+            m.d.comb += Assert((take & (take - 1)) == 0, "at most one head popped per clock")
+            m.d.comb += Assert((take == 0) | allocating, "a head leaves only with an allocation")
+            loaded = Signal()
+            busy_before = Signal(N)
+            m.d.sync += [loaded.eq(allocating), busy_before.eq(busy)]
+            new_tag = out.payload.tag
+            m.d.comb += Assert(~loaded | (out.valid & busy.bit_select(new_tag, 1)
+                                          & ~busy_before.bit_select(new_tag, 1)),
+                               "a new dispatch names a tag newly in flight")
+        elif prop == "status_exact":
+            # No block shared and the status exact are one property: each alone is not
+            # inductive, together they are (an allocation takes free blocks only, a release
+            # gives back blocks no other record holds). Helpers:
+            # the shadow's copies are what the record memory holds, and the tag handed out is
+            # not in flight.
+            for t in range(N):
+                m.d.comb += Assert(copies[t].as_value() == self._stored[t].as_value(),
+                                   f"helper: record {t} as filed")
+            m.d.comb += Assert(~table.tag_valid | ~busy.bit_select(table.tag, 1),
+                               "helper: the next tag is not in flight")
+            for t in range(N):
+                for u in range(t + 1, N):
+                    m.d.comb += Assert(~(busy[t] & busy[u]) | ((holds[t] & holds[u]) == 0),
+                                       f"records {t} and {u} share no block")
+            m.d.comb += Assert(~allocating | ((taking & ~status) == 0),
+                               "an allocation takes free blocks only")
+            for i in range(P * Q):
+                free = table.slots[i // Q][i % Q]
+                need = taking_waves[i * slot_bits:(i + 1) * slot_bits]
+                m.d.comb += Assert(~allocating | (need <= free),
+                                   f"an allocation takes free wave slots only (PEU {i})")
+            m.d.comb += Assert(status == ~held_blocks, "status = complement of in-flight blocks")
+            for i in range(P * Q):
+                used = sum(Mux(busy[t], waves[t][i * slot_bits:(i + 1) * slot_bits], 0)
+                           for t in range(N))
+                m.d.comb += Assert(table.slots[i // Q][i % Q] + used == p.gpu.wave_slots,
+                                   f"free wave slots of PEU {i} = slots - in-flight waves")
+        elif prop == "bad_release":
+            was_bad, was_error = Signal(), Signal()
+            m.d.sync += [was_bad.eq(bad), was_error.eq(dut.error)]
+            m.d.comb += Assert(dut.error == (was_bad | was_error),
+                               "error rises after a bad release only, and stays")
+        elif prop == "head_dispatched":
+            self._fifo_order(m, queues, p)
+        else:
+            covers = {"dispatched": out.valid & out.ready, "released": good,
+                      "held_dispatch": out.valid & ~out.ready, "bad_release": bad,
+                      "split": dut.split.any(),
+                      "split_dispatched": out.valid & out.ready & out.payload.split}
+            for ap in range(P):
+                covers[f"dispatch_ap_{ap}"] = out.valid & (out.payload.ap == ap)
+            _covers(m, covers, prop)
+        return m
+
+
+    def _fifo_order(self, m, queues, p):
+        """``head_dispatched``: a shadow of each channel's FIFO, (WG id, waves) of every
+        accepted WG in order, a refused one (``reject`` in the next clock) dropped again, the
+        oldest popped when the queues take its whole WG or its last part; a clock that takes a
+        channel's head finds it valid with the shadow's oldest WG id, and the next clock's
+        dispatch shows that id and channel."""
+        dut = self.dut
+        out = dut.dispatch
+        depth = p.queue_depth + 1                   # the FIFO and one WG awaiting admission
+        wave_bits = len(dut.wg_in[0].payload.waves)
+        entry_bits = p.id_bits + wave_bits
+        head_wg = Signal(p.id_bits, name="taken_wg")
+        channel = Signal(range(max(p.channels, 2)), name="taken_channel")
+        loaded = Signal(name="taken")
+        m.d.sync += loaded.eq(queues.take != 0)
+        for c in range(p.channels):
+            source, head, take = dut.wg_in[c], queues.heads[c], queues.take[c]
+            entries = [Signal(entry_bits, name=f"shadow_c{c}_{i}") for i in range(depth)]
+            count = Signal(range(depth + 1), name=f"shadow_c{c}_count")
+            oldest_wg, oldest_waves = entries[0][:p.id_bits], entries[0][p.id_bits:]
+            whole = ~head.split | (head.part + 1 == oldest_waves)
+            pop = take & whole
+            accepted = source.valid & source.ready
+            new = Cat(source.payload.wg, source.payload.waves)
+            # Pop the oldest, drop the last (refused), then push the new one.
+            after = Signal(range(depth + 1), name=f"shadow_c{c}_after")
+            m.d.comb += after.eq(count - pop - queues.reject[c])
+            for i in range(depth):
+                shifted = entries[i + 1] if i + 1 < depth else 0
+                kept = Mux(pop, shifted, entries[i])
+                m.d.sync += entries[i].eq(Mux(accepted & (after == i), new, kept))
+            m.d.sync += count.eq(after + accepted)
+            m.d.comb += Assert(count <= depth, f"channel {c}: at most {depth} WGs in the shadow")
+            m.d.comb += Assert(~take | (head.valid & (count != 0) & (head.wg == oldest_wg)),
+                               f"channel {c}: a taken head is the oldest admitted WG")
+            with m.If(take):
+                m.d.sync += [head_wg.eq(head.wg), channel.eq(c)]
+        m.d.comb += Assert(~loaded | (out.valid & (out.payload.wg == head_wg)
+                                      & (out.payload.channel == channel)),
+                           "the dispatch shows the taken head")
+
+
+def _or(values):
+    result = Const(0, 1)
+    for value in values:
+        result = result | value
+    return result
