@@ -132,3 +132,24 @@ def test_real_flow_on_an_8_block_circuit_and_its_cache(tmp_path, capsys):
     [row] = record["rows"]
     assert row["key"] == "exact_n8" and row["cells"] == result["cells"]
     assert Build("exact_n8", "free block", "exact", 8) in builds((8,), ("exact",))
+
+
+def test_cached_only_runs_no_tool_and_lists_what_it_did_not_measure(monkeypatch, tmp_path,
+                                                                    capsys):
+    import json
+    liberty = tmp_path / "cells.lib"
+    liberty.write_text("library (cells) { }\n")
+    monkeypatch.setattr(asic_report, "check_tools", dict)
+    monkeypatch.setattr(asic_report, "find_liberty", lambda: liberty)
+    monkeypatch.setattr(asic_report, "tool_versions", lambda: {"yosys": "Y", "opensta": "S"})
+
+    def no_tool(*args, **kwargs):
+        raise AssertionError("--cached-only ran a tool")
+    monkeypatch.setattr(asic_report, "run_build", no_tool)
+    out = tmp_path / "asic.json"
+    assert main(["--out", str(tmp_path), "--json", str(out), "--sizes", "8", "--variants",
+                 "grouped", "--no-shared", "--no-arbiter", "--no-dispatcher",
+                 "--cached-only"]) == 0
+    record = json.loads(out.read_text())
+    assert record["rows"] == [] and record["not_measured"] == ["grouped_n8"]
+    assert "not measured (--cached-only): grouped_n8" in capsys.readouterr().out

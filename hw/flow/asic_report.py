@@ -370,6 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="leave out the dispatcher")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="builds at a time (default: %(default)s)")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="run no tool: report the cached builds, list the others as "
+                             "not measured")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds allowed to one tool run (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -417,6 +420,9 @@ def _report(args, rows: list[Build]) -> int:
                   f"{_describe(results[build.key])} (cached)", flush=True)
         else:
             pending.append((build, key))
+    skipped = []
+    if args.cached_only:
+        skipped, pending = [build.key for build, _ in pending], []
     fresh = len(pending)
     # The dispatcher (the slowest) first, then the rest in table order.
     pending.sort(key=lambda job: job[0].group != "dispatcher")
@@ -455,11 +461,16 @@ def _report(args, rows: list[Build]) -> int:
               "rows": ordered}
     if failures:
         record["failures"] = failures
+    if skipped:
+        record["not_measured"] = skipped
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=1) + "\n")
     for line in failures:
         print("failed: " + line)
-    print(f"\nWrote {args.json}: {fresh} builds run, {len(rows) - fresh} from the cache, "
+    if skipped:
+        print(f"not measured (--cached-only): {', '.join(skipped)}")
+    print(f"\nWrote {args.json}: {fresh} builds run, {len(rows) - fresh - len(skipped)} from "
+          f"the cache, "
           f"{elapsed:.0f} s ({elapsed / 60:.1f} min).")
     return 1 if failures else 0
 
