@@ -26,11 +26,11 @@ are not constrained. The library is the one Debian's ``qflow-tech-osu018`` ships
 ``make asic-tools`` installs the three packages (as root).
 
 Every build is cached in ``<out>/cache/`` under a key over what decides its netlist (the
-Verilog text of the free-block circuits and the arbiter; the build and the generating sources
-of the dispatcher, whose text Amaranth changes from process to process), the scripts, the tool
-versions and the Liberty file's digest, so a second run only regenerates the small Verilog and
-reports. The table is printed with ``rich`` and written with the tool versions and the
-Liberty file to ``results/asic_report.json`` (``--json``).
+build and the sources that generate it, :func:`identity`; not the Verilog text, which Amaranth
+changes from process to process), the scripts, the tool versions and the Liberty file's
+digest, so a second run generates nothing and only reports. The table is printed with
+``rich`` and written with the tool versions and the Liberty file to
+``results/asic_report.json`` (``--json``).
 
 A missing tool or Liberty file is one line and exit status 2; Ctrl-C is one line and 130.
 Run ``python -m hw.flow.asic_report --help`` for the options.
@@ -58,7 +58,7 @@ __all__ = ["DISPATCHER_CONFIG", "PERIOD", "Build", "builds", "find_liberty", "ma
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Version of the flow below (part of every cache key).
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 
 #: The clock period given to OpenSTA (ns); the path is found from the slack, whatever it is.
 PERIOD = 10.0
@@ -243,19 +243,31 @@ def _dispatcher_shape():
     return shape
 
 
+#: The sources that decide the Verilog of every build (with Amaranth's version, in every key).
+SOURCES = ("hw/*.py", "hw/maxblock/*.py", "hw/dispatch/*.py", "hw/flow/fpga_variants.py",
+           "hw/flow/fpga_wrapper.py", "hw/flow/dispatch_build.py", "model/arbiter.py",
+           "model/maxblock.py")
+
+
+def _sources_digest() -> str:
+    from importlib import metadata
+    digest = hashlib.sha256(metadata.version("amaranth").encode())
+    for path in sorted({path for pattern in SOURCES for path in ROOT.glob(pattern)}):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def identity(build: Build) -> dict:
-    """What decides ``build``'s netlist, for the cache key (without generating it when that
-    is slow): the Verilog text of a free-block circuit or arbiter; the build and the
-    generating sources of the dispatcher."""
+    """What decides ``build``'s netlist, for the cache key, without generating it: the build,
+    the sources of :data:`SOURCES` and the flat-port adapter; the dispatcher's shape. Not the
+    Verilog text: Amaranth orders a submodule's ports by string hashes, so the text of the
+    exact tree or the dispatcher differs from one Python process to the next."""
+    from hw.flow.fpga_dispatch import _FlatPorts
+    found = {"build": build.key, "sources": _sources_digest(),
+             "ports": inspect.getsource(_FlatPorts)}
     if build.key == "dispatcher_small":
-        from hw.flow.dispatch_build import _source_digest
-        from hw.flow.fpga_dispatch import _FlatPorts
-        from hw.flow.fpga_wrapper import RegisterWrapper
-        wrapper = Path(sys.modules[RegisterWrapper.__module__].__file__).read_bytes()
-        return {"shape": _dispatcher_shape().to_json(), "sources": _source_digest(),
-                "wrapper": hashlib.sha256(wrapper).hexdigest(),
-                "ports": inspect.getsource(_FlatPorts)}
-    return {"verilog": hashlib.sha256(verilog_text(build).encode()).hexdigest()}
+        found["shape"] = _dispatcher_shape().to_json()
+    return found
 
 
 @functools.cache
