@@ -107,6 +107,9 @@ def _mutant_drivers(mutant: str):
     build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
     dispatcher = broken(build.gpu, build.policy, build.channels,
                         weight_bits=build.weight_bits)
+    if directed == "protocol":
+        # The protocol checker alone (no model): its progress rule must see the slip.
+        return dispatcher, [RandomDriver(build.params, 1, CYCLES)]
     if directed is None:
         run = random_run(shape, 2, CYCLES)
         return dispatcher, [CosimDriver(build.params, run, bad_releases=BAD_RELEASES)]
@@ -120,6 +123,18 @@ def test_the_fast_tier_rejects_a_broken_dispatcher(mutant):
     failures = _failures(drivers)
     assert failures, f"{mutant} passed the fast tier"
     print(f"{mutant} caught: {failures[0]}")
+
+
+def test_the_progress_rule_alone_catches_a_dispatcher_at_half_rate():
+    # The protocol checker, no model: a dispatcher that evaluates every other clock keeps
+    # every other rule, and the progress rule must count its missed clocks.
+    dispatcher, drivers = _mutant_drivers("every_other_clock")
+    simulate(dispatcher, dispatcher.params, drivers)
+    checker = drivers[0].checker
+    assert checker.violation_count > 0 and all("no dispatch for" in v
+                                               for v in checker.violations), checker.violations
+    print(f"every_other_clock: {checker.violation_count} progress violations, the first "
+          f"{checker.violations[0]}")
 
 
 def test_a_broken_admission_check_stops_on_the_bound():
