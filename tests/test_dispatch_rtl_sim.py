@@ -30,7 +30,15 @@ from hw.dispatch.params import config_writes
 from hw.flow.dispatch_build import DispatchShape
 from tb.dispatch_amaranth import simulate
 from tb.dispatch_bench import CosimDriver, RandomDriver
-from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES, random_run, reset_build
+from tb.dispatch_cases import (
+    DIRECTED,
+    DIRECTED_SHAPE,
+    SHAPES,
+    random_jobs,
+    random_run,
+    reset_build,
+)
+from tb.dispatch_coverage import MINIMUM_JOBS, coverage_table, job_coverage, shortfall
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import MUTANTS, AdmitsEverything, variant  # noqa: E402
@@ -148,3 +156,44 @@ def test_a_broken_admission_check_stops_on_the_bound():
     simulate(dispatcher, build.params, [driver])
     stall = driver.summary["stall"]
     assert stall and "phase 'rejects'" in stall and "wg_in[0].ready" in stall, stall
+
+
+# -- the cocotb random set's coverage, measured here on the model ------------------------------
+
+def _model_coverage(name: str, jobs: list[dict]) -> list:
+    """Each model-compared job's coverage by the model alone: the cocotb set compares these
+    runs with the RTL clock for clock, so where it passes it is the RTL's coverage too."""
+    shape, out = SHAPES[name], []
+    for job in jobs:
+        if job["kind"] == "random":
+            run = random_run(shape, job["seed"], job["cycles"], job.get("pressure", 0.0))
+        elif job["kind"] == "directed":
+            run = DIRECTED[job["name"]](job["cycles"])
+        else:
+            continue
+        out.append(job_coverage(run))
+    return out
+
+
+def test_every_behaviour_is_exercised_by_three_jobs_of_the_cocotb_random_set(capsys):
+    # The job list is the cocotb tier's own (tb.dispatch_cases.random_jobs): every selection
+    # rule, windows, a41, a42, every AP choice, splits, stale aborts, flushes and
+    # back-pressure, wherever the shape can exercise them, by at least three jobs.
+    from rich.console import Console
+
+    measured = {name: (SHAPES[name], _model_coverage(name, random_jobs(name)))
+                for name in SHAPES}
+    with capsys.disabled():
+        coverage_table(measured, "coverage of the cocotb random set (model): jobs per "
+                       "behaviour", console=Console(width=150))
+    short = {name: shortfall(shape, jobs) for name, (shape, jobs) in measured.items()}
+    assert not any(short.values()), {name: s for name, s in short.items() if s}
+
+
+def test_the_coverage_check_fails_on_too_few_jobs():
+    # The same check on the first five jobs of a shape (the random set's size before the
+    # plan): it must report the behaviours they miss.
+    name = "pipelined4x2"
+    jobs = _model_coverage(name, random_jobs(name)[:5])
+    missing = shortfall(SHAPES[name], jobs)
+    assert len(missing) >= 3 and MINIMUM_JOBS == 3, missing
