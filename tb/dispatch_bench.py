@@ -45,6 +45,7 @@ from model.dispatch.config import (
     ignored_fields,
     with_policy,
 )
+from tb.dispatch_coverage import behaviours, instrument
 from tb.dispatch_protocol import (
     ProtocolChecker,
     RandomDriver,
@@ -76,6 +77,8 @@ class ModelRun:
     #: held for it (a decision presented and not taken: nothing decided).
     not_ready: frozenset = frozenset()
     held: frozenset = frozenset()
+    #: The behaviours the run exercised and how often (``tb/dispatch_coverage.py``).
+    coverage: dict = field(default_factory=dict)
 
 
 def back_pressure(cycles: int, rate: float, seed) -> frozenset:
@@ -117,10 +120,12 @@ def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channe
     simulator = DispatchSimulator(gpu, policy, workload, channels=tuple(channels),
                                   cycles=cycles, events=events, execution=execution,
                                   dispatch_ready=ready)
+    hits = instrument(simulator)
     result = simulator.run()
+    coverage = behaviours(hits, events, policy, simulator.counters.flushed)
     return ModelRun(label, gpu, policy, tuple(channels), simulator.workload, cycles, events,
                     result, list(simulator.wave_power), notes, frozenset(not_ready),
-                    frozenset(simulator.held_cycles))
+                    frozenset(simulator.held_cycles), dict(coverage))
 
 
 class _Expected:
@@ -206,6 +211,7 @@ class CosimDriver:
         self.summary = {"label": run.label, "cycles": 0, "clocks": 0, "dispatches": 0,
                         "mismatches": 0, "first": None, "stale_aborts": 0, "splits": 0,
                         "rejects": 0, "releases": 0, "held": 0, "bad_releases": 0,
+                        "coverage": dict(run.coverage),
                         "notes": list(run.notes), "stall": None}
         self.done = False
         self.waited = 0                     # clocks since the last step of this phase

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from model.dispatch.config import (
     AP_CHOICES,
     PRESETS,
-    SELECTIONS,
     ChannelConfig,
     GpuConfig,
     PolicyConfig,
@@ -26,7 +25,8 @@ from model.dispatch.config import (
 from model.dispatch.config.policy import RTL_SELECTIONS
 from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
-__all__ = ["DIRECTED", "DIRECTED_SHAPE", "SHAPES", "Shape", "random_run"]
+__all__ = ["DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES", "RANDOM_JOBS", "SELECTION_PLAN",
+           "SHAPES", "Shape", "planned", "random_jobs", "random_run"]
 
 
 @dataclass(frozen=True)
@@ -95,22 +95,48 @@ SHAPES = {
 }
 
 
-def random_policy(shape: Shape, rng: random.Random) -> tuple[PolicyConfig, GpuConfig]:
+#: The selection rule of random job ``seed % 15`` (:func:`random_run`): each baseline three
+#: times in fifteen, the seed's rule six (nine on a pipelined shape, which has no buffer), so
+#: that each rule, and windows, a41, a42 and splits within ``multi``, is exercised by at
+#: least three jobs of a shape (``tb/dispatch_coverage.py``; the AP choice rule is
+#: ``AP_CHOICES[seed % 5]``, so each of the five is drawn three times).
+SELECTION_PLAN = ("multi", "strict", "multi", "blocking_buffer", "multi", "rr_first_fit",
+                  "multi", "strict", "blocking_buffer", "multi", "rr_first_fit", "multi",
+                  "strict", "blocking_buffer", "rr_first_fit")
+
+
+def planned(shape: Shape, seed: int) -> tuple[str, str]:
+    """``(selection, ap_choice)`` of random job ``seed`` on ``shape`` (see
+    :data:`SELECTION_PLAN`)."""
+    selection = SELECTION_PLAN[seed % len(SELECTION_PLAN)]
+    if selection == "blocking_buffer" and shape.policy.decision_pipeline:
+        selection = "multi"
+    return selection, AP_CHOICES[seed % len(AP_CHOICES)]
+
+
+def random_policy(shape: Shape, rng: random.Random, plan: tuple[str, str] | None = None
+                  ) -> tuple[PolicyConfig, GpuConfig]:
     """Every run-time knob drawn at random; the fields a selection rule does not read keep
-    their defaults (or are off), as the model requires."""
+    their defaults (or are off), as the model requires. ``plan``: the selection rule and AP
+    choice to use (:func:`planned`), and under ``multi`` windows and a split threshold
+    always on."""
     gpu = shape.gpu
     # The pipelined decision is not defined for the MIAOW-like buffer.
     selection = rng.choice([s for s in RTL_SELECTIONS
                             if s != "blocking_buffer" or not shape.policy.decision_pipeline])
     ap_choice = rng.choice(AP_CHOICES)
+    if plan is not None:
+        selection, ap_choice = plan
     changes = {"name": f"{selection}/{ap_choice}", "selection": selection,
                "ap_choice": ap_choice, "rotate": rng.random() < 0.6, "history": "ema",
                **shape.knobs()}
     if selection == "multi":
-        count = rng.randint(0, gpu.priorities)
-        changes["windows"] = tuple(sorted((rng.randint(1, 60) for _ in range(count)),
-                                          reverse=True))
-        changes["split_threshold"] = rng.choice([0, 1, 4, 16, 40])
+        # A planned job has a window for every priority, short ones, so that the windows
+        # change the winner within its cycles.
+        count = gpu.priorities if plan else rng.randint(0, gpu.priorities)
+        changes["windows"] = tuple(sorted((rng.randint(1, 12 if plan else 60)
+                                           for _ in range(count)), reverse=True))
+        changes["split_threshold"] = rng.choice([2, 4, 8, 16] if plan else [0, 1, 4, 16, 40])
         changes["lfsr_seed"] = rng.randint(1, 0xFFFF)
     else:
         changes["windows"] = ()
@@ -131,28 +157,46 @@ def random_policy(shape: Shape, rng: random.Random) -> tuple[PolicyConfig, GpuCo
     return policy, GpuConfig(**{**vars(gpu), "resource_weights": weights})
 
 
-def random_channels(shape: Shape, rng: random.Random) -> list[ChannelConfig]:
+def random_channels(shape: Shape, rng: random.Random, policy: PolicyConfig | None = None,
+                    ties: bool = False) -> list[ChannelConfig]:
+    """Random channels; with ``policy`` (a planned job, :func:`random_run`) at least two
+    channels, busier (shorter gaps and durations), and under ``multi`` every channel, more
+    independent WGs, and heads of one priority in two channels (``ties``, or always with
+    three channels or more) besides one of another (else), for a41/a42 and the windows."""
     gpu = shape.gpu
     most = gpu.peus * gpu.wave_slots
     channels = []
-    for _ in range(rng.randint(1, shape.channels)):
+    multi = policy is not None and policy.selection == "multi"
+    count = rng.randint(1 if policy is None else 2, shape.channels)
+    if multi:
+        count = shape.channels
+    priorities = [rng.randrange(gpu.priorities) for _ in range(count)] if policy else []
+    if multi:
+        others = [q for q in range(gpu.priorities) if q != priorities[0]] or priorities[:1]
+        if ties or count > 2:
+            priorities[1] = priorities[0]
+        if not ties or count > 2:
+            priorities[1 if count == 2 else 2] = rng.choice(others)
+    for c in range(count):
         low = rng.randint(1, most)
         high = rng.randint(low, most)
         busiest = -(-high // gpu.peus)
         mix = [rng.random() for _ in range(7)]
         total = sum(mix) * rng.uniform(1.0, 3.0)
+        busy = policy is not None
         channels.append(ChannelConfig(
-            priority=rng.randrange(gpu.priorities),
-            arrival=rng.choice(["back_to_back", rng.uniform(0.02, 0.5)]),
-            count=rng.randint(5, 80), start=rng.randint(0, 30),
+            priority=priorities[c] if policy else rng.randrange(gpu.priorities),
+            arrival=rng.choice(["back_to_back", rng.uniform(0.2 if busy else 0.02, 0.5)]),
+            count=rng.randint(20 if busy else 5, 80), start=rng.randint(0, 10 if busy else 30),
             waves=(low, high),
             # Now and then a WG that no AP can hold (refused at admission).
             vgpr=(0, max(1, gpu.vgpr // busiest) + rng.choice([0, 0, 0, 2])),
             sgpr=(0, max(1, gpu.sgpr // busiest)),
             lds=(0, gpu.lds + rng.choice([0, 0, 0, 3])),
-            duration=(1, rng.randint(2, 120)),
+            duration=(1, rng.randint(2, 40 if busy else 120)),
             duration_distribution=rng.choice(["uniform", "exponential"]),
-            independent=rng.random(), mix=tuple(m / total for m in mix)))
+            independent=rng.uniform(0.4, 1.0) if multi else rng.random(),
+            mix=tuple(m / total for m in mix)))
     return channels
 
 
@@ -162,8 +206,12 @@ def random_run(shape: Shape, seed: int, cycles: int = 600, pressure: float = 0.0
     ``pressure``, ``dispatch.ready`` is low in bursts starting in that fraction of the
     cycles (:func:`tb.dispatch_bench.back_pressure`), and the model holds as the RTL does."""
     rng = random.Random(f"{shape.name}/{seed}")
-    policy, gpu = random_policy(shape, rng)
-    channels = random_channels(shape, rng)
+    policy, gpu = random_policy(shape, rng, planned(shape, seed))
+    # Under multi, two channels of one priority in every third multi job (a41/a42), one
+    # channel of another in the others (the windows); with three channels or more, both.
+    multi_jobs = [s for s in range(seed % len(SELECTION_PLAN) + 1)
+                  if planned(shape, s)[0] == "multi"]
+    channels = random_channels(shape, rng, policy, ties=len(multi_jobs) % 3 == 1)
     workload = generate_workload(channels, cycles, seed)
     label = f"{shape.name} seed {seed} {policy.name}"
     not_ready = frozenset()
@@ -302,3 +350,27 @@ DIRECTED = {"windows": _windows, "ties": _ties, "full_peus": _full_peus,
             "combined_all": _combined_all, "pipelined_scores": _pipelined_scores,
             "refused": _refused, "split_held": _split_held}
 DIRECTED_SHAPE = {"combined_all": "grouped3x3", "pipelined_scores": "pipelined4x2"}
+
+
+#: The random set of a shape (the cocotb tier's, ``tests/test_cocotb_dispatch.py``, and the
+#: coverage the fast tier measures of it): :data:`RANDOM_JOBS` seeds of
+#: :data:`RANDOM_CYCLES` cycles, every selection rule and AP choice three times or more
+#: (:data:`SELECTION_PLAN`); back-pressure in seeds 1, 6 and 11, bad releases in seed 2.
+RANDOM_JOBS = len(SELECTION_PLAN)
+RANDOM_CYCLES = 140
+PRESSURE_SEEDS = (1, 6, 11)
+
+
+def random_jobs(name: str) -> list[dict]:
+    """The jobs of shape ``name``'s random set (``tb/test_dispatch.py``'s job format): the
+    random seeds, the directed runs of the shape, a protocol run with back-pressure."""
+    jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
+            for seed in range(RANDOM_JOBS)]
+    # Back-pressure in model-compared runs (the model holds as the RTL does), and releases
+    # the dispatcher must refuse (error, nothing changed).
+    for seed in PRESSURE_SEEDS:
+        jobs[seed]["pressure"] = 0.3
+    jobs[2]["bad_releases"] = 6
+    jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED
+             if DIRECTED_SHAPE.get(directed, "exact4x2") == name]
+    return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1000}]

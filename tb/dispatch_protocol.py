@@ -137,6 +137,17 @@ class ProtocolChecker:
     another WG is ignored (the shadow keeps the record) and ``error`` is high from the next
     clock on (low before any); a refused WG cannot fit an idle AP, an admitted one can (as a
     whole, or as single waves when splitting is on).
+
+    Progress (computed from the ports alone, not from the model): when every channel's head
+    (a split head's next part) fits as a whole an AP that has held nothing for
+    :attr:`settle` clocks (so every circuit's view of it has caught up: what a circuit sees
+    of a free resource, ``seen_when_free``), a record tag is free and ``dispatch`` is not
+    held, the dispatcher owes a dispatch: a new beat (or a stale abort or a split) must
+    appear within :attr:`slack` + 1 clocks (one clock for the one-clock decision on an exact
+    view, the pipeline's depth and the view's latency more otherwise). Every head, not only
+    one: strict priority and the MIAOW-like buffer may wait for a head that does not fit.
+    :attr:`violation_count` counts every violation (:attr:`violations` keeps the first 20);
+    :attr:`longest_wait` is the longest run of owed clocks seen.
     """
 
     def __init__(self, params: DispatcherParams):
@@ -154,10 +165,24 @@ class ProtocolChecker:
         self.config = {"threshold": p.policy.split_threshold,
                        "selection": p.policy.selection}
         self.dispatched = 0
+        self.violation_count = 0
+        policy = p.policy
+        # Owed from the clock after the state that owes it; the pipelined decision matches,
+        # chooses and then takes k clocks of flight. A view sees an AP as it is after its
+        # latency (and, for embodiment 7's shared unit, a refresh period) and the match.
+        self.slack = policy.decision_pipeline + 1 if policy.decision_pipeline else 0
+        refresh = len(p.schedule.periods) if p.shared else 0
+        self.settle = policy.circuit_latency + refresh + policy.decision_pipeline + 2
+        self.idle_since = [0] * p.aps           # the clock each AP last held nothing
+        self.owed = 0                           # clocks a dispatch has been owed
+        self.started = None                     # the clock START was accepted
+        self.touched: set[int] = set()          # APs dispatched to or released this clock
+        self.longest_wait = 0
         self.error_due = 0                     # a bad release was sent: error is sticky
         self.bad_releases = 0
 
     def _violation(self, text: str) -> None:
+        self.violation_count += 1
         if len(self.violations) < 20:
             self.violations.append(f"clock {self.clock}: {text}")
 
@@ -181,6 +206,7 @@ class ProtocolChecker:
                             else "error is low after a release of a tag not in flight or of "
                                  "another WG")
         self._configure(driven, values)
+        dispatched_before = self.dispatched
         # The beats of the last clock are admitted or refused now.
         for c, wg in self.unresolved.items():
             refused = values["reject"] >> c & 1
@@ -211,14 +237,69 @@ class ProtocolChecker:
                                                    "lds", "independent")}
         if driven["release.valid"] and values["release.ready"]:
             self._release(unpack(p.release_layout, driven["release.payload"]))
+        self._progress(values, dispatched_before)
         self.clock += 1
+
+    def _fits_whole(self, waves: int, vgpr: int, sgpr: int, lds: int) -> bool:
+        p = self.params
+        busiest = ceil_div(waves, p.peus)
+        return (busiest <= p.gpu.wave_slots and busiest * vgpr <= p.seen_when_free("vgpr")
+                and busiest * sgpr <= p.seen_when_free("sgpr")
+                and lds <= p.seen_when_free("lds"))
+
+    def _owes_dispatch(self) -> bool:
+        """Every head fits an AP idle for :attr:`settle` clocks, and a tag is free."""
+        p = self.params
+        heads = [(c, queue[0]) for c, queue in self.queues.items() if queue]
+        if not heads or len(self.flight) >= p.records:
+            return False
+        busy = {ap for _, ap, _, _ in self.flight.values()}
+        if all(ap in busy or self.clock - self.idle_since[ap] < self.settle
+               for ap in range(p.aps)):
+            return False
+        for c, wg in heads:
+            if c in self.split:
+                fits = self._fits_whole(1, wg["vgpr"], wg["sgpr"],
+                                        ceil_div(wg["lds"], wg["waves"]))
+            else:
+                fits = self._fits_whole(wg["waves"], wg["vgpr"], wg["sgpr"], wg["lds"])
+            if not fits:
+                return False
+        return True
+
+    def _progress(self, values, dispatched_before: int) -> None:
+        """The progress rule (see the class): ``owed`` counts the clocks since the state of
+        a clock owed a dispatch, reset by a new beat, a stale abort or a split."""
+        decided = (self.dispatched != dispatched_before or values["stale_abort"]
+                   or values["split"])
+        if decided:
+            self.owed = 0
+        elif self.owed:
+            missed = self.owed                  # clocks without a dispatch since it was owed
+            self.longest_wait = max(self.longest_wait, missed)
+            if missed == self.slack + 1:
+                self._violation(f"no dispatch for {missed} clocks while every head fits an "
+                                f"idle AP and dispatch is not held (allowed: {self.slack})")
+            self.owed += 1
+        # An AP dispatched to or released in this clock (the RTL sees a release from the
+        # next clock on) is idle from the next clock at the earliest.
+        for ap in self.touched | {ap for _, ap, _, _ in self.flight.values()}:
+            self.idle_since[ap] = self.clock + 1
+        self.touched = set()
+        if self.started is None or self.clock - self.started < self.settle or \
+                self.held is not None or not self._owes_dispatch():
+            self.owed = 0
+        elif not self.owed:
+            self.owed = 1
 
     def _configure(self, driven, values) -> None:
         if not (driven["config.valid"] and values["config.ready"]):
             return
         write = unpack(self.params.config_layout, driven["config.payload"])
         address = ConfigAddress(write.address)
-        if address == ConfigAddress.SPLIT_THRESHOLD:
+        if address == ConfigAddress.START and self.started is None:
+            self.started = self.clock
+        elif address == ConfigAddress.SPLIT_THRESHOLD:
             self.config["threshold"] = write.data
         elif address == ConfigAddress.SELECTION:
             self.config["selection"] = ("multi", "strict", "blocking_buffer",
@@ -278,6 +359,7 @@ class ProtocolChecker:
         for q in range(p.peus):
             self.slots[ap][q] -= per_peu[q]
         self.flight[beat.tag] = (wg["wg"], ap, per_peu, blocks)
+        self.touched.add(ap)
         self.dispatched += 1
         if part:
             self.split[c] += 1
@@ -297,6 +379,7 @@ class ProtocolChecker:
             return
         del self.flight[beat.tag]
         _, ap, per_peu, blocks = held
+        self.touched.add(ap)
         for name, index, start, length in blocks:
             mask = ((1 << length) - 1) << start
             if self.free[name][index] & mask:

@@ -106,15 +106,24 @@ async def cosimulation(dut):
         if isinstance(driver, RandomDriver):
             summary = {"label": f"protocol seed {job['seed']}", "clocks": driver.clock,
                        "dispatches": driver.dispatches, "mismatches": 0, "first": None}
+            compared = "no model"
         else:
             summary = dict(driver.summary)
+            compared = f"{summary['dispatches']} dispatches compared, " \
+                       f"{summary['mismatches']} mismatches"
         summary["job"] = job
-        summary["violations"] = driver.checker.violations
+        checker = driver.checker
+        summary["violations"] = checker.violations
+        summary["violation_count"] = checker.violation_count
+        summary["longest_wait"] = checker.longest_wait
         summaries.append(summary)
-        dut._log.info("%s: %d cycles, %d dispatches compared, %d mismatches%s",
-                      summary["label"], summary.get("cycles", 0), summary["dispatches"],
-                      summary["mismatches"], f": {summary['first']}" if summary["first"]
-                      else "")
+        # The checker's own count, not the model's: a protocol-only job has no mismatches.
+        dut._log.info("%s: %d cycles, %s; protocol checker: %d dispatches, %d violations "
+                      "(longest wait for an owed dispatch %d clocks)%s",
+                      summary["label"], summary.get("cycles", summary["clocks"]), compared,
+                      checker.dispatched, checker.violation_count, checker.longest_wait,
+                      f": {summary['first'] or checker.violations[0]}"
+                      if summary["first"] or checker.violations else "")
     Path(os.environ["DISPATCH_RESULTS"]).write_text(json.dumps(summaries, indent=1))
     bad = [s for s in summaries if s["mismatches"] or s["violations"]]
     assert not bad, (f"{len(bad)} of {len(summaries)} runs differ: "

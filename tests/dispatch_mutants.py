@@ -110,6 +110,18 @@ class _CountsWhileHeld(Dispatcher):
         return super()._all_fail(m, parts, self.running, waiting, matched, splittable)
 
 
+class _EveryOtherClock(Dispatcher):
+    """The one-clock decision evaluates only every other clock (a turn register gates it):
+    at most one dispatch per two clocks, each one still right."""
+
+    def _one_clock(self, m, parts, evaluate, effective):
+        turn = Signal(name="turn")
+        gated = Signal(name="evaluate_on_turn")
+        m.d.sync += turn.eq(~turn)
+        m.d.comb += gated.eq(evaluate & turn)
+        return super()._one_clock(m, parts, gated, effective)
+
+
 def _wrong_reset(name: str, change):
     """A dispatcher whose configuration register ``name`` resets to ``change(init)``."""
     class WrongReset(Dispatcher):
@@ -136,8 +148,10 @@ MUTANTS = {
     "split_counts_while_held": (_CountsWhileHeld, "split_held"),
     "reset_ap_choice": (_wrong_reset("ap_choice", lambda init: (init + 1) % 5), None),
     "reset_split_threshold": (_wrong_reset("threshold", lambda init: init + 1), None),
+    # Half the rate: the protocol checker's progress rule alone must see it.
+    "every_other_clock": (_EveryOtherClock, "protocol"),
 }
 
 #: The mutants the cocotb tier does not build (the fast tier catches them in seconds).
-FAST_ONLY = ("release_any_wg", "release_any_tag", "split_counts_while_held",
+FAST_ONLY = ("every_other_clock", "release_any_wg", "release_any_tag", "split_counts_while_held",
              "reset_ap_choice", "reset_split_threshold")

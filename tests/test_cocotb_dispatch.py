@@ -6,7 +6,9 @@ through the configuration port at run time):
 * every shipped dispatch scenario and every policy it lists, reduced and shortened
   (:data:`hw.flow.dispatch_cosim.REDUCTION`, :data:`SHIPPED_CYCLES`); the kernel-trace
   scenario is left out (its 32-WGP preset and 4 million cycles are no small run);
-* 40 seeded random configurations on eight hardware shapes covering every circuit, latencies
+* 15 seeded random configurations per shape (``tb.dispatch_cases.random_jobs``: every
+  selection rule and AP choice three times or more; a coverage table per shape at the end)
+  on eight hardware shapes covering every circuit, latencies
   0-4, the one-clock and the pipelined decision (``decision_pipeline`` 3 and 4, the latter
   also as the FPGA table's 50 MHz build) and every run-time knob, the directed runs, and a
   back-pressure run per shape checked by the protocol checker alone;
@@ -26,7 +28,8 @@ import pytest
 from hw.flow.dispatch_build import DispatchShape
 from hw.flow.dispatch_cosim import run_cosim, scenario_shape, unsupported
 from model.dispatch import load_scenario
-from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES
+from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES, random_jobs
+from tb.dispatch_coverage import coverage_table, job_coverage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import FAST_ONLY, AdmitsEverything, variant  # noqa: E402
@@ -36,8 +39,6 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 #: Cycles of each reduced shipped scenario (the reduced scenarios' time runs 8 times faster:
 #: 400 cycles are 3,200 cycles of the full-size scenario's durations and windows).
 SHIPPED_CYCLES = 400
-RANDOM_SEEDS = 5
-RANDOM_CYCLES = 400
 #: Verilator builds cost about a minute each: the shapes that run one circuit variant of
 #: ``circuit_variants.toml`` alone run on Icarus only (Verilator runs each of those circuits
 #: in the random set); the main shape (every other shipped policy) runs on both.
@@ -88,18 +89,6 @@ def test_shipped_scenarios_match_the_model(name, simulator):
     _checked(run_cosim(shape, jobs, simulator), jobs)
 
 
-def _random_jobs(name: str) -> list[dict]:
-    jobs = [{"kind": "random", "shape": name, "seed": seed, "cycles": RANDOM_CYCLES}
-            for seed in range(RANDOM_SEEDS)]
-    # Back-pressure in a model-compared run (the model holds as the RTL does), and releases
-    # the dispatcher must refuse (error, nothing changed).
-    jobs[1]["pressure"] = 0.3
-    jobs[2]["bad_releases"] = 6
-    jobs += [{"kind": "directed", "name": directed, "cycles": 400} for directed in DIRECTED
-             if DIRECTED_SHAPE.get(directed, "exact4x2") == name]
-    return jobs + [{"kind": "protocol", "seed": 1, "clocks": 1000}]
-
-
 def _build(name: str) -> DispatchShape:
     shape = SHAPES[name]
     return DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
@@ -108,14 +97,20 @@ def _build(name: str) -> DispatchShape:
 @pytest.mark.cocotb
 @pytest.mark.parametrize("name", SHAPES)
 def test_random_configurations_match_the_model(name, simulator):
-    jobs = _random_jobs(name)
+    # The job list is tb.dispatch_cases.random_jobs, whose coverage the fast tier checks
+    # (tests/test_dispatch_rtl_sim.py); here the table is built from what the runs compared.
+    jobs = random_jobs(name)
     if simulator == "icarus":
-        # As for the shipped set: Icarus runs the same jobs (every seed, every directed run)
-        # at half the random and protocol length; Verilator and the fast tier run them whole.
-        jobs = [{**job, "cycles": RANDOM_CYCLES // 2} if job["kind"] == "random" else
-                {**job, "clocks": job["clocks"] // 2} if job["kind"] == "protocol" else job
+        # Icarus runs the protocol-only run (no model, no coverage) at half its length, as
+        # it runs the shipped set; every model-compared job runs whole on both simulators.
+        jobs = [{**job, "clocks": job["clocks"] // 2} if job["kind"] == "protocol" else job
                 for job in jobs]
-    _checked(run_cosim(_build(name), jobs, simulator), jobs)
+    summaries = run_cosim(_build(name), jobs, simulator)
+    _checked(summaries, jobs)
+    from rich.console import Console
+    jobs = [job_coverage(summary=s) for s in summaries if "coverage" in s]
+    coverage_table({name: (SHAPES[name], jobs)}, f"coverage of the random set on {name} "
+                   f"({simulator}): jobs per behaviour", console=Console())
 
 
 # -- the bench bites: deliberately broken dispatchers must fail it --------------------------------

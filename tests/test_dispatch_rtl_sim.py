@@ -30,7 +30,15 @@ from hw.dispatch.params import config_writes
 from hw.flow.dispatch_build import DispatchShape
 from tb.dispatch_amaranth import simulate
 from tb.dispatch_bench import CosimDriver, RandomDriver
-from tb.dispatch_cases import DIRECTED, DIRECTED_SHAPE, SHAPES, random_run, reset_build
+from tb.dispatch_cases import (
+    DIRECTED,
+    DIRECTED_SHAPE,
+    SHAPES,
+    random_jobs,
+    random_run,
+    reset_build,
+)
+from tb.dispatch_coverage import MINIMUM_JOBS, coverage_table, job_coverage, shortfall
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import MUTANTS, AdmitsEverything, variant  # noqa: E402
@@ -107,6 +115,9 @@ def _mutant_drivers(mutant: str):
     build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
     dispatcher = broken(build.gpu, build.policy, build.channels,
                         weight_bits=build.weight_bits)
+    if directed == "protocol":
+        # The protocol checker alone (no model): its progress rule must see the slip.
+        return dispatcher, [RandomDriver(build.params, 1, CYCLES)]
     if directed is None:
         run = random_run(shape, 2, CYCLES)
         return dispatcher, [CosimDriver(build.params, run, bad_releases=BAD_RELEASES)]
@@ -122,6 +133,18 @@ def test_the_fast_tier_rejects_a_broken_dispatcher(mutant):
     print(f"{mutant} caught: {failures[0]}")
 
 
+def test_the_progress_rule_alone_catches_a_dispatcher_at_half_rate():
+    # The protocol checker, no model: a dispatcher that evaluates every other clock keeps
+    # every other rule, and the progress rule must count its missed clocks.
+    dispatcher, drivers = _mutant_drivers("every_other_clock")
+    simulate(dispatcher, dispatcher.params, drivers)
+    checker = drivers[0].checker
+    assert checker.violation_count > 0 and all("no dispatch for" in v
+                                               for v in checker.violations), checker.violations
+    print(f"every_other_clock: {checker.violation_count} progress violations, the first "
+          f"{checker.violations[0]}")
+
+
 def test_a_broken_admission_check_stops_on_the_bound():
     # A dispatcher that admits the WGs the model refuses fills its FIFO before START; the
     # run ends on the bench's bound with the phase and the signal it waited on.
@@ -133,3 +156,44 @@ def test_a_broken_admission_check_stops_on_the_bound():
     simulate(dispatcher, build.params, [driver])
     stall = driver.summary["stall"]
     assert stall and "phase 'rejects'" in stall and "wg_in[0].ready" in stall, stall
+
+
+# -- the cocotb random set's coverage, measured here on the model ------------------------------
+
+def _model_coverage(name: str, jobs: list[dict]) -> list:
+    """Each model-compared job's coverage by the model alone: the cocotb set compares these
+    runs with the RTL clock for clock, so where it passes it is the RTL's coverage too."""
+    shape, out = SHAPES[name], []
+    for job in jobs:
+        if job["kind"] == "random":
+            run = random_run(shape, job["seed"], job["cycles"], job.get("pressure", 0.0))
+        elif job["kind"] == "directed":
+            run = DIRECTED[job["name"]](job["cycles"])
+        else:
+            continue
+        out.append(job_coverage(run))
+    return out
+
+
+def test_every_behaviour_is_exercised_by_three_jobs_of_the_cocotb_random_set(capsys):
+    # The job list is the cocotb tier's own (tb.dispatch_cases.random_jobs): every selection
+    # rule, windows, a41, a42, every AP choice, splits, stale aborts, flushes and
+    # back-pressure, wherever the shape can exercise them, by at least three jobs.
+    from rich.console import Console
+
+    measured = {name: (SHAPES[name], _model_coverage(name, random_jobs(name)))
+                for name in SHAPES}
+    with capsys.disabled():
+        coverage_table(measured, "coverage of the cocotb random set (model): jobs per "
+                       "behaviour", console=Console(width=150))
+    short = {name: shortfall(shape, jobs) for name, (shape, jobs) in measured.items()}
+    assert not any(short.values()), {name: s for name, s in short.items() if s}
+
+
+def test_the_coverage_check_fails_on_too_few_jobs():
+    # The same check on the first five jobs of a shape (the random set's size before the
+    # plan): it must report the behaviours they miss.
+    name = "pipelined4x2"
+    jobs = _model_coverage(name, random_jobs(name)[:5])
+    missing = shortfall(SHAPES[name], jobs)
+    assert len(missing) >= 3 and MINIMUM_JOBS == 3, missing
