@@ -68,9 +68,10 @@ from model.dispatch.profilers import FORMATS, Kernel, KernelTrace, read_kernel_t
 from model.report import print_table
 
 __all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "REPLAY_SAMPLES", "KernelWorkload", "ReplaySpec",
-           "compress_gaps", "parse_replay_spec", "replay_scenario", "LaunchSpan", "adapt", "ns_to_cycles",
-           "occupancy", "preset_gpu", "prepare", "print_summary", "resident_workgroups",
-           "trace_scenario", "trace_workload", "workgroup_duration", "workgroup_work"]
+           "compress_gaps", "parse_replay_spec", "replay_scenario", "LaunchSpan", "adapt",
+           "ns_to_cycles", "occupancy", "preset_gpu", "prepare", "print_summary",
+           "resident_workgroups", "trace_scenario", "trace_workload", "workgroup_duration",
+           "workgroup_work"]
 
 #: The most WGs one conversion makes (about 200 bytes each in the simulator).
 MAX_WORKGROUPS = 2_000_000

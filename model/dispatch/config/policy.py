@@ -9,8 +9,8 @@ from model.dispatch.config.gpu import MAX_WEIGHT, RESOURCES, GpuConfig
 from model.maxblock import default_samples
 
 __all__ = ["AP_CHOICES", "CIRCUITS", "COMBINED_SCALES", "FAITHFUL_SELECTIONS", "HISTORIES",
-           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "WAVE_PLACEMENTS", "PolicyConfig", "check_policy", "ignored_fields",
-           "read_policy", "with_policy"]
+           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "WAVE_PLACEMENTS",
+           "PolicyConfig", "check_policy", "ignored_fields", "read_policy", "with_policy"]
 
 #: ``shared`` is embodiment 7: one exact unit per AP, time-multiplexed over the AP's VGPR, SGPR
 #: and LDS status words (:func:`shared_schedule`), so each view is refreshed once per schedule.
