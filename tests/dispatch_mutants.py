@@ -46,7 +46,7 @@ class _ReleaseOneShort(ResourceTable):
 
     @staticmethod
     def _returned(start, length, n):
-        return block_mask(start, Mux(length == 0, 0, length - 1), n)
+        return block_mask(start, Mux(length == 0, 0, (length - 1)[:len(length)]), n)
 
 
 class _ReleaseAnyWg(ResourceTable):
