@@ -5,9 +5,9 @@ A test that takes a ``simulator`` argument runs once per HDL simulator of
 :data:`hw.flow.runner.SIMULATORS`; ``SIM=verilator`` or ``SIM=icarus`` keeps one (``make regress``
 passes it through). A simulator that is not installed is skipped with the reason.
 
-The fast tiers run first (:data:`FIRST`: the dispatcher RTL under Amaranth's simulator), so
-that a slip in ``hw/dispatch/`` fails in the first minute of ``make test``: pytest-xdist's
-``--dist loadgroup`` hands tests to the workers in the order collected.
+The fast tier runs first (:data:`FIRST`: the dispatcher RTL under Amaranth's simulator), so
+that a slip in ``hw/dispatch/`` fails in the first minutes of ``make test``, then the longest
+tests: pytest-xdist's ``--dist loadgroup`` hands tests to the workers in the order collected.
 """
 
 import os
@@ -30,8 +30,12 @@ def _simulators() -> list:
     return params
 
 
-#: Test files run before every other, in this order.
-FIRST = ("test_dispatch_rtl_sim.py",)
+#: Test files run before every other, in this order: the fast RTL tier, then the files of the
+#: longest single tests (builds, co-simulations, make sim, proofs), so that the two workers
+#: end together on short tests instead of one waiting for the other's long one.
+FIRST = ("test_dispatch_rtl_sim.py", "test_make_sim.py", "test_cocotb_dispatch.py",
+         "test_cocotb_maxblock.py", "test_cocotb_arbiter.py", "test_formal_sby.py",
+         "test_formal.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
