@@ -83,11 +83,23 @@ async def _run_job(dut, params, driver, inputs, outputs) -> None:
             dut._log.info("progress: cycle %d of %d", driver.cycle, total)
         await RisingEdge(dut.clk)
         await Timer(1, unit="ns")
-        registered = {name: int(outputs[name].value) for name in REGISTERED}
+        registered = _read({name: outputs[name] for name in REGISTERED}, clock)
         for name, value in driver.inputs(registered).items():
             inputs[name].value = value
         await ReadOnly()
-        driver.outputs({name: int(handle.value) for name, handle in outputs.items()})
+        driver.outputs(_read(outputs, clock))
+
+
+def _read(outputs: dict, clock: int) -> dict[str, int]:
+    """Every output as an integer; an output with X or Z bits (Icarus is four-state) fails
+    the job naming the port, its value and the clock."""
+    values = {}
+    for name, handle in outputs.items():
+        value = handle.value
+        if not value.is_resolvable:
+            raise AssertionError(f"clock {clock}: output {name} is {value} (X or Z bits)")
+        values[name] = int(value)
+    return values
 
 
 @cocotb.test()
