@@ -128,11 +128,7 @@ class DecisionPipeline:
                 held = wg.barrier and (running[channel] or position)
                 row.append((wg, 0 if held else masks_of(wg) & ~busy))
             rows.append(row)
-        choice = self.policy.ap_choice
-        resource = (self.selector.resource_scores() if choice in ("resource", "combined")
-                    else [0] * self.P)
-        instruction = (self.resources.history_scores(cycle)
-                       if choice in ("instruction", "combined") else [0] * self.P)
+        resource, instruction = self._scores(cycle)
         # The scores the match keeps are those of score_latency cycles before (an idle GPU's
         # before cycle 0): an RTL computes them in a pipeline of their own.
         ring = self.scores
@@ -140,6 +136,16 @@ class DecisionPipeline:
             ring.extend([(resource, instruction)] * self.policy.score_latency)
         ring.append((resource, instruction))
         return Match(rows, ring.popleft(), list(self.matcher.pointer))
+
+    def _scores(self, cycle: int) -> tuple[list, list]:
+        """This cycle's resource and instruction scores of every AP (zeros for a score the
+        AP choice does not read)."""
+        choice = self.policy.ap_choice
+        resource = (self.selector.resource_scores() if choice in ("resource", "combined")
+                    else [0] * self.P)
+        instruction = (self.resources.history_scores(cycle)
+                       if choice in ("instruction", "combined") else [0] * self.P)
+        return resource, instruction
 
     def choose(self, cycle: int):
         """The choice stage: ``(decision or None, any candidate matched, any candidate)``
@@ -179,11 +185,7 @@ class DecisionPipeline:
             decision.chosen += 1            # its stage holds: still as far from dispatch
         if self.last is None:
             return
-        choice = self.policy.ap_choice
-        resource = (self.selector.resource_scores() if choice in ("resource", "combined")
-                    else [0] * self.P)
-        instruction = (self.resources.history_scores(cycle)
-                       if choice in ("instruction", "combined") else [0] * self.P)
+        resource, instruction = self._scores(cycle)
         ring = self.scores
         ring.append((resource, instruction))
         last = self.last
