@@ -351,3 +351,20 @@ def test_what_the_rtl_does_not_build_is_refused_with_why_and_documented():
     docs = (CONFIGS.parent.parent / "docs" / "dispatch_rtl.md").read_text()
     section = docs[docs.index("- **Not built**"):docs.index("## Co-simulation")]
     assert "least_loaded" in section and "barrier" in section and "kernel-trace" in section
+
+
+def test_a_generated_workload_has_no_barrier_and_a_trace_barrier_is_refused(tmp_path):
+    # unsupported() answers "no barriers" for a generated workload without drawing it: that
+    # holds only while generate_workload draws none.
+    from dataclasses import replace as changed
+
+    from hw.flow.dispatch_cosim import _has_barriers
+
+    scenario = load_scenario(CONFIGS / "default.toml")
+    for seed in (1, 2, 3):
+        assert not any(wg.barrier for wg in scenario.workload(seed))
+        assert not _has_barriers(scenario, seed)
+    given = changed(scenario, workgroups=[changed(wg, barrier=wg.id == 3)
+                                          for wg in scenario.workload(1)[:8]])
+    assert _has_barriers(given, 1)
+    assert "barriers" in unsupported(given, scenario.policies[0])
