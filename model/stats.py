@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 __all__ = ["VERDICTS", "Comparison", "Interval", "coefficient_of_variation", "compare",
            "flat_metrics", "interval", "jain_index", "summary"]
@@ -112,7 +111,11 @@ def interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     mean = float(array.mean())
     if array.size == 1:
         return Interval(mean, -np.inf, np.inf, 1, confidence)
-    half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, array.size - 1)
+    # Imported here: scipy.stats costs about a second to import, and every cocotb simulator
+    # process that loads the dispatcher model (which never asks for an interval) paid it.
+    from scipy import stats as scipy_stats
+
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, array.size - 1)
                  * array.std(ddof=1) / np.sqrt(array.size))
     return Interval(mean, mean - half, mean + half, int(array.size), confidence)
 
