@@ -55,8 +55,8 @@ help:
 	@echo "make formal   every SymbiYosys proof (unbounded) and cover, with a summary table"
 	@echo "make venv     create .venv and install the project into it (every target does so when"
 	@echo "              it is missing)"
-	@echo "make icarus   install Icarus Verilog, the lz4 headers and the formal solvers (z3,"
-	@echo "              berkeley-abc) with apt-get when missing (root)"
+	@echo "make icarus   install Icarus Verilog, the lz4 headers, the formal solvers (z3,"
+	@echo "              berkeley-abc) and ccache with apt-get when missing (root)"
 	@echo "make clean    remove build/ and .pytest_cache"
 	@echo "make all      the same as make test"
 	@echo "make help     this list"
@@ -83,8 +83,9 @@ $(STAMP): pyproject.toml Makefile
 venv: $(STAMP)
 
 # Icarus comes from the system, and so do the lz4 headers that Verilator's FST writer needs
-# for WAVES=1. When one is missing and we are root, install it with apt-get; otherwise say so:
-# Icarus's benches (or Verilator's waveforms) are then skipped with that reason.
+# for WAVES=1, the formal solvers and ccache (hw/flow/runner.py: Verilator builds share the
+# compiled runtime). When one is missing and we are root, install it with apt-get; otherwise
+# say so: Icarus's benches (or Verilator's waveforms) are then skipped with that reason.
 icarus:
 	@command -v iverilog >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -107,6 +108,13 @@ icarus:
 	      berkeley-abc; \
 	  else \
 	    echo "z3 or berkeley-abc is missing and we are not root: their formal jobs are skipped"; \
+	  fi; }
+	@command -v ccache >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing ccache (Verilator builds share the compiled runtime) with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ccache; \
+	  else \
+	    echo "ccache is missing and we are not root: each Verilator build compiles its runtime"; \
 	  fi; }
 
 # The main job synthesizes nothing: no YoWASP (WebAssembly) tool runs here, so it works on a
