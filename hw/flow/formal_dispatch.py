@@ -11,6 +11,10 @@ port, the configuration port and ``dispatch.ready`` are free; the only assumptio
 rule of ``amaranth.lib.stream``, whose streams the ports are (docs/dispatch_rtl.md, "Ports"):
 a ``wg_in`` payload is stable while ``valid`` and not ``ready``. The release port is always
 ready; the configuration port's payload is left free even while a START waits.
+The AP choice covers add one more: every WG offered has one wave or more (a WG of no waves,
+which the RTL admits, takes no wave slot). Other shapes (:data:`SHAPES`): 1 AP of 2 PEUs
+(WGs split), 1 AP of 1 PEU with 2 wave slots, and ``v1`` shapes built with the exact view a
+clock late (:data:`SHAPE_POLICY`).
 
 The harness keeps its own *shadow* of the in-flight workgroups, independent of the resource
 table's own bookkeeping: per record tag, whether it is in flight and a copy of the record
@@ -40,14 +44,8 @@ Properties (``DISPATCH_PROPERTIES``):
   keeps a shadow FIFO per channel of the accepted WGs (a refused one dropped again), and a
   clock that takes a channel's head finds it valid and equal to the shadow's oldest WG id;
   the next clock's dispatch shows that id and channel.
-* ``power_history`` -- embodiment 10 exact: each AP's power register is the summed power of
-  the in-flight WGs the shadow files on that AP (their records' ``power``), and each clock
-  the history ``x`` of every AP becomes ``x - (x >> shift) + p`` when ``running`` (``p``
-  that shadow sum, ``shift`` the table's ``history_shift`` input of that clock) and holds
-  otherwise, as :class:`~hw.dispatch.resources.ResourceTable`'s docstring says.
-  ``status_exact``'s helpers (record copies, offered tag), which that job proves on the same
-  shape, are assumed. (Free wave slots exact: ``status_exact``, also on tiny1x1w2, whose
-  PEU has 2 slots and WGs of 2 waves.)
+* embodiment 10's power and history: :class:`TableHarness` (the table alone, every input
+  free), ``table_helpers`` and ``power_history``.
 * ``held_decides_nothing`` -- back-pressure (docs/dispatch_rtl.md, "Back-pressure,
   exactly"): in a clock with ``dispatch.valid`` high and ``ready`` low no head is taken,
   nothing is allocated, nothing is split and there is no stale abort (``split`` and
@@ -79,14 +77,14 @@ from hw.flow.formal_props import _covers
 from model.dispatch.config import AP_CHOICES, PRESETS, GpuConfig, with_policy
 
 __all__ = ["AP_CHOICE_COVERS", "DISPATCH_COVERS", "DISPATCH_EXTRA", "DISPATCH_PROPERTIES",
-           "DispatcherHarness", "SHAPES", "SHAPE_POLICY", "TINY", "tiny_dispatcher"]
+           "DispatcherHarness", "SHAPES", "SHAPE_POLICY", "TINY", "TableHarness",
+           "tiny_dispatcher"]
 
 DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "status_exact", "bad_release",
                        "head_dispatched")
 #: Properties proved on some shapes only (shape -> properties).
 DISPATCH_EXTRA = {
-    "tiny2x1": ("power_history",),
-    "tiny1x1w2": ("status_exact", "power_history"),
+    "tiny1x1w2": ("status_exact",),
     "tiny1x2": ("held_decides_nothing", "no_stale_abort"),
 }
 #: Embodiment 9/10 and the baselines' AP choice rules (``AP_CHOICES`` order), each choosing
@@ -144,8 +142,7 @@ class DispatcherHarness(wiring.Component):
     inputs, the shadow of the in-flight WGs and one property (module docstring)."""
 
     def __init__(self, prop: str, dut=None, shape="tiny2x1"):
-        known = DISPATCH_PROPERTIES + ("power_history", "held_decides_nothing", "no_stale_abort",
-                                       "cover")
+        known = DISPATCH_PROPERTIES + ("held_decides_nothing", "no_stale_abort", "cover")
         if prop not in known and not prop.startswith("reach:"):
             raise ValueError(f"Unknown dispatcher property {prop!r}; known: {', '.join(known)}")
         self.prop = prop
@@ -333,8 +330,6 @@ class DispatcherHarness(wiring.Component):
                                "error rises after a bad release only, and stays")
         elif prop == "head_dispatched":
             self._fifo_order(m, queues, p)
-        elif prop == "power_history":
-            self._power_history(m, table, busy, copies)
         elif prop == "held_decides_nothing":
             self._held(m, queues, table, registers, selector_registers)
         elif prop == "no_stale_abort":
@@ -363,34 +358,6 @@ class DispatcherHarness(wiring.Component):
                             & (selector.ap == ap) & contested)
             _covers(m, covers, prop)
         return m
-
-    def _power_history(self, m, table, busy, copies):
-        """``power_history``: the power registers and the history exact (module docstring).
-        ``status_exact``'s helpers, proved by that job on the same shape, are assumed here
-        (sound: an invariant of every reachable state removes no trace)."""
-        p = self.dut.params
-        P, N = p.aps, p.records
-        for t in range(N):
-            m.d.comb += Assume(copies[t].as_value() == self._stored[t].as_value())
-        m.d.comb += Assume(~table.tag_valid | ~busy.bit_select(table.tag, 1))
-        # Helper (asserted): the table's in-flight bits are the shadow's.
-        m.d.comb += Assert(self._table_registers["in_flight"] == busy,
-                           "helper: the table's in-flight tags are the shadow's")
-        power_bits = p.widths["ap_power"]
-        for ap in range(P):
-            shadow = Signal(power_bits, name=f"shadow_power{ap}")
-            m.d.comb += shadow.eq(sum(Mux(busy[t] & (copies[t].ap == ap), copies[t].power, 0)
-                                      for t in range(N)))
-            power = self._table_registers[f"power{ap}"]
-            m.d.comb += Assert(power == shadow,
-                               f"AP {ap}'s power = summed power of its in-flight WGs")
-            history = table.history[ap]
-            expected = Signal.like(history, name=f"expected_history{ap}")
-            m.d.sync += expected.eq(Mux(table.running,
-                                        history - (history >> table.history_shift) + shadow,
-                                        history))
-            m.d.comb += Assert(history == expected,
-                               f"AP {ap}'s history = x - (x >> shift) + p of the last clock")
 
     def _held(self, m, queues, table, registers, selector_registers):
         """``held_decides_nothing``: a held clock decides nothing and the selection state and
@@ -469,6 +436,99 @@ class DispatcherHarness(wiring.Component):
         m.d.comb += Assert(~loaded | (out.valid & (out.payload.wg == head_wg)
                                       & (out.payload.channel == channel)),
                            "the dispatch shows the taken head")
+
+
+class TableHarness(wiring.Component):
+    """The :class:`~hw.dispatch.resources.ResourceTable` of a tiny dispatcher alone, every
+    input free (``allocate``, ``record``, the release port, ``running``,
+    ``history_shift``), with the same shadow of the in-flight records as
+    :class:`DispatcherHarness`. The table's power and history contract holds for any record
+    it is given, so this covers every record the dispatcher can compute, on a model small
+    enough for k-induction with Z3 (the whole dispatcher's was not, in 15 minutes).
+
+    Properties: ``table_helpers`` -- the shadow's copies equal the record memory, the
+    offered tag is not in flight, the table's in-flight bits are the shadow's (PDR);
+    ``power_history`` -- with those assumed (the other job proves them on the same table),
+    each AP's power register is the summed ``power`` of its in-flight records and its
+    history ``x`` becomes ``x - (x >> shift) + p`` in a running clock, else holds.
+    """
+
+    PROPERTIES = ("table_helpers", "power_history")
+
+    def __init__(self, prop: str, shape="tiny2x1", table_cls=ResourceTable):
+        if prop not in self.PROPERTIES:
+            raise ValueError(f"Unknown table property {prop!r}; known: "
+                             f"{', '.join(self.PROPERTIES)}")
+        self.prop = prop
+        dispatcher = tiny_dispatcher(shape=shape)
+        dispatcher._MustUse__silence = True         # only its parameters are used
+        p = self.params = dispatcher.params
+        self.table = table_cls(p)
+        super().__init__({"allocate": In(1), "record": In(p.record_layout.size),
+                          "release_valid": In(1), "release_payload": In(p.release_layout.size),
+                          "running": In(1), "history_shift": In(len(self.table.history_shift))})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, table = self.params, self.table
+        N = p.records
+        table._MustUse__silence = True
+        module = table.elaborate(platform)
+        stored = [Signal(p.record_layout, name=f"stored_record{t}") for t in range(N)]
+        for t in range(N):
+            port = module.submodules.records.read_port(domain="comb")
+            module.d.comb += [port.addr.eq(t), stored[t].eq(port.data)]
+        fragment = Fragment.get(module, platform)
+        registers = _assigned(fragment)
+        m.submodules.table = fragment
+        m.d.comb += Assume(~ResetSignal())
+        m.d.comb += [table.allocate.eq(self.allocate), table.record.eq(self.record),
+                     table.release.valid.eq(self.release_valid),
+                     table.release.payload.eq(self.release_payload),
+                     table.running.eq(self.running),
+                     table.history_shift.eq(self.history_shift)]
+        m.d.comb += Assume(self.history_shift <= p.history_shift_max)
+
+        busy = Signal(N, name="shadow_busy")
+        copies = [Signal(p.record_layout, name=f"shadow_record{t}") for t in range(N)]
+        allocating = table.allocate & table.tag_valid
+        release = table.release.payload
+        tag_known = Mux(release.tag < N, busy.bit_select(release.tag, 1), 0)
+        wg_of_tag = Cat(*(copy.wg for copy in copies)).word_select(
+            release.tag[:max(1, (N - 1).bit_length())], p.id_bits)
+        good = table.release.valid & tag_known & (wg_of_tag == release.wg)
+        for t in range(N):
+            filing = allocating & (table.tag == t)
+            with m.If(filing):
+                m.d.sync += copies[t].eq(table.record)
+            m.d.sync += busy[t].eq((busy[t] | filing) & ~(good & (release.tag == t)))
+
+        helpers = [(Cat(*(c.as_value() for c in copies)) == Cat(*(s.as_value() for s in stored)),
+                    "helper: the records as filed"),
+                   (~table.tag_valid | ~busy.bit_select(table.tag, 1),
+                    "helper: the next tag is not in flight"),
+                   (registers["in_flight"] == busy,
+                    "helper: the table's in-flight tags are the shadow's")]
+        if self.prop == "table_helpers":
+            for condition, what in helpers:
+                m.d.comb += Assert(condition, what)
+            return m
+        for condition, _ in helpers:
+            m.d.comb += Assume(condition)
+        for ap in range(p.aps):
+            shadow = Signal(p.widths["ap_power"], name=f"shadow_power{ap}")
+            m.d.comb += shadow.eq(sum(Mux(busy[t] & (copies[t].ap == ap), copies[t].power, 0)
+                                      for t in range(N)))
+            m.d.comb += Assert(registers[f"power{ap}"] == shadow,
+                               f"AP {ap}'s power = summed power of its in-flight WGs")
+            history = table.history[ap]
+            expected = Signal.like(history, name=f"expected_history{ap}")
+            m.d.sync += expected.eq(Mux(self.running,
+                                        history - (history >> self.history_shift) + shadow,
+                                        history))
+            m.d.comb += Assert(history == expected,
+                               f"AP {ap}'s history = x - (x >> shift) + p of the last clock")
+        return m
 
 
 def _assigned(fragment) -> dict:
