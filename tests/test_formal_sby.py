@@ -150,8 +150,8 @@ def test_dispatcher_property_refutes_a_broken_dispatcher(prop, broken, tmp_path)
 
 @needs_tools
 def test_power_history_refutes_a_history_one_shift_off(tmp_path):
-    """Embodiment 10's power and history property (TableHarness, proved by k-induction in
-    make formal) bites: a history that decays by one shift too many fails it (bmc3)."""
+    """Embodiment 10's power and history property (TableHarness, proved by PDR in make
+    formal) bites: a history that decays by one shift too many fails it (bmc3)."""
     job = Job("broken.table.power_history",
               lambda: TableHarness("power_history", "tiny2x1", _DecaysOneShiftMore),
               mode="bmc", engine="bmc3", depth=16, timeout=600)

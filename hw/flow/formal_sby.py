@@ -163,14 +163,12 @@ JOBS = (
           what="reached (its negation refuted)")
       for shape, names in DISPATCH_COVERS.items() for name in names),
     # Embodiment 10's power and history on the table of tiny2x1 and tiny1x1w2, every input
-    # free (TableHarness): the helpers by PDR, the power sums by k-induction with Z3 -- PDR
-    # gave no verdict on these 12-13-bit adders (docs/verification.md).
+    # free (TableHarness; docs/verification.md says why not on the whole dispatcher).
     *(job for shape in ("tiny2x1", "tiny1x1w2") for job in (
         Job(f"table.{shape}.table_helpers", _table("table_helpers", shape), quick=False,
             timeout=900, what="record copies, offered tag free, in-flight bits = shadow's"),
-        Job(f"table.{shape}.power_history", _table("power_history", shape), engine="z3",
-            depth=1, quick=False, timeout=900,
-            what="AP power = its in-flight WGs' power; history x - (x >> s) + p"))),
+        Job(f"table.{shape}.power_history", _table("power_history", shape), quick=False,
+            timeout=900, what="AP power = its in-flight WGs' power; history x - (x >> s) + p"))),
     # Why resource's AP 1 cover runs on tiny2x1v1: with real WGs it is unreachable here.
     Job("dispatch.tiny2x1.unreached.choice_resource_ap1",
         _dispatch("reach:choice_resource_ap1", "tiny2x1"), quick=False, timeout=900,
@@ -232,19 +230,21 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
                WITNESS=tools["witness"],
                ABC=f"{sys.executable} -m hw.flow.formal_abc {tools['abc'] or ''}",
                PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    # Its own session, so that a timeout ends sby's solvers too, not sby alone.
+    # Its own session; sby starts each engine in a process group of its own, so a timeout
+    # ends every descendant (_kill_tree), not sby's group alone (an ABC left running for
+    # hours after its job's timeout, and smtbmc's Z3, showed that).
     process = subprocess.Popen([tools["sby"], "-f", f"{job.name}.sby"], cwd=directory,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
     try:
         output, _ = process.communicate(timeout=job.timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        _kill_tree(process.pid)
         process.communicate()
         return JobResult(job.name, engine, "TIMEOUT", time.monotonic() - start, job.expect,
                          f"no verdict in {job.timeout} s")
     except KeyboardInterrupt:
-        os.killpg(process.pid, signal.SIGKILL)
+        _kill_tree(process.pid)
         raise
     seconds = time.monotonic() - start
     (directory / "sby.log").write_text(output)
@@ -267,6 +267,34 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
         errors = [line for line in output.splitlines() if "ERROR" in line or "rror:" in line]
         detail = (errors[0].strip()[-120:] if errors else "see sby.log")
     return JobResult(job.name, engine, result, seconds, job.expect, detail, covers)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux ``/proc``; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``'s process group and every descendant's (sby's engines have their
+    own)."""
+    below = _descendants(pid)
+    for target in [pid, *below]:
+        try:
+            os.killpg(os.getpgid(target), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def select(jobs=JOBS, *, quick=False, keyword=None) -> list[Job]:
