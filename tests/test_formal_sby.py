@@ -17,7 +17,7 @@ from hw.dispatch.logic import block_mask
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.flow import formal_sby
-from hw.flow.formal_dispatch import DispatcherHarness, tiny_dispatcher
+from hw.flow.formal_dispatch import DispatcherHarness, TableHarness, tiny_dispatcher
 from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
 from hw.flow.formal_sby import JOBS, Job, run_job, select
 
@@ -107,6 +107,14 @@ class _PopsEveryChannel(ChannelQueues):
             self.take = real
 
 
+class _DecaysOneShiftMore(ResourceTable):
+    """Embodiment 10's history decays by one shift too many (``x >> (shift + 1)``)."""
+
+    @staticmethod
+    def _decayed(average, shift):
+        return average - (average >> (shift + 1))
+
+
 #: Property -> the deliberately broken dispatchers (on the proofs' shape) it must refute.
 DISPATCH_MUTANTS = {
     "dispatch_stream": {"decides_while_held": _DecidesWhileHeld},
@@ -116,7 +124,11 @@ DISPATCH_MUTANTS = {
     "bad_release": {"release_any_wg": MUTANTS["release_any_wg"][0],
                     "release_any_tag": MUTANTS["release_any_tag"][0]},
     "head_dispatched": {"pops_every_channel": variant("queues", _PopsEveryChannel)},
+    "held_decides_nothing": {"split_counts_while_held": MUTANTS["split_counts_while_held"][0]},
 }
+#: The shape a property's mutant checks run on (tiny2x1 unless named: embodiment 3 splits
+#: only WGs of two waves, which tiny1x2 admits).
+MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2"}
 
 
 @needs_tools
@@ -128,7 +140,20 @@ def test_dispatcher_property_refutes_a_broken_dispatcher(prop, broken, tmp_path)
     property. A bounded search finds each counterexample (ABC's bmc3, 16 clocks: about 12 s
     each, where PDR took 15-90 s); a failing trace is a counterexample whatever the engine."""
     cls = DISPATCH_MUTANTS[prop][broken]
-    job = Job(f"broken.dispatch.{prop}", lambda: DispatcherHarness(prop, tiny_dispatcher(cls)),
+    shape = MUTANT_SHAPE.get(prop, "tiny2x1")
+    job = Job(f"broken.dispatch.{prop}",
+              lambda: DispatcherHarness(prop, tiny_dispatcher(cls, shape), shape),
+              mode="bmc", engine="bmc3", depth=16, timeout=600)
+    result = run_job(job, tmp_path, _TOOLS)
+    assert result.result == "FAIL", f"{result.result}: {result.detail}"
+
+
+@needs_tools
+def test_power_history_refutes_a_history_one_shift_off(tmp_path):
+    """Embodiment 10's power and history property (TableHarness, proved by PDR in make
+    formal) bites: a history that decays by one shift too many fails it (bmc3)."""
+    job = Job("broken.table.power_history",
+              lambda: TableHarness("power_history", "tiny2x1", _DecaysOneShiftMore),
               mode="bmc", engine="bmc3", depth=16, timeout=600)
     result = run_job(job, tmp_path, _TOOLS)
     assert result.result == "FAIL", f"{result.result}: {result.detail}"

@@ -81,6 +81,11 @@ class ResourceTable(wiring.Component):
         names the WG its record holds; any other raises ``error`` and changes nothing."""
         return valid & known & (held_wg == wg)
 
+    @staticmethod
+    def _decayed(average, shift):
+        """Embodiment 10's average less its decay, ``x - (x >> shift)``."""
+        return average - (average >> shift)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
@@ -213,6 +218,6 @@ class ResourceTable(wiring.Component):
                                      - Mux(give, held.power, 0))
             average = Signal(p.widths["history"], name=f"history{ap}")
             with m.If(self.running):
-                m.d.sync += average.eq(average - (average >> self.history_shift) + now)
+                m.d.sync += average.eq(self._decayed(average, self.history_shift) + now)
             m.d.comb += self.history[ap].eq(average)
         return m
