@@ -63,6 +63,14 @@ TIERS: dict[str, list[tuple[str, list[str]]]] = {
                               "matches_model and verilator and exactmaxfreeblock"
                               " and (n12 or n16 or n40)"]),
     ],
+    # The dispatcher: its quick proofs (11-34 s each), then the fast RTL tier (the RTL under
+    # Amaranth's simulator against the model, every shape but small_l2, ~4 min). Not its
+    # cocotb tier: a Verilator build per shape costs minutes, and the fast tier drives the
+    # same bench.
+    "dispatch": [
+        ("formal", _FORMAL + ["--quick", "-k", "dispatch."]),
+        ("sim", _PYTEST + ["tests/test_dispatch_rtl_sim.py", "-k", "under_amaranth"]),
+    ],
 }
 
 
