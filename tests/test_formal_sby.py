@@ -142,7 +142,8 @@ def test_every_mutant_applies_and_has_tiers():
 
     from hw.flow import mutate
     found = mutate.mutants()
-    assert len(found) >= 12
+    assert len(found) >= 20
+    assert {m.block for m in found} == {"arbiter", "maxblock", "dispatch"}
     assert all(m.slip and m.block in mutate.TIERS for m in found)
     done = subprocess.run([sys.executable, "-m", "hw.flow.mutate", "--check"],
                           capture_output=True, text=True)
