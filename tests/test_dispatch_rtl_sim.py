@@ -17,8 +17,9 @@ alone costs more than the rest; the cocotb tier runs it), one build and one simu
 * the directed runs of the shape, and a back-pressure run judged by the protocol checker.
 
 Then every mutant of ``tests/dispatch_mutants.py`` must fail here, and embodiment 10's history
-register is compared with its average clock for clock (a scaled history rarely changes a choice). A failing run names its
-shape and seed; ``random_run(SHAPES[shape], seed, cycles, pressure)`` replays it.
+register is compared with its average clock for clock (a scaled history rarely changes a
+choice). A failing run names its shape and seed; ``random_run(SHAPES[shape], seed, cycles,
+pressure)`` replays it.
 """
 
 import sys
