@@ -13,8 +13,8 @@ The unmutated tree is run through every tier first (``--no-baseline`` skips that
 that fails without a bug would "kill" everything, and the driver stops with that tier named.
 A patch that does not apply is reported as such, never as killed.
 
-Adding a block (the dispatcher's mutants): name its patches ``dispatch_<name>.patch`` and add
-a ``"dispatch"`` entry to :data:`TIERS`.
+Blocks: ``arbiter``, ``maxblock`` (the free-block circuits) and ``dispatch``; a new block's
+patches are named ``<block>_<name>.patch`` and need an entry in :data:`TIERS`.
 
 Usage::
 
