@@ -16,8 +16,10 @@ alone costs more than the rest; the cocotb tier runs it), one build and one simu
   raise ``error`` and change nothing;
 * the directed runs of the shape, and a back-pressure run judged by the protocol checker.
 
-Then every mutant of ``tests/dispatch_mutants.py`` must fail here. A failing run names its
-shape and seed; ``random_run(SHAPES[shape], seed, cycles, pressure)`` replays it.
+Then every mutant of ``tests/dispatch_mutants.py`` must fail here, and embodiment 10's history
+register is compared with its average clock for clock (a scaled history rarely changes a
+choice). A failing run names its shape and seed; ``random_run(SHAPES[shape], seed, cycles,
+pressure)`` replays it.
 """
 
 import sys
@@ -197,3 +199,68 @@ def test_the_coverage_check_fails_on_too_few_jobs():
     jobs = _model_coverage(name, random_jobs(name)[:5])
     missing = shortfall(SHAPES[name], jobs)
     assert len(missing) >= 3 and MINIMUM_JOBS == 3, missing
+
+
+# -- embodiment 10's history register against its contract ------------------------------------
+
+def _history_reference(shift: int, powers: list[int]) -> list[int]:
+    """``x <- x - (x >> shift) + p`` per clock from 0, ``p`` the power in that clock."""
+    x, seen = 0, []
+    for p in powers:
+        seen.append(x)
+        x = x - (x >> shift) + p
+    return seen
+
+
+@pytest.mark.parametrize("shift", [1, 2, 4])
+def test_the_history_register_matches_its_average_under_amaranth(shift):
+    # The co-simulations see the history only through AP choices, which a uniformly scaled
+    # history (an average one shift too slow: its fixed point doubles) rarely changes; so the
+    # register itself is compared, clock for clock, with the average the model runs
+    # (model.dispatch.resources.Resources.advance_ema, restated above; it failed on
+    # tests/mutants/dispatch_history_decay_one_shift_more.patch, which the rest of the fast
+    # tier let through): a WG of power 5 on AP 0 from clock 2, another
+    # of power 3 on AP 1 from clock 4, the first released at clock 30.
+    from amaranth.sim import Simulator
+
+    from hw.dispatch.resources import ResourceTable
+    shape = SHAPES["exact4x2"]
+    params = DispatchShape.of(shape.gpu, shape.policy, shape.channels,
+                              **shape.options()).params
+    table = ResourceTable(params)
+    clocks, seen = 60, {0: [], 1: []}
+    power = {0: [0] * clocks, 1: [0] * clocks}
+    for t in range(3, clocks):
+        power[1][t] += 3 * (t >= 5)
+        power[0][t] += 5 * (t < 31)
+
+    async def bench(ctx):
+        ctx.set(table.running, 1)
+        ctx.set(table.history_shift, shift)
+        tags = {}
+        for t in range(clocks):
+            ctx.set(table.allocate, 0)
+            ctx.set(table.release.valid, 0)
+            if t in (2, 4):
+                ap = 0 if t == 2 else 1
+                tags[ap] = ctx.get(table.tag)
+                ctx.set(table.allocate, 1)
+                ctx.set(table.record.ap, ap)
+                ctx.set(table.record.wg, 10 + ap)
+                ctx.set(table.record.power, 5 if ap == 0 else 3)
+            if t == 30:
+                ctx.set(table.release.valid, 1)
+                ctx.set(table.release.payload.tag, tags[0])
+                ctx.set(table.release.payload.wg, 10)
+            for ap in (0, 1):
+                seen[ap].append(ctx.get(table.history[ap]))
+            await ctx.tick()
+        assert not ctx.get(table.error)
+
+    sim = Simulator(table)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    for ap in (0, 1):
+        assert seen[ap] == _history_reference(shift, power[ap]), (shift, ap, seen[ap])
+    assert max(seen[0]) > 0 and max(seen[1]) > 0

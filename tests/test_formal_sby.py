@@ -167,11 +167,31 @@ def test_every_mutant_applies_and_has_tiers():
 
     from hw.flow import mutate
     found = mutate.mutants()
-    assert len(found) >= 12
+    assert len(found) >= 20
+    assert {m.block for m in found} == {"arbiter", "maxblock", "dispatch"}
     assert all(m.slip and m.block in mutate.TIERS for m in found)
     done = subprocess.run([sys.executable, "-m", "hw.flow.mutate", "--check"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_tier_without_a_verdict_kills_no_mutant(tmp_path):
+    """hw.flow.mutate: a formal tier stopped by a proof's time limit (no job failed) gives no
+    verdict (None) and the driver goes on to the next tier; a failed proof kills."""
+    import sys
+
+    from hw.flow import mutate
+    row = "dispatch.tiny2x1.dispatch_stream   abc pdr    {:<18} {:7.1f}  detail"
+    for result, expected in [("TIMEOUT", None), ("UNKNOWN", None), ("FAIL", False),
+                             ("proved", True)]:
+        text = "\n".join([row.format(result, 695.6), "", "property ...",
+                          row.format(result, 695.6), "0 of 1 as expected; 696 s in all"])
+        code = "import sys; print(sys.argv[1]); sys.exit(int(sys.argv[2]))"
+        command = [sys.executable, "-c", code, text, str(int(expected is not True))]
+        passed, line = mutate._run_tier(command, tmp_path, tmp_path / "tier.log", 60)
+        assert passed is expected, (result, passed, line)
+    command = [sys.executable, "-c", "import time; time.sleep(5)"]
+    assert mutate._run_tier(command, tmp_path, tmp_path / "tier.log", 0.5)[0] is None
 
 
 def test_the_seeds_arbiter_has_no_response_bound():

@@ -6,15 +6,18 @@ copies the committed tree (``git archive HEAD``) to a scratch directory under th
 temporary folder, applies the patch with ``git apply``, and runs the tiers of its block --
 ``TIERS[block]``, cheapest first -- in that copy, with this interpreter (the scratch copy's
 packages come first on ``PYTHONPATH``). The first tier that fails kills the mutant and the
-later ones are not run. It prints a kill table (mutant, killed by which tier, seconds) and
-writes it as JSON.
+later ones are not run. A tier that stops without a verdict -- its time limit, or a proof
+that timed out (``TIMEOUT`` or ``UNKNOWN`` in the formal summary) with no job failing -- kills
+nothing: it is noted and the next tier runs; a mutant no tier kills after such a tier is
+"undecided", not "survived" (a loaded machine once "killed" a mutant by a proof's 600 s
+limit). It prints a kill table (mutant, killed by which tier, seconds) and writes it as JSON.
 
 The unmutated tree is run through every tier first (``--no-baseline`` skips that): a tier
 that fails without a bug would "kill" everything, and the driver stops with that tier named.
 A patch that does not apply is reported as such, never as killed.
 
-Adding a block (the dispatcher's mutants): name its patches ``dispatch_<name>.patch`` and add
-a ``"dispatch"`` entry to :data:`TIERS`.
+Blocks: ``arbiter``, ``maxblock`` (the free-block circuits) and ``dispatch``; a new block's
+patches are named ``<block>_<name>.patch`` and need an entry in :data:`TIERS`.
 
 Usage::
 
@@ -29,6 +32,7 @@ every patch applies and names a block with tiers.
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -63,6 +67,14 @@ TIERS: dict[str, list[tuple[str, list[str]]]] = {
                               "matches_model and verilator and exactmaxfreeblock"
                               " and (n12 or n16 or n40)"]),
     ],
+    # The dispatcher: its quick proofs (11-34 s each), then the fast RTL tier (the RTL under
+    # Amaranth's simulator against the model, every shape but small_l2, ~4 min). Not its
+    # cocotb tier: a Verilator build per shape costs minutes, and the fast tier drives the
+    # same bench.
+    "dispatch": [
+        ("formal", _FORMAL + ["--quick", "-k", "dispatch."]),
+        ("sim", _PYTEST + ["tests/test_dispatch_rtl_sim.py", "-k", "under_amaranth"]),
+    ],
 }
 
 
@@ -78,7 +90,7 @@ class Mutant:
 class Outcome:
     mutant: str
     block: str
-    killed_by: str              # a tier's name, "survived", "does not apply", "interrupted"
+    killed_by: str              # a tier's name, "survived", "undecided", "does not apply"
     detail: str
     seconds: float
 
@@ -117,21 +129,33 @@ def apply_patch(patch: Path, tree: Path) -> str | None:
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[0]
 
 
-def _run_tier(command: list[str], tree: Path, log: Path, timeout: float) -> tuple[bool, str]:
-    """Run one tier in ``tree``; (passed, a line about it). Its output goes to ``log``."""
+#: A formal summary row whose job ended without a verdict (``hw.flow.formal_sby``'s table).
+_NO_VERDICT = re.compile(r"^\S+\s.*\s(TIMEOUT|UNKNOWN)\s+\d+\.\d", re.MULTILINE)
+_VERDICT_FAILED = re.compile(r"^\S+\s.*\s(FAIL|ERROR)\s+\d+\.\d", re.MULTILINE)
+
+
+def _run_tier(command: list[str], tree: Path, log: Path,
+              timeout: float) -> tuple[bool | None, str]:
+    """Run one tier in ``tree``; (passed, a line about it), passed None when the tier gave no
+    verdict (it ran out of time, or a proof timed out and none failed). Its output goes to
+    ``log``."""
     env = {**__import__("os").environ, "PYTHONPATH": str(tree)}
     try:
         done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         log.write_text(f"timed out after {timeout:.0f} s\n")
-        return False, f"timed out after {timeout:.0f} s"
+        return None, f"timed out after {timeout:.0f} s"
     output = done.stdout + done.stderr
     log.write_text(" ".join(command) + "\n\n" + output)
     lines = [line for line in output.splitlines() if line.strip()]
     failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))
               or " unexpected" in line or "as expected" in line]
     summary = failed[0] if failed else (lines[-1] if lines else "")
+    if done.returncode != 0 and _NO_VERDICT.search(output) \
+            and not _VERDICT_FAILED.search(output):
+        row = _NO_VERDICT.search(output)
+        return None, f"no verdict: {row[0].split()[0]} {row[1]}"
     return done.returncode == 0, summary.strip()[:140]
 
 
@@ -153,7 +177,8 @@ def run(selected: list[Mutant], *, baseline=True, timeout=1800.0, keep=None, ech
                     start = time.monotonic()
                     passed, line = _run_tier(command, base, parent / f"baseline_{block}_"
                                              f"{tier}.log", timeout)
-                    echo(f"baseline {block:<9} {tier:<12} {'passes' if passed else 'FAILS'}"
+                    echo(f"baseline {block:<9} {tier:<12} "
+                         f"{ {True: 'passes', False: 'FAILS', None: 'NO VERDICT'}[passed]}"
                          f" ({time.monotonic() - start:.0f} s)")
                     if not passed:
                         raise SystemExit(f"mutate: tier {tier!r} of {block} fails on the "
@@ -170,14 +195,21 @@ def run(selected: list[Mutant], *, baseline=True, timeout=1800.0, keep=None, ech
                 outcome = Outcome(mutant.name, mutant.block, "does not apply", problem, 0.0)
             else:
                 outcome = Outcome(mutant.name, mutant.block, "survived", "", 0.0)
+                undecided = []
                 for tier, command in TIERS[mutant.block]:
                     passed, line = _run_tier(command, tree, tree / f"tier_{tier}.log",
                                              timeout)
-                    if not passed:
+                    if passed is None:
+                        undecided.append(f"{tier}: {line}")
+                    elif not passed:
                         outcome.killed_by, outcome.detail = tier, line
                         break
+                if undecided:
+                    outcome.detail = "; ".join(undecided + [outcome.detail]).strip("; ")
+                    if outcome.killed_by == "survived":
+                        outcome.killed_by = "undecided"
                 outcome.seconds = time.monotonic() - start
-                if outcome.killed_by != "survived":
+                if outcome.killed_by not in ("survived", "undecided"):
                     # Keep the killing tier's log beside the scratch trees, drop the tree.
                     log = tree / f"tier_{outcome.killed_by}.log"
                     if log.exists():
@@ -201,10 +233,12 @@ def _row(outcome: Outcome) -> str:
 def table(outcomes: list[Outcome]) -> str:
     lines = [f"{'mutant':<40} {'killed by':<14} {'seconds':>6}", "-" * 64]
     lines += [_row(outcome) for outcome in outcomes]
-    ran = [o for o in outcomes if o.killed_by not in ("does not apply",)]
+    ran = [o for o in outcomes if o.killed_by not in ("does not apply", "undecided")]
     killed = [o for o in ran if o.killed_by != "survived"]
+    undecided = len([o for o in outcomes if o.killed_by == "undecided"])
     lines.append(f"killed {len(killed)} of {len(ran)}"
-                 + (f" ({100 * len(killed) / len(ran):.0f} %)" if ran else ""))
+                 + (f" ({100 * len(killed) / len(ran):.0f} %)" if ran else "")
+                 + (f"; {undecided} undecided (no tier gave a verdict)" if undecided else ""))
     return "\n".join(lines)
 
 
