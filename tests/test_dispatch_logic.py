@@ -185,3 +185,31 @@ def test_width_safe_helpers_lint_clean(widths, tmp_path):
     path.write_text(verilog.convert(top, name="helpers", ports=[top.a, top.b, *top.outputs]))
     result = lint(path, Path(__file__).resolve().parent.parent / "hw" / "flow" / "lint.vlt")
     assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr[-3000:]
+
+
+
+def test_a_table_is_continuous_logic_not_an_always_block():
+    """lookup() must be written as continuous assignments. An ``Array`` of constants was
+    written as a case in an ``always @*`` block, which Icarus (event driven, four-state) runs
+    only when the index changes: embodiment 8's pointer keeps its reset value while the
+    rotation is off, so the matcher's tables stayed X from time 0, and so did the
+    dispatcher's ``stale_abort`` at clock 40 of the reduced default scenario (2 x 4 x 4,
+    exact view; tests/test_cocotb_dispatch.py's Icarus run). The values are checked too."""
+    from amaranth.back import verilog
+
+    from hw.dispatch.logic import lookup
+
+    pointer, out, signed_out = Signal(3), Signal(2), Signal(4)
+    m = Module()
+    m.d.comb += [out.eq(lookup(pointer, lambda v: (3 - v) % 4)),
+                 signed_out.eq(lookup(pointer, lambda v: v - 5))]
+    text = verilog.convert(m, ports=[pointer, out, signed_out], emit_src=False)
+    assert "always" not in text and "case" not in text, text
+
+    async def bench(ctx):
+        for v in range(8):
+            ctx.set(pointer, v)
+            assert (ctx.get(out), ctx.get(signed_out)) == ((3 - v) % 4, (v - 5) % 16), v
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()

@@ -17,11 +17,11 @@ Model twin: none (building blocks; the model's stages compute the same functions
 
 from collections.abc import Callable, Sequence
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_or_after", "block_mask", "ceil_div_limited",
-           "equals", "first_set", "is_zero", "less", "lookup", "nth_set", "popcount", "product",
-           "saturate", "subtract", "total"]
+           "equals", "first_set", "is_zero", "less", "lookup", "named", "nth_set", "popcount",
+           "product", "saturate", "subtract", "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -83,12 +83,24 @@ def add(a: Value, b: Value) -> Value:
     return Cat(low[:len(a)], b[len(a):] + low[len(a)])
 
 
-def total(values: Sequence[Value]) -> Value:
+def named(m: Module | None, value: Value, name: str) -> Value:
+    """``value`` as a signal ``name`` of its shape driven in ``m`` (``value`` itself when
+    ``m`` is None). Amaranth writes an expression out again at every use (it shares only
+    signals), and the width-safe helpers use their operands twice: a sum or product nested
+    in them grows the Verilog geometrically unless it is named."""
+    if m is None:
+        return value
+    signal = Signal(value.shape(), name=name)
+    m.d.comb += signal.eq(value)
+    return signal
+
+
+def total(values: Sequence[Value], m: Module | None = None, name: str = "total") -> Value:
     """The sum of ``values`` (unsigned, at least one), added left to right as ``sum`` does,
-    each step by :func:`add`."""
+    each step by :func:`add` (each partial sum a signal of ``m`` when given)."""
     result = values[0]
-    for value in values[1:]:
-        result = add(result, value)
+    for step, value in enumerate(values[1:]):
+        result = named(m, add(result, value), f"{name}_{step}")
     return result
 
 
@@ -157,42 +169,63 @@ def saturate(value: Value, limit: int) -> Value:
 
 
 def lookup(index: Value, function: Callable[[int], int]) -> Value:
-    """``function(index)`` as a table of every value ``index`` can take (a multiplexer tree of
-    constants): for a narrow index, a few LUT levels where the arithmetic would be a chain."""
-    return Array(Const(function(i)) for i in range(1 << len(index)))[index]
+    """``function(index)`` as a table of every value ``index`` can take: a balanced tree of
+    2:1 multiplexers of constants, one level per index bit (for a narrow index, a few LUT
+    levels where the arithmetic would be a chain).
+
+    Not an ``Array`` of constants: Amaranth writes that as a case in an ``always @*`` block,
+    which a four-state event-driven simulator (Icarus) first evaluates when the index
+    changes, so a table whose index keeps its reset value (a pointer that never turns)
+    stays X. Every entry has the width (and signedness) of the widest, so no multiplexer
+    mixes widths."""
+    values = [function(i) for i in range(1 << len(index))]
+    signed = min(values) < 0
+    shape = Shape(max(max(Const(v).shape().width for v in values), 1), signed)
+    level = [Const(v, shape) for v in values]
+    for bit in range(len(index)):
+        level = [Mux(index[bit], level[k + 1], level[k]) for k in range(0, len(level), 2)]
+    return level[0]
 
 
-def product(a: Value, b: Value | int) -> Value:
+def product(a: Value, b: Value | int, m: Module | None = None, name: str = "product"
+            ) -> Value:
     """``a x b`` (unsigned; ``b`` a value or a constant) as shifted copies of ``a`` summed in
     a balanced tree: LUTs and carry chains next to the logic that uses it, where a ``*`` of a
-    few bits (even by a constant) may be mapped to a far-away DSP block."""
+    few bits (even by a constant) may be mapped to a far-away DSP block. With ``m``, every
+    sum of the tree is a signal of ``m`` (:func:`named`)."""
     if isinstance(b, int):
         terms = [a << i for i in range(b.bit_length()) if b >> i & 1]
     else:
         terms = [Mux(b[i], a << i, 0) for i in range(len(b))]
     terms = terms or [Const(0, 1)]
+    level = 0
     while len(terms) > 1:
-        terms = [add(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
-                 for k in range(0, len(terms), 2)]
+        terms = [named(m, add(terms[k], terms[k + 1]), f"{name}_l{level}_{k // 2}")
+                 if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
+        level += 1
     return terms[0]
 
 
-def ceil_div_limited(dividend: Value, divisor: Value, limit: int) -> Value:
+def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | None = None,
+                     name: str = "quotient") -> Value:
     """``min(ceil(dividend / divisor), limit)`` for ``divisor >= 1``, without a divider: bit
     ``j`` of a thermometer code is ``j x divisor < dividend`` (``limit`` comparisons with
     constant multiples of the divisor, side by side), and the quotient is its first clear bit.
     A few adder and comparator delays deep where a divider is one subtraction per quotient
-    bit in series."""
-    below = Cat(*(less(product(divisor, j), dividend) for j in range(limit)))
+    bit in series. With ``m``, the divisor and every multiple are signals of ``m``."""
+    divisor = named(m, divisor, f"{name}_divisor")
+    below = Cat(*(less(named(m, product(divisor, j, m, f"{name}_x{j}"), f"{name}_x{j}"),
+                       dividend) for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
 
 
-def block_mask(start: Value, length: Value, n: int) -> Value:
+def block_mask(start: Value, length: Value, n: int, m: Module | None = None,
+               name: str = "block_end") -> Value:
     """``n`` bits, set from bit ``start`` for ``length`` bits (clipped at bit ``n``): the
     blocks a contiguous allocation covers. Written as two comparisons per bit, which map to
-    small carry-free logic."""
-    end = add(start, length)
+    small carry-free logic. With ``m``, the end (``start + length``) is a signal of ``m``."""
+    end = named(m, add(start, length), name)
     return Cat(*(at_most(start, i) & less(i, end) for i in range(n)))
 
 

@@ -106,20 +106,20 @@ class ScorePipeline(wiring.Component):
         def terms(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                vgpr = total([v[f"vgpr{ap}_{q}"] for q in range(Q)])
-                sgpr = total([v[f"sgpr{ap}_{q}"] for q in range(Q)])
-                slots = total([v[f"slots{ap}_{q}"] for q in range(Q)])
+                vgpr = total([v[f"vgpr{ap}_{q}"] for q in range(Q)], m, f"sum_vgpr{ap}")
+                sgpr = total([v[f"sgpr{ap}_{q}"] for q in range(Q)], m, f"sum_sgpr{ap}")
+                slots = total([v[f"slots{ap}_{q}"] for q in range(Q)], m, f"sum_slots{ap}")
                 for h, r in enumerate((vgpr, sgpr, v[f"lds{ap}"], slots)):
                     # The weights are a few bits: shifts and adds beside the sums, not a
                     # DSP block's seven nanoseconds and the route to it.
-                    out[f"term{ap}_{h}"] = product(r, v[f"a{h}"])
+                    out[f"term{ap}_{h}"] = product(r, v[f"a{h}"], m, f"term{ap}_{h}")
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out
 
         def resource(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                out[f"r{ap}"] = total([v[f"term{ap}_{h}"] for h in range(4)])[
+                out[f"r{ap}"] = total([v[f"term{ap}_{h}"] for h in range(4)], m, f"r{ap}")[
                     :widths["resource_score"]]
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out

@@ -27,6 +27,7 @@ from hw.dispatch.logic import (
     is_zero,
     less,
     lookup,
+    named,
     product,
     saturate,
     subtract,
@@ -109,20 +110,23 @@ class ChannelQueues(wiring.Component):
                      quot.eq(lookup(waves, lambda w: w // Q)),
                      rem.eq(lookup(waves, lambda w: w % Q))]
         slots_ok = at_most(busiest, gpu.wave_slots)
-        low_v, low_s = product(wg.vgpr, quot), product(wg.sgpr, quot)
-        high_v, high_s = add(low_v, wg.vgpr), add(low_s, wg.sgpr)
+        # (Each a signal: the comparisons below use their operands twice.)
+        low_v = product(wg.vgpr, quot, m, f"c{c}_low_vgpr")
+        low_s = product(wg.sgpr, quot, m, f"c{c}_low_sgpr")
+        high_v = named(m, add(low_v, wg.vgpr), f"c{c}_high_vgpr")
+        high_s = named(m, add(low_s, wg.sgpr), f"c{c}_high_sgpr")
         whole = (slots_ok & at_most(Mux(rem.any(), high_v, low_v), seen_v)
                  & at_most(Mux(rem.any(), high_s, low_s), seen_s) & at_most(wg.lds, seen_l))
         # A part's LDS is ceil(lds / waves) <= seen, that is lds <= waves * seen.
         parts = (self.splitting & wg.independent & ~less(waves, 2) & slots_ok
                  & at_most(wg.vgpr, seen_v) & at_most(wg.sgpr, seen_s)
-                 & at_most(wg.lds, product(waves, seen_l)))
+                 & at_most(wg.lds, product(waves, seen_l, m, f"c{c}_parts_lds")))
         admitted = Signal(name=f"c{c}_admitted")
         m.d.comb += admitted.eq(whole | parts)
 
         part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
         m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(is_zero(waves), 1, waves),
-                                                 gpu.lds + 1))
+                                                 gpu.lds + 1, m, f"c{c}_part_lds"))
         entry = Signal(p.queue_layout, name=f"c{c}_entry")
         m.d.comb += [
             entry.wg.eq(wg.wg),

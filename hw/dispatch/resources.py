@@ -166,7 +166,8 @@ class ResourceTable(wiring.Component):
                     give_start, give_length = held[f"{name}_start"][q], held[f"{name}_length"][q]
                 take_mask = Signal(n, name=f"take_{name}{q}")
                 give_mask = Signal(n, name=f"give_{name}{q}")
-                m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n)),
+                m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n, m,
+                                                     f"take_{name}{q}_end")),
                              give_mask.eq(self._returned(give_start, give_length, n))]
                 returned = later(give_mask, f"{name}{q}") if p.pipeline else None
                 for ap in range(P):

@@ -311,12 +311,13 @@ class Selector(wiring.Component):
         weights = self.ap_weights
         resource = []
         for ap in range(P):
-            vgpr = total([self.view.vgpr[ap * Q + q] for q in range(Q)])
-            sgpr = total([self.view.sgpr[ap * Q + q] for q in range(Q)])
-            slots = total([self.slots[ap][q] for q in range(Q)])
+            vgpr = total([self.view.vgpr[ap * Q + q] for q in range(Q)], m, f"sum_vgpr{ap}")
+            sgpr = total([self.view.sgpr[ap * Q + q] for q in range(Q)], m, f"sum_sgpr{ap}")
+            slots = total([self.slots[ap][q] for q in range(Q)], m, f"sum_slots{ap}")
             score = Signal(p.widths["resource_score"], name=f"resource_score{ap}")
             m.d.comb += score.eq(total([weights[0] * vgpr, weights[1] * sgpr,
-                                         weights[2] * self.view.lds[ap], weights[3] * slots]))
+                                         weights[2] * self.view.lds[ap], weights[3] * slots],
+                                        m, f"resource_terms{ap}"))
             resource.append(score)
         history = [self.history[ap] for ap in range(P)]
         _, lowest_ap = first_set(fit)
