@@ -71,9 +71,10 @@ class ResourceTable(wiring.Component):
         })
 
     @staticmethod
-    def _returned(start, length, n: int):
-        """The blocks a release gives back: those its record holds."""
-        return block_mask(start, length, n)
+    def _returned(start, length, n: int, m: Module | None = None, name: str = "give_end"):
+        """The blocks a release gives back: those its record holds (the end a signal of
+        ``m``, see :func:`hw.dispatch.logic.block_mask`)."""
+        return block_mask(start, length, n, m, name)
 
     @staticmethod
     def _release_ok(valid, known, held_wg, wg):
@@ -168,7 +169,8 @@ class ResourceTable(wiring.Component):
                 give_mask = Signal(n, name=f"give_{name}{q}")
                 m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n, m,
                                                      f"take_{name}{q}_end")),
-                             give_mask.eq(self._returned(give_start, give_length, n))]
+                             give_mask.eq(self._returned(give_start, give_length, n, m,
+                                                         f"give_{name}{q}_end"))]
                 returned = later(give_mask, f"{name}{q}") if p.pipeline else None
                 for ap in range(P):
                     index = ap * per + q
