@@ -45,8 +45,8 @@ class _ReleaseOneShort(ResourceTable):
     """A release gives back one block fewer than its record holds."""
 
     @staticmethod
-    def _returned(start, length, n):
-        return block_mask(start, Mux(length == 0, 0, (length - 1)[:len(length)]), n)
+    def _returned(start, length, n, m=None, name="give_end"):
+        return block_mask(start, Mux(length == 0, 0, (length - 1)[:len(length)]), n, m, name)
 
 
 class _ReleaseAnyWg(ResourceTable):

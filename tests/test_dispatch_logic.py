@@ -3,12 +3,13 @@ divider-free ceiling division (exhaustive) and the pipelined decision's score pi
 order of the APs against a re-derivation from the model's definition, and its latency)."""
 
 import random
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.dispatch.logic import ceil_div_limited
+from hw.dispatch.logic import add, at_most, ceil_div_limited, equals, is_zero, less, subtract
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.selector import COMBINED, INSTRUCTION, LOWEST, RESOURCE
@@ -29,6 +30,55 @@ def test_ceil_div_limited_is_the_saturated_ceiling_everywhere():
                 ctx.set(divisor, b)
                 if ctx.get(quotient) != min(-(-a // b), 17):
                     wrong.append((a, b, ctx.get(quotient)))
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not wrong, wrong[:5]
+
+
+#: Operand widths of the width-safe helpers: equal, either wider, a 1-bit operand.
+WIDTHS = [(3, 3), (2, 4), (4, 2), (1, 3), (3, 1), (4, 5)]
+
+
+def _helpers(a: Signal, b: Signal) -> dict:
+    """Every helper on two values and on a value and each constant from -1 to 2**5."""
+    exprs = {("is_zero", None): is_zero(a), ("eq", None): equals(a, b),
+             ("lt", None): less(a, b), ("le", None): at_most(a, b), ("add", None): add(a, b)}
+    if len(b) <= len(a):
+        exprs[("sub", None)] = subtract(a, b)
+    for k in range(-1, 33):
+        exprs |= {("eq", k): equals(a, k), ("lt", k): less(a, k), ("le", k): at_most(a, k),
+                  ("k_lt", k): less(k, a), ("k_le", k): at_most(k, a)}
+    return exprs
+
+
+def _expected(op, k, x, y, widths):
+    return {"is_zero": lambda: x == 0, "eq": lambda: x == (y if k is None else k),
+            "lt": lambda: x < (y if k is None else k), "le": lambda: x <= (y if k is None else k),
+            "k_lt": lambda: k < x, "k_le": lambda: k <= x, "add": lambda: x + y,
+            "sub": lambda: (x - y) % (1 << (max(widths) + 1))}[op]()
+
+
+@pytest.mark.parametrize("widths", WIDTHS, ids=lambda w: f"{w[0]}x{w[1]}")
+def test_width_safe_helpers_are_the_operators_everywhere(widths):
+    a, b = Signal(widths[0]), Signal(widths[1])
+    m = Module()
+    outputs = {}
+    for key, expr in _helpers(a, b).items():
+        outputs[key] = Signal(len(expr), name=f"{key[0]}_{key[1]}".replace("-", "m"))
+        m.d.comb += outputs[key].eq(expr)
+        if key[0] in ("add", "sub"):
+            assert len(expr) == max(widths) + 1                 # the width of a + b
+    wrong = []
+
+    async def bench(ctx):
+        for x in range(1 << widths[0]):
+            for y in range(1 << widths[1]):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                for (op, k), signal in outputs.items():
+                    if ctx.get(signal) != int(_expected(op, k, x, y, widths)):
+                        wrong.append((op, k, x, y, ctx.get(signal)))
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
@@ -107,3 +157,59 @@ def test_the_score_pipeline_orders_the_aps_as_the_model_latency_clocks_late(scor
         # The inputs of clock t are ordered in the outputs after the edge ending clock
         # t + latency - 1.
         assert [[bool(x) for x in row] for row in seen[clock + latency - 1]] == expected, clock
+
+
+@pytest.mark.parametrize("widths", WIDTHS, ids=lambda w: f"{w[0]}x{w[1]}")
+def test_width_safe_helpers_lint_clean(widths, tmp_path):
+    """Their Verilog has no operator with operands of two widths: ``verilator -Wall`` with
+    only Amaranth's style waivers (hw/flow/lint.vlt) is clean."""
+    from amaranth.back import verilog
+    from amaranth.hdl import Elaboratable
+
+    from hw.flow.verilog_files import lint
+
+    class Helpers(Elaboratable):
+        def __init__(self):
+            self.a, self.b = Signal(widths[0]), Signal(widths[1])
+            self.outputs = [Signal(len(expr), name=f"{op}_{k}".replace("-", "m"))
+                            for (op, k), expr in _helpers(self.a, self.b).items()]
+
+        def elaborate(self, platform):
+            m = Module()
+            exprs = _helpers(self.a, self.b).values()
+            m.d.comb += [out.eq(expr) for out, expr in zip(self.outputs, exprs, strict=True)]
+            return m
+
+    top = Helpers()
+    path = tmp_path / "helpers.v"
+    path.write_text(verilog.convert(top, name="helpers", ports=[top.a, top.b, *top.outputs]))
+    result = lint(path, Path(__file__).resolve().parent.parent / "hw" / "flow" / "lint.vlt")
+    assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr[-3000:]
+
+
+
+def test_a_table_is_continuous_logic_not_an_always_block():
+    """lookup() must be written as continuous assignments. An ``Array`` of constants was
+    written as a case in an ``always @*`` block, which Icarus (event driven, four-state) runs
+    only when the index changes: embodiment 8's pointer keeps its reset value while the
+    rotation is off, so the matcher's tables stayed X from time 0, and so did the
+    dispatcher's ``stale_abort`` at clock 40 of the reduced default scenario (2 x 4 x 4,
+    exact view; tests/test_cocotb_dispatch.py's Icarus run). The values are checked too."""
+    from amaranth.back import verilog
+
+    from hw.dispatch.logic import lookup
+
+    pointer, out, signed_out = Signal(3), Signal(2), Signal(4)
+    m = Module()
+    m.d.comb += [out.eq(lookup(pointer, lambda v: (3 - v) % 4)),
+                 signed_out.eq(lookup(pointer, lambda v: v - 5))]
+    text = verilog.convert(m, ports=[pointer, out, signed_out], emit_src=False)
+    assert "always" not in text and "case" not in text, text
+
+    async def bench(ctx):
+        for v in range(8):
+            ctx.set(pointer, v)
+            assert (ctx.get(out), ctx.get(signed_out)) == ((3 - v) % 4, (v - 5) % 16), v
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()

@@ -91,8 +91,8 @@ class _ReleaseOneLong(ResourceTable):
     """A release gives back one block more than its record holds (frees a neighbour's)."""
 
     @staticmethod
-    def _returned(start, length, n):
-        return block_mask(start, Mux(length == 0, 0, length + 1), n)
+    def _returned(start, length, n, m=None, name="give_end"):
+        return block_mask(start, Mux(length == 0, 0, length + 1), n, m, name)
 
 
 class _PopsEveryChannel(ChannelQueues):

@@ -16,6 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.allocator import Allocator
+from hw.dispatch.logic import add, at_most, equals, less, lookup
 from hw.dispatch.matcher import Matcher, extra_wave
 from hw.dispatch.params import (
     THRESHOLD_BITS,
@@ -176,24 +177,24 @@ class Dispatcher(wiring.Component):
         # the registers as they will be in cycle 0 (what the model keeps before cycle 0).
         prime = views.prime_clocks + (p.score_layers + 1 if p.pipeline else 0)
         age = Signal(range(prime + 2), name="age")
-        with m.If(age < prime):
+        with m.If(less(age, prime)):
             m.d.sync += age.eq(age + 1)
-        start_ok = age + 1 >= prime
+        start_ok = ~less(age + 1, prime)
         if p.shared:
             periods = len(p.schedule.periods)
             phase = Signal(range(max(periods, 2)), name="shared_phase")
-            m.d.sync += phase.eq(Mux(phase == periods - 1, 0, phase + 1))
-            start_ok = start_ok & (phase == periods - 1)
+            m.d.sync += phase.eq(Mux(equals(phase, periods - 1), 0, phase + 1))
+            start_ok = start_ok & equals(phase, periods - 1)
         config = self.config
-        is_start = config.payload.address == ConfigAddress.START
+        is_start = equals(config.payload.address.as_value(), ConfigAddress.START.value)
         written = config.valid & config.ready
         if p.pipeline:
             quiet = Signal(range(p.score_layers + 2), name="config_quiet")
             with m.If(written & ~is_start):
                 m.d.sync += quiet.eq(0)
-            with m.Elif(quiet <= p.score_layers):
+            with m.Elif(at_most(quiet, p.score_layers)):
                 m.d.sync += quiet.eq(quiet + 1)
-            start_ok = start_ok & (quiet > p.score_layers)
+            start_ok = start_ok & ~at_most(quiet, p.score_layers)
         m.d.comb += config.ready.eq(~is_start | start_ok | self.running)
         starting = Signal(name="starting")
         m.d.comb += starting.eq(written & is_start & ~self.running)
@@ -209,16 +210,16 @@ class Dispatcher(wiring.Component):
                      ConfigAddress.HISTORY_SHIFT: shift}
         arrays = {ConfigAddress.WINDOW: windows, ConfigAddress.AP_WEIGHT: ap_weights,
                   ConfigAddress.WAVE_POWER: wave_powers}
-        with m.If(written):
-            with m.Switch(config.payload.address):
-                for address, register in registers.items():
-                    with m.Case(address):
-                        m.d.sync += register.eq(value)
-                for address, array in arrays.items():
-                    with m.Case(address):
-                        for position, register in enumerate(array):
-                            with m.If(index == position):
-                                m.d.sync += register.eq(value)
+        # (One comparison per address rather than a case over the address, which would leave
+        # the other addresses without a case in every register's process.)
+        address = config.payload.address.as_value()
+        for name, register in registers.items():
+            with m.If(written & equals(address, name.value)):
+                m.d.sync += register.eq(value)
+        for name, array in arrays.items():
+            for position, register in enumerate(array):
+                with m.If(written & equals(address, name.value) & equals(index, position)):
+                    m.d.sync += register.eq(value)
 
         # -- embodiment 8's pointers ----------------------------------------------------------
         pointers = [Signal(range(max(Q, 2)), name=f"rotation{ap}") for ap in range(P)]
@@ -229,7 +230,7 @@ class Dispatcher(wiring.Component):
             views.status.eq(table.status),
             matcher.view.eq(views.view), matcher.slots.eq(table.slots),
             selector.selection.eq(selection), selector.ap_choice.eq(ap_choice),
-            selector.lfsr_load.eq(written & (config.payload.address == ConfigAddress.LFSR)),
+            selector.lfsr_load.eq(written & equals(address, ConfigAddress.LFSR.value)),
             selector.lfsr_value.eq(value),
             selector.start.eq(starting), selector.running.eq(self.running),
             table.release.valid.eq(self.release.valid),
@@ -237,7 +238,7 @@ class Dispatcher(wiring.Component):
             self.release.ready.eq(table.release.ready),
             table.history_shift.eq(shift), table.running.eq(self.running),
             self.error.eq(table.error),
-            queues.splitting.eq((threshold != 0) & (selection == MULTI)),
+            queues.splitting.eq(threshold.any() & equals(selection, MULTI)),
             allocator.status.eq(table.status),
         ]
         for ap in range(P):
@@ -247,9 +248,9 @@ class Dispatcher(wiring.Component):
         # clock and nothing lies between the configuration port and the promoted priority
         # (which the selector computes a clock ahead from these sums' next values). A window
         # write therefore takes effect in the second clock after it.
-        total = 0
+        total = windows[0]
         for y in range(Y):
-            total = total + windows[y]
+            total = add(total, windows[y]) if y else total
             end = Signal(window_end_bits(Y), name=f"cfg_window_end{y}",
                          init=sum(policy.windows[:y + 1]))
             m.d.sync += end.eq(total)
@@ -287,9 +288,11 @@ class Dispatcher(wiring.Component):
         m.d.comb += queues.take.eq(Mux(commit, 1 << channel, 0))
         with m.If(commit & rotate):
             for position in range(P):
-                with m.If(ap == position):
+                with m.If(equals(ap, position)):
+                    # (pointer + rem) mod Q, both below Q: a table of the narrow sum.
                     turned = pointers[position] + head.rem
-                    m.d.sync += pointers[position].eq(Mux(turned >= Q, turned - Q, turned))
+                    m.d.sync += pointers[position].eq(
+                        lookup(turned, lambda t: t - Q if t >= Q else t))
 
         # -- outputs ----------------------------------------------------------------------------
         out = self.dispatch
@@ -344,10 +347,10 @@ class Dispatcher(wiring.Component):
         threshold, selection = parts.threshold, parts.selection
         g = Signal(THRESHOLD_BITS + 1, name="all_fail_count")
         split_now = Signal(R, name="split_now")
-        splitting = (threshold != 0) & (selection == MULTI)
+        splitting = threshold.any() & equals(selection, MULTI)
         with m.If(active & splitting):
             with m.If(waiting & ~matched):
-                with m.If(g + 1 > threshold):
+                with m.If(less(threshold, g + 1)):
                     m.d.comb += split_now.eq(splittable)
                     m.d.sync += g.eq(0)
                 with m.Else():
@@ -432,7 +435,7 @@ class Dispatcher(wiring.Component):
         m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
         for c in range(R):
-            count = sum((flight[j].valid & (flight[j].channel == c)) for j in range(1, k + 1))
+            count = sum((flight[j].valid & equals(flight[j].channel, c)) for j in range(1, k + 1))
             m.d.comb += queues.in_flight[c].eq(count)
             for j in range(k + 3):
                 m.d.comb += matcher.heads[(k + 3) * c + j].eq(queues.entries[c][j])
@@ -517,7 +520,7 @@ class Dispatcher(wiring.Component):
         # -- embodiment 3: counts in a clock that chooses; splits a channel with nothing in
         # flight after this clock (no choice was made, so only stages 1 .. k - 1 stay) ------
         waiting = Cat(*(selector.heads[c].valid for c in range(R))).any()
-        staying = Cat(*(_or([flight[j].valid & (flight[j].channel == c)
+        staying = Cat(*(_or([flight[j].valid & equals(flight[j].channel, c)
                              for j in range(1, k)]) for c in range(R)))
         split_now = self._all_fail(m, parts, choose, waiting, selector.picked,
                                    queues.splittable & ~staying)
@@ -527,7 +530,7 @@ class Dispatcher(wiring.Component):
         with m.If(evaluate):
             m.d.sync += matched_once.eq(1)
             for c in range(R):
-                again = chosen & (channel == c)
+                again = chosen & equals(channel, c)
                 (head0, fit0), (head1, fit1) = matches[c]
                 head, fit = Mux(again, head1, head0), Mux(again, fit1, fit0)
                 valid = Mux(again, head1.valid, head0.valid) & ~split_now[c]

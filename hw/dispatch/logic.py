@@ -4,15 +4,116 @@ priority encoder, the n-th set bit, argmax trees, saturation and block masks.
 Each returns Amaranth values (named signals where a value has several users), built as
 balanced trees where the input is wide, so that the depth grows with ``log2`` of the width.
 
+The comparisons and sums that mix widths (:func:`is_zero`, :func:`equals`, :func:`less`,
+:func:`at_most`, :func:`add`) are written so that every operator of the Verilog has operands
+of one width: Amaranth's back end drops the constant zero bits of an operand (``x <= 1`` on a
+4-bit ``x`` is written ``x <= 1'h1``, the 5-bit ``x`` of ``x < y`` is compared as 4 bits) and
+writes ``x == 0`` as ``!x``, which ``verilator -Wall`` reports as WIDTHEXPAND / WIDTHTRUNC.
+Each splits off the bits that only one operand has and tests them apart, so the value is the
+operator's and the lint is clean at the cause.
+
 Model twin: none (building blocks; the model's stages compute the same functions inline).
 """
 
 from collections.abc import Callable, Sequence
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 
-__all__ = ["arg_best", "at_or_after", "block_mask", "ceil_div_limited", "first_set", "lookup",
-           "nth_set", "popcount", "product", "saturate"]
+__all__ = ["add", "arg_best", "at_most", "at_or_after", "block_mask", "ceil_div_limited",
+           "equals", "first_set", "is_zero", "less", "lookup", "named", "nth_set", "popcount",
+           "product", "saturate", "subtract", "total"]
+
+
+def is_zero(value: Value) -> Value:
+    """``value == 0`` as the NOR of its bits (``~|value``, where ``==`` writes ``!value``)."""
+    return ~value.any()
+
+
+def _high(value: Value, width: int) -> Value:
+    """Whether any bit of ``value`` at or above bit ``width`` is set."""
+    return value[width:].any() if len(value) > width else Const(0, 1)
+
+
+def equals(value: Value, other: Value | int) -> Value:
+    """``value == other`` (unsigned; ``other`` a value or a constant) over the bits both
+    have, the other operand's extra bits tested for zero apart."""
+    if isinstance(other, int):
+        if other < 0 or other >> len(value):
+            return Const(0, 1)
+        if other == 0:
+            return is_zero(value)
+        width = other.bit_length()
+        return ~_high(value, width) & (value[:width] == other)
+    width = min(len(value), len(other))
+    return ~_high(value, width) & ~_high(other, width) & (value[:width] == other[:width])
+
+
+def less(a: Value | int, b: Value | int) -> Value:
+    """``a < b`` (unsigned; either a constant, not both) over the bits both have: a set
+    bit that only ``b`` has makes it true, one that only ``a`` has false. A comparison that
+    the widths decide is a constant, not a comparator."""
+    if isinstance(b, int):
+        if b <= 0:
+            return Const(0, 1)
+        if b >> len(a):
+            return Const(1, 1)
+        width = b.bit_length()
+        return ~_high(a, width) & (a[:width] < b)
+    if isinstance(a, int):
+        return ~less(b, a + 1)
+    width = min(len(a), len(b))
+    return ~_high(a, width) & (_high(b, width) | (a[:width] < b[:width]))
+
+
+def at_most(a: Value | int, b: Value | int) -> Value:
+    """``a <= b`` (unsigned; either a constant, not both), as ``not b < a``."""
+    return ~less(b, a)
+
+
+def add(a: Value, b: Value) -> Value:
+    """``a + b`` (unsigned), ``max(len(a), len(b)) + 1`` bits: where the widths differ, the
+    narrower operand is added to as many low bits of the other, and the carry to its high
+    bits (an increment), so no adder has operands of two widths."""
+    assert not (a.shape().signed or b.shape().signed), "add() is unsigned"
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) in (len(b), 1):
+        return a + b
+    low = a + b[:len(a)]
+    return Cat(low[:len(a)], b[len(a):] + low[len(a)])
+
+
+def named(m: Module | None, value: Value, name: str) -> Value:
+    """``value`` as a signal ``name`` of its shape driven in ``m`` (``value`` itself when
+    ``m`` is None). Amaranth writes an expression out again at every use (it shares only
+    signals), and the width-safe helpers use their operands twice: a sum or product nested
+    in them grows the Verilog geometrically unless it is named."""
+    if m is None:
+        return value
+    signal = Signal(value.shape(), name=name)
+    m.d.comb += signal.eq(value)
+    return signal
+
+
+def total(values: Sequence[Value], m: Module | None = None, name: str = "total") -> Value:
+    """The sum of ``values`` (unsigned, at least one), added left to right as ``sum`` does,
+    each step by :func:`add` (each partial sum a signal of ``m`` when given)."""
+    result = values[0]
+    for step, value in enumerate(values[1:]):
+        result = named(m, add(result, value), f"{name}_{step}")
+    return result
+
+
+def subtract(a: Value, b: Value) -> Value:
+    """``a - b`` of unsigned values with ``len(b) <= len(a)``, Amaranth's value and shape
+    (signed, ``len(a) + 1`` bits): ``b`` from as many low bits of ``a``, the borrow from its
+    high bits (a decrement), so no subtractor has operands of two widths."""
+    assert not (a.shape().signed or b.shape().signed), "subtract() is unsigned"
+    assert len(b) <= len(a), (len(a), len(b))
+    if len(b) in (len(a), 1):
+        return a - b
+    low = a[:len(b)] - b
+    return Cat(low[:len(b)], a[len(b):] - low[len(b)]).as_signed()
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
@@ -25,7 +126,10 @@ def first_set(mask: Value) -> tuple[Value, Value]:
         left_any, left_index = tree(flags[:half])
         right_any, right_index = tree(flags[half:])
         width = (len(flags) - 1).bit_length()
-        return left_any | right_any, Mux(left_any, left_index, right_index + half)[:width]
+        # right_index + half, half a power of two above every right index: a set top bit.
+        low = right_index[:width - 1]
+        high = Cat(low, Const(0, width - 1 - len(low)), Const(1, 1))
+        return left_any | right_any, Mux(left_any, left_index, high)
 
     return tree([mask[i] for i in range(len(mask))])
 
@@ -34,7 +138,7 @@ def at_or_after(mask: Value, pointer: Value) -> tuple[Value, Value]:
     """``(any, index)`` of the first set bit of ``mask`` at or after bit ``pointer``, wrapping
     round to bit 0: a round-robin pick that starts at ``pointer``."""
     width = len(mask)
-    after = Cat(*(mask[i] & (pointer <= i) for i in range(width)))
+    after = Cat(*(mask[i] & at_most(pointer, i) for i in range(width)))
     any_after, index_after = first_set(after)
     any_set, index = first_set(mask)
     return any_set, Mux(any_after, index_after, index)
@@ -53,7 +157,7 @@ def nth_set(mask: Value, n: Value) -> Value:
     count = Const(0, 1)
     index = Const(0, max((len(mask) - 1).bit_length(), 1))
     for i in range(len(mask)):
-        index = Mux(mask[i] & (count == n), i, index)
+        index = Mux(mask[i] & equals(count, n), i, index)
         count = count + mask[i]
     return index
 
@@ -61,47 +165,68 @@ def nth_set(mask: Value, n: Value) -> Value:
 def saturate(value: Value, limit: int) -> Value:
     """``min(value, limit)``, ``bits(limit)`` wide."""
     width = max(limit.bit_length(), 1)
-    return Mux(value > limit, Const(limit, width), value[:width])
+    return Mux(~at_most(value, limit), Const(limit, width), value[:width])
 
 
 def lookup(index: Value, function: Callable[[int], int]) -> Value:
-    """``function(index)`` as a table of every value ``index`` can take (a multiplexer tree of
-    constants): for a narrow index, a few LUT levels where the arithmetic would be a chain."""
-    return Array(Const(function(i)) for i in range(1 << len(index)))[index]
+    """``function(index)`` as a table of every value ``index`` can take: a balanced tree of
+    2:1 multiplexers of constants, one level per index bit (for a narrow index, a few LUT
+    levels where the arithmetic would be a chain).
+
+    Not an ``Array`` of constants: Amaranth writes that as a case in an ``always @*`` block,
+    which a four-state event-driven simulator (Icarus) first evaluates when the index
+    changes, so a table whose index keeps its reset value (a pointer that never turns)
+    stays X. Every entry has the width (and signedness) of the widest, so no multiplexer
+    mixes widths."""
+    values = [function(i) for i in range(1 << len(index))]
+    signed = min(values) < 0
+    shape = Shape(max(max(Const(v).shape().width for v in values), 1), signed)
+    level = [Const(v, shape) for v in values]
+    for bit in range(len(index)):
+        level = [Mux(index[bit], level[k + 1], level[k]) for k in range(0, len(level), 2)]
+    return level[0]
 
 
-def product(a: Value, b: Value | int) -> Value:
+def product(a: Value, b: Value | int, m: Module | None = None, name: str = "product"
+            ) -> Value:
     """``a x b`` (unsigned; ``b`` a value or a constant) as shifted copies of ``a`` summed in
     a balanced tree: LUTs and carry chains next to the logic that uses it, where a ``*`` of a
-    few bits (even by a constant) may be mapped to a far-away DSP block."""
+    few bits (even by a constant) may be mapped to a far-away DSP block. With ``m``, every
+    sum of the tree is a signal of ``m`` (:func:`named`)."""
     if isinstance(b, int):
         terms = [a << i for i in range(b.bit_length()) if b >> i & 1]
     else:
         terms = [Mux(b[i], a << i, 0) for i in range(len(b))]
     terms = terms or [Const(0, 1)]
+    level = 0
     while len(terms) > 1:
-        terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
-                 for k in range(0, len(terms), 2)]
+        terms = [named(m, add(terms[k], terms[k + 1]), f"{name}_l{level}_{k // 2}")
+                 if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
+        level += 1
     return terms[0]
 
 
-def ceil_div_limited(dividend: Value, divisor: Value, limit: int) -> Value:
+def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | None = None,
+                     name: str = "quotient") -> Value:
     """``min(ceil(dividend / divisor), limit)`` for ``divisor >= 1``, without a divider: bit
     ``j`` of a thermometer code is ``j x divisor < dividend`` (``limit`` comparisons with
     constant multiples of the divisor, side by side), and the quotient is its first clear bit.
     A few adder and comparator delays deep where a divider is one subtraction per quotient
-    bit in series."""
-    below = Cat(*(product(divisor, j) < dividend for j in range(limit)))
+    bit in series. With ``m``, the divisor and every multiple are signals of ``m``."""
+    divisor = named(m, divisor, f"{name}_divisor")
+    below = Cat(*(less(named(m, product(divisor, j, m, f"{name}_x{j}"), f"{name}_x{j}"),
+                       dividend) for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
 
 
-def block_mask(start: Value, length: Value, n: int) -> Value:
+def block_mask(start: Value, length: Value, n: int, m: Module | None = None,
+               name: str = "block_end") -> Value:
     """``n`` bits, set from bit ``start`` for ``length`` bits (clipped at bit ``n``): the
     blocks a contiguous allocation covers. Written as two comparisons per bit, which map to
-    small carry-free logic."""
-    end = start + length
-    return Cat(*((start <= i) & (end > i) for i in range(n)))
+    small carry-free logic. With ``m``, the end (``start + length``) is a signal of ``m``."""
+    end = named(m, add(start, length), name)
+    return Cat(*(at_most(start, i) & less(i, end) for i in range(n)))
 
 
 def arg_best(m: Module, valid: Value, values: Sequence[Value],

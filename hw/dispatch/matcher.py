@@ -14,6 +14,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw.dispatch.logic import at_most, less, lookup
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import view_layout
 
@@ -22,9 +23,10 @@ __all__ = ["Matcher", "extra_wave"]
 
 def extra_wave(q: int, pointer, remainder, peus: int):
     """Embodiment 8: PEU ``q`` takes the split table's entry ``(q - pointer) mod Q``, which
-    is ``quot + 1`` when that index is below the remainder."""
-    rotated = Mux(pointer <= q, q - pointer, q + peus - pointer)
-    return rotated < remainder
+    is ``quot + 1`` when that index is below the remainder (``pointer`` is below ``peus``;
+    the index is a table of the pointer's values, ``q`` and ``peus`` being constants)."""
+    rotated = lookup(pointer, lambda value: (q - value) % peus)
+    return less(rotated, remainder)
 
 
 def slots_layout(params: DispatcherParams) -> data.ArrayLayout:
@@ -73,15 +75,16 @@ class Matcher(wiring.Component):
             head = self.heads[c]
             fits = []
             for ap in range(p.aps):
-                terms = [head.valid, head.lds <= self.view.lds[ap]]
+                terms = [head.valid, at_most(head.lds, self.view.lds[ap])]
                 for q in range(Q):
                     index = ap * Q + q
                     extra = extra_wave(q, self.pointer[ap], head.rem, Q)
                     waves = head.quot + extra
                     vgpr = Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)
                     sgpr = Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)
-                    terms += [waves <= self.slots[ap][q], vgpr <= self.view.vgpr[index],
-                              sgpr <= self.view.sgpr[index]]
+                    terms += [at_most(waves, self.slots[ap][q]),
+                              at_most(vgpr, self.view.vgpr[index]),
+                              at_most(sgpr, self.view.sgpr[index])]
                 fit = Signal(name=f"fit_c{c}_ap{ap}")
                 m.d.comb += fit.eq(Cat(*terms).all())
                 fits.append(fit)

@@ -15,7 +15,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_or_after, first_set, product
+from hw.dispatch.logic import at_or_after, equals, first_set, is_zero, less, product, total
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.selector import (
@@ -106,20 +106,20 @@ class ScorePipeline(wiring.Component):
         def terms(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                vgpr = sum(v[f"vgpr{ap}_{q}"] for q in range(Q))
-                sgpr = sum(v[f"sgpr{ap}_{q}"] for q in range(Q))
-                slots = sum(v[f"slots{ap}_{q}"] for q in range(Q))
+                vgpr = total([v[f"vgpr{ap}_{q}"] for q in range(Q)], m, f"sum_vgpr{ap}")
+                sgpr = total([v[f"sgpr{ap}_{q}"] for q in range(Q)], m, f"sum_sgpr{ap}")
+                slots = total([v[f"slots{ap}_{q}"] for q in range(Q)], m, f"sum_slots{ap}")
                 for h, r in enumerate((vgpr, sgpr, v[f"lds{ap}"], slots)):
                     # The weights are a few bits: shifts and adds beside the sums, not a
                     # DSP block's seven nanoseconds and the route to it.
-                    out[f"term{ap}_{h}"] = product(r, v[f"a{h}"])
+                    out[f"term{ap}_{h}"] = product(r, v[f"a{h}"], m, f"term{ap}_{h}")
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out
 
         def resource(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
             for ap in range(P):
-                out[f"r{ap}"] = sum(v[f"term{ap}_{h}"] for h in range(4))[
+                out[f"r{ap}"] = total([v[f"term{ap}_{h}"] for h in range(4)], m, f"r{ap}")[
                     :widths["resource_score"]]
                 out[f"b{ap}"] = v[f"b{ap}"]
             return out
@@ -128,8 +128,8 @@ class ScorePipeline(wiring.Component):
             out = {"ap_choice": v["ap_choice"]}
             top_r = _max_tree(m, [v[f"r{ap}"] for ap in range(P)], "score_max_r")
             top_b = _max_tree(m, [v[f"b{ap}"] for ap in range(P)], "score_max_b")
-            out["top_r"] = Mux(top_r == 0, 1, top_r)
-            out["top_b"] = Mux(top_b == 0, 1, top_b)
+            out["top_r"] = Mux(is_zero(top_r), 1, top_r)
+            out["top_b"] = Mux(is_zero(top_b), 1, top_b)
             for ap in range(P):
                 out[f"r{ap}"], out[f"b{ap}"] = v[f"r{ap}"], v[f"b{ap}"]
                 out[f"wr{ap}"] = v["w_r"] * v[f"r{ap}"]
@@ -156,7 +156,7 @@ class ScorePipeline(wiring.Component):
                       COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
                 value = Const(0, 1)
                 for choice, keyed in by.items():
-                    value = Mux(v["ap_choice"] == choice, keyed, value)
+                    value = Mux(equals(v["ap_choice"], choice), keyed, value)
                 out[f"key{ap}"] = value
             return out
 
@@ -165,7 +165,7 @@ class ScorePipeline(wiring.Component):
             out = {}
             for a in range(P):
                 for b in range(a + 1, P):
-                    out[f"ge{a}_{b}"] = v[f"key{a}"] >= v[f"key{b}"]
+                    out[f"ge{a}_{b}"] = ~less(v[f"key{a}"], v[f"key{b}"])
             return out
 
         pieces = [terms, resource, maxima, products, key, compare]
@@ -215,8 +215,8 @@ class PipelinedSelector(Selector):
         p = self._params
         R, P = p.channels, p.aps
         beats = self.beats
-        round_robin = ~((self.ap_choice == LOWEST) | (self.ap_choice == RESOURCE)
-                        | (self.ap_choice == INSTRUCTION) | (self.ap_choice == COMBINED))
+        round_robin = ~(equals(self.ap_choice, LOWEST) | equals(self.ap_choice, RESOURCE)
+                        | equals(self.ap_choice, INSTRUCTION) | equals(self.ap_choice, COMBINED))
         choices = []
         for c in range(R):
             mask = self.fit[c]

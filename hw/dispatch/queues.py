@@ -19,7 +19,19 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import ceil_div_limited, lookup, product, saturate
+from hw.dispatch.logic import (
+    add,
+    at_most,
+    ceil_div_limited,
+    equals,
+    is_zero,
+    less,
+    lookup,
+    named,
+    product,
+    saturate,
+    subtract,
+)
 from hw.dispatch.params import DispatcherParams
 
 __all__ = ["ChannelQueues"]
@@ -97,20 +109,24 @@ class ChannelQueues(wiring.Component):
         m.d.comb += [busiest.eq(lookup(waves, lambda w: -(-w // Q))),
                      quot.eq(lookup(waves, lambda w: w // Q)),
                      rem.eq(lookup(waves, lambda w: w % Q))]
-        slots_ok = busiest <= gpu.wave_slots
-        low_v, low_s = product(wg.vgpr, quot), product(wg.sgpr, quot)
-        high_v, high_s = low_v + wg.vgpr, low_s + wg.sgpr
-        whole = (slots_ok & (Mux(rem != 0, high_v, low_v) <= seen_v)
-                 & (Mux(rem != 0, high_s, low_s) <= seen_s) & (wg.lds <= seen_l))
+        slots_ok = at_most(busiest, gpu.wave_slots)
+        # (Each a signal: the comparisons below use their operands twice.)
+        low_v = product(wg.vgpr, quot, m, f"c{c}_low_vgpr")
+        low_s = product(wg.sgpr, quot, m, f"c{c}_low_sgpr")
+        high_v = named(m, add(low_v, wg.vgpr), f"c{c}_high_vgpr")
+        high_s = named(m, add(low_s, wg.sgpr), f"c{c}_high_sgpr")
+        whole = (slots_ok & at_most(Mux(rem.any(), high_v, low_v), seen_v)
+                 & at_most(Mux(rem.any(), high_s, low_s), seen_s) & at_most(wg.lds, seen_l))
         # A part's LDS is ceil(lds / waves) <= seen, that is lds <= waves * seen.
-        parts = (self.splitting & wg.independent & (waves >= 2) & slots_ok
-                 & (wg.vgpr <= seen_v) & (wg.sgpr <= seen_s) & (wg.lds <= product(waves, seen_l)))
+        parts = (self.splitting & wg.independent & ~less(waves, 2) & slots_ok
+                 & at_most(wg.vgpr, seen_v) & at_most(wg.sgpr, seen_s)
+                 & at_most(wg.lds, product(waves, seen_l, m, f"c{c}_parts_lds")))
         admitted = Signal(name=f"c{c}_admitted")
         m.d.comb += admitted.eq(whole | parts)
 
         part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
-        m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(waves == 0, 1, waves),
-                                                 gpu.lds + 1))
+        m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(is_zero(waves), 1, waves),
+                                                 gpu.lds + 1, m, f"c{c}_part_lds"))
         entry = Signal(p.queue_layout, name=f"c{c}_entry")
         m.d.comb += [
             entry.wg.eq(wg.wg),
@@ -126,7 +142,7 @@ class ChannelQueues(wiring.Component):
             entry.sgpr.eq(saturate(wg.sgpr, gpu.sgpr + 1)),
             entry.lds.eq(saturate(wg.lds, gpu.lds + 1)),
             entry.part_lds.eq(part_lds),
-            entry.splittable.eq(wg.independent & (waves >= 2)),
+            entry.splittable.eq(wg.independent & ~less(waves, 2)),
         ]
         return admitted, entry
 
@@ -193,7 +209,7 @@ class ChannelQueues(wiring.Component):
         self._present(m, head, stored, queue.r_rdy, active, stored.waves - left)
         m.d.comb += self.splittable[c].eq(head.valid & head.splittable)
         take = self.take[c] & queue.r_rdy
-        last = ~active | (left == 1)
+        last = ~active | equals(left, 1)
         m.d.comb += queue.r_en.eq(take & last)
         with m.If(take):
             with m.If(last):
@@ -215,7 +231,7 @@ class ChannelQueues(wiring.Component):
         depth = p.queue_depth
         entries = [Signal(p.queue_layout, name=f"c{c}_entry{i}") for i in range(depth)]
         level = Signal(range(depth + 1), name=f"c{c}_level")
-        ready = level < depth
+        ready = less(level, depth)
         accepted = source.valid & ready
         writing = accepted & admitted
         m.d.comb += source.ready.eq(ready)
@@ -224,7 +240,7 @@ class ChannelQueues(wiring.Component):
         left = Signal(range(p.max_waves + 1), name=f"c{c}_parts_left")
         stored, following = entries[0], entries[1]
         head = self.heads[c]
-        self._present(m, head, stored, level != 0, active, stored.waves - left)
+        self._present(m, head, stored, level.any(), active, stored.waves - left)
 
         # The match's two positions: small numbers (at most k + 1), so the index is the low
         # bits of position + 1 - left, exact whenever the position is past the parts. An index
@@ -234,17 +250,18 @@ class ChannelQueues(wiring.Component):
         for r in range(2):
             position = self.in_flight[c] + r
             m.d.comb += [
-                self.row_part[c][r].eq(active & (position < left)),
-                self.row_entry[c][r].eq(Mux(active, position + 1 - left[:index_bits], position)),
+                self.row_part[c][r].eq(active & less(position, left)),
+                self.row_entry[c][r].eq(Mux(active, subtract(position + 1, left[:index_bits]),
+                                               position)),
             ]
         for j, register in enumerate(reachable):
-            self._present(m, self.entries[c][j], register, j < level, 0, 0)
+            self._present(m, self.entries[c][j], register, less(j, level), 0, 0)
         for j in range(len(reachable), p.pipeline + 2):
             m.d.comb += self.entries[c][j].valid.eq(0)
-        self._present(m, self.entries[c][p.pipeline + 2], stored, active & (level != 0), 1, 0)
+        self._present(m, self.entries[c][p.pipeline + 2], stored, active & level.any(), 1, 0)
 
-        take = self.take[c] & (level != 0)
-        pop = take & (~active | (left == 1))
+        take = self.take[c] & level.any()
+        pop = take & (~active | equals(left, 1))
         with m.If(take):
             with m.If(pop):
                 m.d.sync += active.eq(0)
@@ -257,7 +274,7 @@ class ChannelQueues(wiring.Component):
         m.d.comb += tail.eq(level - pop)
         for i, register in enumerate(entries):
             behind = entries[i + 1] if i + 1 < depth else register
-            with m.If(accepted & (tail == i)):
+            with m.If(accepted & equals(tail, i)):
                 m.d.sync += register.eq(entry)
             with m.Elif(pop):
                 m.d.sync += register.eq(behind)
@@ -267,7 +284,7 @@ class ChannelQueues(wiring.Component):
         after = Signal(p.queue_layout, name=f"c{c}_after_take")
         m.d.comb += after.eq(Mux(pop, following, stored))
         splittable = Signal(name=f"c{c}_splittable")
-        m.d.comb += [splittable.eq(Mux(pop, level >= 2, (level != 0) & ~active)
+        m.d.comb += [splittable.eq(Mux(pop, ~less(level, 2), level.any() & ~active)
                                    & after.splittable),
                      self.splittable[c].eq(splittable)]
         with m.If(self.split[c] & splittable):

@@ -20,7 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import block_mask
+from hw.dispatch.logic import add, block_mask, equals, less, subtract
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import status_layout
@@ -71,9 +71,10 @@ class ResourceTable(wiring.Component):
         })
 
     @staticmethod
-    def _returned(start, length, n: int):
-        """The blocks a release gives back: those its record holds."""
-        return block_mask(start, length, n)
+    def _returned(start, length, n: int, m: Module | None = None, name: str = "give_end"):
+        """The blocks a release gives back: those its record holds (the end a signal of
+        ``m``, see :func:`hw.dispatch.logic.block_mask`)."""
+        return block_mask(start, length, n, m, name)
 
     @staticmethod
     def _release_ok(valid, known, held_wg, wg):
@@ -83,8 +84,9 @@ class ResourceTable(wiring.Component):
 
     @staticmethod
     def _decayed(average, shift):
-        """Embodiment 10's average less its decay, ``x - (x >> shift)``."""
-        return average - (average >> shift)
+        """Embodiment 10's average less its decay, ``x - (x >> shift)``: at least 0, so the
+        average's own width holds it."""
+        return (average - (average >> shift))[:len(average)]
 
     def elaborate(self, platform):
         m = Module()
@@ -103,10 +105,10 @@ class ResourceTable(wiring.Component):
         head = Signal(range(max(N, 2)), name="free_head")
         tail = Signal(range(max(N, 2)), name="free_tail")
         returned = Signal(range(N + 1), name="free_count")
-        unused = fresh < N
+        unused = less(fresh, N)
         m.d.comb += [free_read.addr.eq(head),
                      self.tag.eq(Mux(unused, fresh, free_read.data)),
-                     self.tag_valid.eq(unused | (returned != 0))]
+                     self.tag_valid.eq(unused | returned.any())]
 
         records = Memory(shape=p.record_layout, depth=N, init=[])
         m.submodules.records = records
@@ -121,7 +123,7 @@ class ResourceTable(wiring.Component):
         release = self.release
         m.d.comb += [release.ready.eq(1), record_read.addr.eq(release.payload.tag)]
         held = record_read.data
-        known = busy.bit_select(release.payload.tag, 1) & (release.payload.tag < N)
+        known = busy.bit_select(release.payload.tag, 1) & less(release.payload.tag, N)
         releasing = Signal(name="releasing")
         m.d.comb += releasing.eq(self._release_ok(release.valid, known, held.wg,
                                                   release.payload.wg))
@@ -135,12 +137,13 @@ class ResourceTable(wiring.Component):
         with m.If(allocate & unused):
             m.d.sync += fresh.eq(fresh + 1)
         with m.If(from_ring):
-            m.d.sync += head.eq(Mux(head == N - 1, 0, head + 1))
+            m.d.sync += head.eq(Mux(equals(head, N - 1), 0, head + 1))
         with m.If(releasing):
-            m.d.sync += tail.eq(Mux(tail == N - 1, 0, tail + 1))
-        m.d.sync += returned.eq(returned - from_ring + releasing)
+            m.d.sync += tail.eq(Mux(equals(tail, N - 1), 0, tail + 1))
+        m.d.sync += returned.eq(returned + releasing - from_ring)
         m.d.sync += busy.eq(Cat(*(
-            (busy[i] | (allocate & (self.tag == i))) & ~(releasing & (release.payload.tag == i))
+            (busy[i] | (allocate & equals(self.tag, i)))
+            & ~(releasing & equals(release.payload.tag, i))
             for i in range(N))))
 
         # A pipelined build gives back a clock late, ORed or added into what the readers see
@@ -149,7 +152,7 @@ class ResourceTable(wiring.Component):
         # release check and the AP's decode, and each reader selects by its AP's bit.
         if p.pipeline:
             released = Signal(P, name="released_aps")
-            m.d.sync += released.eq(Cat(*(releasing & (held.ap == ap) for ap in range(P))))
+            m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
 
         def later(value, name: str):
             register = Signal.like(value, name=f"released_{name}", init=0)
@@ -170,19 +173,21 @@ class ResourceTable(wiring.Component):
                     give_start, give_length = held[f"{name}_start"][q], held[f"{name}_length"][q]
                 take_mask = Signal(n, name=f"take_{name}{q}")
                 give_mask = Signal(n, name=f"give_{name}{q}")
-                m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n)),
-                             give_mask.eq(self._returned(give_start, give_length, n))]
+                m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n, m,
+                                                     f"take_{name}{q}_end")),
+                             give_mask.eq(self._returned(give_start, give_length, n, m,
+                                                         f"give_{name}{q}_end"))]
                 returned = later(give_mask, f"{name}{q}") if p.pipeline else None
                 for ap in range(P):
                     index = ap * per + q
                     word = Signal(n, name=f"{name}{index}", init=(1 << n) - 1)
-                    take = allocate & (taken.ap == ap)
+                    take = allocate & equals(taken.ap, ap)
                     if p.pipeline:
                         seen = word | Mux(released[ap], returned, 0)
                         m.d.sync += word.eq(seen & ~Mux(take, take_mask, 0))
                     else:
                         seen = word
-                        give = Mux(releasing & (held.ap == ap), give_mask, 0)
+                        give = Mux(releasing & equals(held.ap, ap), give_mask, 0)
                         m.d.sync += word.eq((word & ~Mux(take, take_mask, 0)) | give)
                     m.d.comb += self.status[name][index].eq(seen)
 
@@ -191,8 +196,8 @@ class ResourceTable(wiring.Component):
             returned_waves = [later(held.waves[q], f"waves{q}") for q in range(Q)]
             returned_power = later(held.power, "power")
         for ap in range(P):
-            take = allocate & (taken.ap == ap)
-            give = releasing & (held.ap == ap)
+            take = allocate & equals(taken.ap, ap)
+            give = releasing & equals(held.ap, ap)
             for q in range(Q):
                 slots = Signal(range(gpu.wave_slots + 1), name=f"slots{ap}_{q}",
                                init=gpu.wave_slots)
@@ -210,14 +215,14 @@ class ResourceTable(wiring.Component):
                 # Subtracted beside the average's shift (from registers both, so the history
                 # adds no delay).
                 now = Signal.like(power, name=f"power{ap}_seen")
-                m.d.comb += now.eq(power - Mux(released[ap], returned_power, 0))
-                m.d.sync += power.eq(now + Mux(take, taken.power, 0))
+                m.d.comb += now.eq(subtract(power, Mux(released[ap], returned_power, 0)))
+                m.d.sync += power.eq(add(now, Mux(take, taken.power, 0)))
             else:
                 now = power
-                m.d.sync += power.eq(power + Mux(take, taken.power, 0)
-                                     - Mux(give, held.power, 0))
+                m.d.sync += power.eq(subtract(add(power, Mux(take, taken.power, 0)),
+                                              Mux(give, held.power, 0)))
             average = Signal(p.widths["history"], name=f"history{ap}")
             with m.If(self.running):
-                m.d.sync += average.eq(self._decayed(average, self.history_shift) + now)
+                m.d.sync += average.eq(add(self._decayed(average, self.history_shift), now))
             m.d.comb += self.history[ap].eq(average)
         return m

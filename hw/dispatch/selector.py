@@ -15,7 +15,17 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import arg_best, at_or_after, first_set, nth_set, popcount
+from hw.dispatch.logic import (
+    arg_best,
+    at_or_after,
+    equals,
+    first_set,
+    is_zero,
+    less,
+    nth_set,
+    popcount,
+    total,
+)
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import WINDOW_BITS, DispatcherParams
 from hw.dispatch.views import view_layout
@@ -46,7 +56,7 @@ def _max_tree(m: Module, values, name: str):
         for k in range(0, len(values) - 1, 2):
             a, b = values[k], values[k + 1]
             larger = Signal(max(len(a), len(b)), name=f"{name}_l{level}_{k // 2}")
-            m.d.comb += larger.eq(Mux(b > a, b, a))
+            m.d.comb += larger.eq(Mux(less(a, b), b, a))
             merged.append(larger)
         if len(values) % 2:
             merged.append(values[-1])
@@ -147,9 +157,9 @@ class Selector(wiring.Component):
         m.d.comb += period.eq(self.window_ends[Y - 1])
         following = Signal(period_bits, name="window_position_next")
         m.d.comb += following.eq(Mux(self.start, 0, Mux(
-            self.running, Mux(position + 1 >= period, 0, position + 1), position)))
+            self.running, Mux(~less(position + 1, period), 0, position + 1), position)))
         m.d.sync += position.eq(following)
-        prefix = [Const(0, period_bits)] + [self.window_ends_next[y] for y in range(Y)]
+        prefix = [0] + [self.window_ends_next[y] for y in range(Y)]
         promoted_next = Const(0, max((Y - 1).bit_length(), 1))
         for y in reversed(range(Y)):
             promoted_next = Mux(self._in_window(following, prefix[y], prefix[y + 1]), y,
@@ -159,23 +169,31 @@ class Selector(wiring.Component):
         first = next((y for y, length in enumerate(windows) if length), 0)
         promoted = Signal(range(max(Y, 2)), name="window_promoted", init=first)
         windowed = Signal(name="windows_on", init=int(windows[0] != 0))
-        m.d.sync += [promoted.eq(promoted_next), windowed.eq(self.window_ends_next[0] != 0)]
+        m.d.sync += [promoted.eq(promoted_next), windowed.eq(self.window_ends_next[0].any())]
         m.d.comb += [self.promoted.eq(promoted), self.windowed.eq(windowed)]
 
     @staticmethod
     def _in_window(position, start, end):
         """Window ``[start, end)`` holds the counter's position."""
-        return (position >= start) & (position < end)
+        return ~less(position, start) & less(position, end)
 
     def _flag_updates(self, m: Module, flags, channel, tied, clear, priority) -> None:
         """Step a42's flags after a tie-break among ``tied``: the chosen channel's flag is set
         when some tied flag was clear; when all were set, the others' are cleared."""
         for c, flag in enumerate(flags):
             with m.If(clear.any()):
-                with m.If(channel == c):
-                    m.d.sync += flag.bit_select(priority, 1).eq(1)
-            with m.Elif(tied[c] & (channel != c)):
-                m.d.sync += flag.bit_select(priority, 1).eq(0)
+                with m.If(equals(channel, c)):
+                    self._write_bit(m, flag, priority, 1)
+            with m.Elif(tied[c] & ~equals(channel, c)):
+                self._write_bit(m, flag, priority, 0)
+
+    @staticmethod
+    def _write_bit(m: Module, flag, priority, value: int) -> None:
+        """``flag``'s bit ``priority`` takes ``value`` (a comparison per bit: a write to a bit
+        selected by a register would be a case with no arm for the values past the flags)."""
+        for y in range(len(flag)):
+            with m.If(equals(priority, y)):
+                m.d.sync += flag[y].eq(value)
 
     def elaborate(self, platform):
         m = Module()
@@ -195,12 +213,12 @@ class Selector(wiring.Component):
         keys = []
         for c in range(R):
             key = Signal(key_bits, name=f"rank_c{c}")
-            m.d.comb += key.eq(Mux(self.windowed & (heads[c].priority == self.promoted), 0,
+            m.d.comb += key.eq(Mux(self.windowed & equals(heads[c].priority, self.promoted), 0,
                                    heads[c].priority + 1))
             keys.append(key)
         best = Const((1 << key_bits) - 1, key_bits)
         for c in range(R):
-            best = Mux(matches[c] & (keys[c] < best), keys[c], best)
+            best = Mux(matches[c] & less(keys[c], best), keys[c], best)
         best_key = Signal(key_bits, name="best_rank")
         m.d.comb += best_key.eq(best)
         tied = Signal(R, name="tied")
@@ -223,22 +241,22 @@ class Selector(wiring.Component):
         count = popcount(candidates)
         pick = Const(0, max((R - 1).bit_length(), 1))
         for k in range(2, R + 1):
-            pick = Mux(count == k, stepped % k, pick)
+            pick = Mux(equals(count, k), stepped % k, pick)
         tie_index = Signal(range(max(R, 2)), name="tie_index")
         m.d.comb += tie_index.eq(pick)
         several = Signal(name="tie_several")
-        m.d.comb += several.eq(popcount(tied) >= 2)
+        m.d.comb += several.eq(~less(popcount(tied), 2))
         multi_channel = Mux(several, nth_set(candidates, tie_index), first_tied)
 
         # -- the baselines: strict priority, the MIAOW-like buffer, GPGPU-Sim-like first fit --
         prio_best = Const((1 << key_bits) - 1, key_bits)
         for c in range(R):
-            prio_best = Mux(valid[c] & (heads[c].priority < prio_best), heads[c].priority,
+            prio_best = Mux(valid[c] & less(heads[c].priority, prio_best), heads[c].priority,
                             prio_best)
         strict_best = Signal(key_bits, name="strict_best")
         m.d.comb += strict_best.eq(prio_best)
         strict_any, strict_channel = at_or_after(
-            Cat(*(valid[c] & (heads[c].priority == strict_best) for c in range(R))),
+            Cat(*(valid[c] & equals(heads[c].priority, strict_best) for c in range(R))),
             channel_pointer)
         first_any, first_channel = at_or_after(matches, channel_pointer)
         locked = Signal(name="buffer_full")
@@ -262,22 +280,22 @@ class Selector(wiring.Component):
             with m.Default():
                 m.d.comb += [channel.eq(multi_channel), picked.eq(matches.any())]
         m.d.comb += [self.channel.eq(channel), self.picked.eq(picked),
-                     self.matched.eq(Mux(selection == MULTI, matches.any(), picked))]
+                     self.matched.eq(Mux(equals(selection, MULTI), matches.any(), picked))]
 
         ap = self._ap(m, channel, ap_pointer)
         m.d.comb += self.ap.eq(ap)
 
         # -- the state ------------------------------------------------------------------------
-        with m.If(self.evaluate & (selection == MIAOW) & ~locked & fill_any):
+        with m.If(self.evaluate & equals(selection, MIAOW) & ~locked & fill_any):
             m.d.sync += [locked.eq(1), locked_channel.eq(fill_channel),
-                         channel_pointer.eq(Mux(fill_channel == R - 1, 0, fill_channel + 1))]
+                         channel_pointer.eq(Mux(equals(fill_channel, R - 1), 0, fill_channel + 1))]
         with m.If(self.commit):
-            m.d.sync += ap_pointer.eq(Mux(ap == P - 1, 0, ap + 1))
-            with m.If((selection == STRICT) | (selection == GPGPUSIM)):
-                m.d.sync += channel_pointer.eq(Mux(channel == R - 1, 0, channel + 1))
-            with m.If(selection == MIAOW):
+            m.d.sync += ap_pointer.eq(Mux(equals(ap, P - 1), 0, ap + 1))
+            with m.If(equals(selection, STRICT) | equals(selection, GPGPUSIM)):
+                m.d.sync += channel_pointer.eq(Mux(equals(channel, R - 1), 0, channel + 1))
+            with m.If(equals(selection, MIAOW)):
                 m.d.sync += locked.eq(0)
-            with m.If((selection == MULTI) & several):
+            with m.If(equals(selection, MULTI) & several):
                 m.d.sync += lfsr.eq(stepped)
                 self._flag_updates(m, flags, channel, tied, clear, tie_priority)
         with m.If(self.lfsr_load):
@@ -293,12 +311,13 @@ class Selector(wiring.Component):
         weights = self.ap_weights
         resource = []
         for ap in range(P):
-            vgpr = sum(self.view.vgpr[ap * Q + q] for q in range(Q))
-            sgpr = sum(self.view.sgpr[ap * Q + q] for q in range(Q))
-            slots = sum(self.slots[ap][q] for q in range(Q))
+            vgpr = total([self.view.vgpr[ap * Q + q] for q in range(Q)], m, f"sum_vgpr{ap}")
+            sgpr = total([self.view.sgpr[ap * Q + q] for q in range(Q)], m, f"sum_sgpr{ap}")
+            slots = total([self.slots[ap][q] for q in range(Q)], m, f"sum_slots{ap}")
             score = Signal(p.widths["resource_score"], name=f"resource_score{ap}")
-            m.d.comb += score.eq(weights[0] * vgpr + weights[1] * sgpr
-                                 + weights[2] * self.view.lds[ap] + weights[3] * slots)
+            m.d.comb += score.eq(total([weights[0] * vgpr, weights[1] * sgpr,
+                                         weights[2] * self.view.lds[ap], weights[3] * slots],
+                                        m, f"resource_terms{ap}"))
             resource.append(score)
         history = [self.history[ap] for ap in range(P)]
         _, lowest_ap = first_set(fit)
@@ -313,14 +332,17 @@ class Selector(wiring.Component):
                               for ap in range(P)], "max_r")
         top_b = _max_tree(m, [history[ap] if every else Mux(fit[ap], history[ap], 0)
                               for ap in range(P)], "max_b")
-        top_r1 = Mux(top_r == 0, 1, top_r)
-        top_b1 = Mux(top_b == 0, 1, top_b)
+        top_r1 = Mux(is_zero(top_r), 1, top_r)
+        top_b1 = Mux(is_zero(top_b), 1, top_b)
         width = p.widths["resource_score"] + p.widths["history"] + 9
         combined = []
         for ap in range(P):
-            score = Signal(signed(width + 1), name=f"combined_score{ap}")
-            m.d.comb += score.eq(self.resource_weight * resource[ap] * top_b1
-                                 - self.instruction_weight * history[ap] * top_r1)
+            value = (self.resource_weight * resource[ap] * top_b1
+                     - self.instruction_weight * history[ap] * top_r1)
+            # At the difference's own width where that is narrower (a wider signal would
+            # only repeat its sign bit, which the comparisons then read as a narrower operand).
+            score = Signal(signed(min(len(value), width + 1)), name=f"combined_score{ap}")
+            m.d.comb += score.eq(value)
             combined.append(score)
         _, combined_ap = arg_best(m, fit, combined, lambda a, b: a > b, "emb910")
         ap = Signal(range(max(P, 2)), name="picked_ap")

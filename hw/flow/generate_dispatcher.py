@@ -176,19 +176,24 @@ def _library_start(text: str, name: str) -> int:
     return text.count("\n") + 2
 
 
+#: The width warnings of the dispatcher's own modules that the source cannot avoid, each a
+#: Verilog idiom of Amaranth's back end, waived by its message only (the width, comparison
+#: and case warnings that the source caused are fixed there: hw/dispatch/logic.py's
+#: width-safe helpers), with why.
+DISPATCHER_IDIOMS = {
+    ("WIDTHTRUNC", "*Assign RHS's SHIFTR generates*"):
+        "a part select at a variable offset (Amaranth's bit_select and word_select: the "
+        "word of the picked channel, AP or priority) is written as 'x >> offset' assigned "
+        "to a wire of the part's width; Verilog keeps the low bits, which are the part",
+    ("WIDTHEXPAND", "*Operator MODDIV expects * bits on the RHS, but RHS's CONST*"):
+        "embodiment 1's random tie-break takes the LFSR modulo the tie count k, a constant "
+        "that the back end writes at its own width ('lfsr_next % 2'h3'), whatever width "
+        "the source gives it; Verilog zero-extends it, which is the value meant",
+}
+
 #: The lint rules the dispatcher's own modules still break (not the free-block circuits,
-#: which are clean), with why they are waived rather than fixed.
-DISPATCHER_WIDTH_RULES = {
-    "WIDTHEXPAND": "operands of a compare or sum at their own widths (a field against a "
-                   "wider count, a constant at its minimal width): Verilog zero-extends, "
-                   "which is the value the RTL means",
-    "WIDTHTRUNC": "a wide expression assigned to a narrower field, and '!' applied to a "
-                  "vector (Amaranth's x == 0): the value fits by construction",
-    "CMPCONST": "a compare against a constant that a build's widths make always true or "
-                "false (the same source serves every shape)",
-    "UNSIGNED": "x >= 0 where a build's lower bound is 0 (the same source serves every shape)",
-    "CASEINCOMPLETE": "a case over an enum or index register whose other values are not "
-                      "written (the configuration port refuses them)",
+#: which are clean) by line range, with why they are waived rather than fixed.
+DISPATCHER_RULES = {
     "UNUSEDSIGNAL": "Amaranth names a wire in every module a signal passes through, so a "
                     "submodule's port is also a named wire of its parent ('status$12', "
                     "'release__ready') that the parent only forwards, and amaranth.lib.fifo's "
@@ -225,9 +230,14 @@ def dispatcher_waivers(name: str, text: str) -> str:
         for tail in (".", "["):
             lines.append(f'lint_off -rule UNUSEDSIGNAL -file "*{name}.v" '
                          f'-match "Signal is not used: \'{base}{tail}*\'"')
+    lines.append("// Verilog idioms of Amaranth's back end in the dispatcher's own modules, by "
+                 "message:")
+    for (rule, message), why in DISPATCHER_IDIOMS.items():
+        lines.append(f"// {rule}: {why}.")
+        lines.append(f'lint_off -rule {rule} -file "*{name}.v" -match "{message}"')
     lines.append("// The dispatcher's own modules (lines 1 to "
                  f"{library - 1}; the free-block circuits after them are lint clean):")
-    for rule, why in DISPATCHER_WIDTH_RULES.items():
+    for rule, why in DISPATCHER_RULES.items():
         lines.append(f"// {rule}: {why}.")
         lines.append(f'lint_off -rule {rule} -file "*{name}.v" -lines 1-{library - 1}')
     return "\n".join(dict.fromkeys(lines)) + "\n"
