@@ -112,7 +112,7 @@ class _DecaysOneShiftMore(ResourceTable):
 
     @staticmethod
     def _decayed(average, shift):
-        return average - (average >> (shift + 1))
+        return (average - (average >> (shift + 1)))[:len(average)]
 
 
 #: Property -> the deliberately broken dispatchers (on the proofs' shape) it must refute.
