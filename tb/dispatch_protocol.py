@@ -134,8 +134,8 @@ class ProtocolChecker:
     the free slots; every block it gets is free and within the resource; its tag is not in
     flight; at most one WG a clock (one beat); a release that names a tag not in flight or
     another WG is ignored (the shadow keeps the record) and ``error`` is high from the next
-    clock on (low before any); a refused WG cannot fit an idle AP, an admitted one can (as a
-    whole, or as single waves when splitting is on).
+    clock on (low before any); a refused WG cannot fit an idle AP or has no waves, an admitted
+    one has waves and fits (as a whole, or as single waves when splitting is on).
 
     Progress (computed from the ports alone, not from the model): when every channel's head
     (a split head's next part) fits as a whole an AP that has held nothing for
@@ -196,7 +196,7 @@ class ProtocolChecker:
         parts = (splitting and wg["independent"] and wg["waves"] >= 2 and busiest <= slots
                  and wg["vgpr"] <= seen["vgpr"] and wg["sgpr"] <= seen["sgpr"]
                  and ceil_div(wg["lds"], wg["waves"]) <= seen["lds"])
-        return whole or parts
+        return wg["waves"] >= 1 and (whole or parts)     # no waves: refused
 
     def step(self, driven: dict[str, int], values: dict[str, int]) -> None:
         p = self.params

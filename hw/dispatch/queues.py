@@ -2,10 +2,11 @@
 
 One workgroup-in stream per channel. A WG accepted in clock ``t`` is checked against an idle
 AP as the matcher's circuit sees it (the model's admission check, step 2): a WG that can never
-fit is refused (``reject`` rises in clock ``t + 1``) and dropped; otherwise what its head needs
-is precomputed (waves per PEU, VGPR/SGPR blocks of a PEU with ``quot`` or ``quot + 1``
-waves, the LDS of a one-wave part) and it enters the channel's FIFO, where it is the head from
-clock ``t + 1`` if the FIFO was empty.
+fit, or has no waves (outside the port contract; the model's readers refuse it), is refused
+(``reject`` rises in clock ``t + 1``) and dropped; otherwise what its head needs is
+precomputed (waves per PEU, VGPR/SGPR blocks of a PEU with ``quot`` or ``quot + 1`` waves,
+the LDS of a one-wave part) and it enters the channel's FIFO, where it is the head from clock
+``t + 1`` if the FIFO was empty.
 
 With a pipelined decision (``decision_pipeline = k``) the match reads two WGs of each channel
 at positions behind those already chosen, so the FIFO is a row of registers, each presented
@@ -122,7 +123,7 @@ class ChannelQueues(wiring.Component):
                  & at_most(wg.vgpr, seen_v) & at_most(wg.sgpr, seen_s)
                  & at_most(wg.lds, product(waves, seen_l, m, f"c{c}_parts_lds")))
         admitted = Signal(name=f"c{c}_admitted")
-        m.d.comb += admitted.eq(whole | parts)
+        m.d.comb += admitted.eq((whole | parts) & ~is_zero(waves))   # waves = 0: refused
 
         part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
         m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(is_zero(waves), 1, waves),

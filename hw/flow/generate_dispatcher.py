@@ -39,7 +39,7 @@ DISPATCHER_STREAMS = {
         "fields": {
             "wg": "WG id: returned on dispatch, checked on release",
             "priority": "priority, 0 the highest",
-            "waves": "waves in the WG (a larger value than any AP holds: refused)",
+            "waves": "waves in the WG, 1 or more (0, or more than any AP holds: refused)",
             "vgpr": "VGPR blocks per wave",
             "sgpr": "SGPR blocks per wave",
             "lds": "LDS blocks of the whole WG",
