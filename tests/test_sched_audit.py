@@ -17,6 +17,11 @@ import model.procsched as procsched
 import model.tasksched as tasksched
 from model.cli import CONFIG_ROOT, main
 from model.config import ConfigError
+from model.hostsched import claims as hostsched_claims
+from model.hostsched import point as hostsched_point
+from model.hostsched import policies as hostsched_policies
+from model.procsched import point as procsched_point
+from model.tasksched import point as tasksched_point
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVELOCK = CONFIG_ROOT / "tasksched" / "reservation_livelock.toml"
@@ -380,6 +385,16 @@ def test_readme_says_servable_tasks_are_retried_and_a_livelock_reported():
 # -- the other public functions check their arguments too ---------------------------------------
 
 
+def _taskspec(**changes):
+    fields = dict(index=0, name="x#0", stream="x", task_class=0, weight=1, processor="v",
+                  jobs=4, job_words=1, durations=(5,) * 4, arrival=0, predecessors=())
+    return tasksched.TaskSpec(**{**fields, **changes})
+
+
+def _tiny_workload():
+    return hostsched.workload_from_lists([[(0, 0, 10)]])
+
+
 def _scenarios():
     return (tasksched.load_scenario(CONFIG_ROOT / "tasksched" / "dependency_chains.toml"),
             procsched.Scenario.from_toml(CONFIG_ROOT / "procsched" / "crowded_pool.toml"),
@@ -411,6 +426,149 @@ BAD_CALLS = [
     ("crossover seeds", lambda t, p, h: hostsched.crossover(h, seeds=1), ValueError, "seeds"),
     ("batch_sweep seeds", lambda t, p, h: hostsched.batch_sweep(h, seeds=1), ValueError,
      "seeds"),
+    # The independent audit's calls (each failed before: accepted, or an error naming nothing).
+    ("P description", lambda t, p, h: dataclasses.replace(p, description=5), TypeError,
+     "Scenario.description must be a string"),
+    ("P task budget", lambda t, p, h: dataclasses.replace(p, groups=(procsched.TaskGroup(
+        count=10**9, priority=0),)), ValueError, "Scenario.groups must hold at most 100,000"),
+    ("P bandwidth below the reader's", lambda t, p, h: procsched.GpuContext(
+        bandwidth_gb_s=1e-9), ValueError, "GpuContext.bandwidth_gb_s must be a number >= 0.001"),
+    ("select_for_cache pool", lambda t, p, h: procsched.select_for_cache(None, 0, 1),
+     TypeError, "pool must be a list of tasks"),
+    ("select_for_cache item", lambda t, p, h: procsched.select_for_cache([1], 0, 1), TypeError,
+     r"pool\[0\] must be a task"),
+    ("select_for_cache now", lambda t, p, h: procsched.select_for_cache(
+        [procsched.Task(procsched.TaskSpec(0, 0, 0, 1))] * 2, "x", 1), TypeError, "now_us"),
+    ("reload_candidates pool", lambda t, p, h: procsched.reload_candidates(None, [], "slice"),
+     TypeError, "pool must be a list"),
+    ("slice_lengths weights", lambda t, p, h: procsched.slice_lengths(None, 1), TypeError,
+     "weights must be a list"),
+    ("make_policy mean inf", lambda t, p, h: procsched.make_policy(
+        "timeshare-mean", p, mean_slice_us=float("inf")), ValueError, "mean_slice_us must be"),
+    ("make_policy mean str", lambda t, p, h: procsched.make_policy(
+        "timeshare-mean", p, mean_slice_us="5"), ValueError, "mean_slice_us must be"),
+    ("switch_cost_for scenario", lambda t, p, h: procsched.switch_cost_for("seed", "x"),
+     TypeError, "scenario must be a procsched Scenario"),
+    ("generate_tasks scale inf", lambda t, p, h: procsched.generate_tasks(
+        p, random.Random(1), scale=float("inf")), ValueError, "scale must be a positive number"),
+    ("P simulate specs", lambda t, p, h: procsched.simulate(None, procsched.make_policy(
+        "seed", p), 0), TypeError, "specs must be a list or tuple"),
+    ("P simulate name", lambda t, p, h: procsched.simulate([], procsched.make_policy(
+        "seed", p), 0, name=5), TypeError, "name must be a string"),
+    ("P simulate progress", lambda t, p, h: procsched.simulate([], procsched.make_policy(
+        "seed", p), 0, progress=5), TypeError, "progress must be None or a callable"),
+    ("check_invariants", lambda t, p, h: procsched.check_invariants("x"), TypeError,
+     "result must be a Result"),
+    ("P run_policies none", lambda t, p, h: procsched.run_policies(p, 1, []), ValueError,
+     "policies must be a non-empty list"),
+    ("P run_policies str", lambda t, p, h: procsched.run_policies(p, 1, "seed"), TypeError,
+     "policies must be a non-empty list"),
+    ("P claims scenarios", lambda t, p, h: procsched.evaluate_claims(None), TypeError,
+     "scenarios must be a list of procsched Scenario"),
+    ("P claims first_seed", lambda t, p, h: procsched.evaluate_claims([p], first_seed="1"),
+     TypeError, "first_seed must be an integer"),
+    ("P claims claims", lambda t, p, h: procsched.evaluate_claims([p], claims=None), TypeError,
+     "claims must be a list or tuple"),
+    ("P run_point quick", lambda t, p, h: procsched_point.run_point(p, "seed", 1, quick="y"),
+     TypeError, "quick must be True or False"),
+    ("P policy_names", lambda t, p, h: procsched_point.policy_names("x"), TypeError,
+     "scenario must be a procsched Scenario"),
+    ("arbiter tasks", lambda t, p, h: tasksched.SchedulerArbiterParams(tasks=0), ValueError,
+     "SchedulerArbiterParams.tasks must be an integer in 1..64"),
+    ("arbiter weight_update_clocks", lambda t, p, h: tasksched.SchedulerArbiterParams(
+        weight_update_clocks=99), ValueError, r"weight_update_clocks must be an integer in 0\.\.9"),
+    ("arbiter tie_break", lambda t, p, h: tasksched.SchedulerArbiterParams(tie_break="x"),
+     ValueError, "SchedulerArbiterParams.tie_break must be one of"),
+    ("T description", lambda t, p, h: dataclasses.replace(t, description=5), TypeError,
+     "Scenario.description must be a string"),
+    ("T task budget", lambda t, p, h: dataclasses.replace(t, streams=(
+        _stream(name="a", count=100_000), _stream(name="b"))), ValueError,
+     "Scenario.streams must hold at most 100,000 tasks"),
+    ("TaskSpec jobs", lambda t, p, h: _taskspec(jobs=3, durations=(5,) * 3), ValueError,
+     "TaskSpec.jobs must be a power of two"),
+    ("TaskSpec durations", lambda t, p, h: _taskspec(durations=(5,)), ValueError,
+     "TaskSpec.durations must be a tuple of 4 integers"),
+    ("TaskSpec class", lambda t, p, h: _taskspec(task_class=9), ValueError,
+     "TaskSpec.task_class must be an integer in 0..4"),
+    ("TaskSpec predecessors", lambda t, p, h: _taskspec(predecessors=(0,)), ValueError,
+     "TaskSpec.predecessors must be a tuple of indices of earlier tasks"),
+    ("T simulate tasks", lambda t, p, h: tasksched.simulate(t, "fifo-rr", tasks=5), TypeError,
+     "tasks must be a list or tuple"),
+    ("T simulate events", lambda t, p, h: tasksched.simulate(t, "fifo-rr", events="x"),
+     TypeError, "events must be None or a list"),
+    ("T simulate progress", lambda t, p, h: tasksched.simulate(t, "fifo-rr", progress=5),
+     TypeError, "progress must be None or a callable"),
+    ("admit tasks", lambda t, p, h: tasksched.admit(t, [1]), TypeError,
+     r"tasks\[0\] must be a TaskSpec"),
+    ("admit job_words", lambda t, p, h: tasksched.admit(t, [_taskspec(
+        processor=t.processors[0].type, job_words=None)]), ValueError,
+     r"tasks\[0\].job_words must be the words of a job"),
+    ("make_arbiter params", lambda t, p, h: tasksched.make_arbiter("delay-factor", None),
+     TypeError, "params must be an ArbiterParams"),
+    ("FIFO arbiter params", lambda t, p, h: tasksched.FifoRoundRobinArbiter("x"), TypeError,
+     "params must be an ArbiterParams"),
+    ("T claims first_seed", lambda t, p, h: tasksched.evaluate_claims([t], first_seed="1"),
+     TypeError, "first_seed must be an integer"),
+    ("T policy_names", lambda t, p, h: tasksched_point.policy_names("x"), TypeError,
+     "scenario must be a tasksched Scenario"),
+    ("link_gb_s inf", lambda t, p, h: hostsched.SystemParams(link_gb_s=float("inf")),
+     ValueError, "SystemParams.link_gb_s must be a positive number"),
+    ("link_gb_s True", lambda t, p, h: hostsched.SystemParams(link_gb_s=True), ValueError,
+     "SystemParams.link_gb_s must be a positive number"),
+    ("H description", lambda t, p, h: dataclasses.replace(h, description=5), TypeError,
+     "Scenario.description must be a string"),
+    ("H orders repeated", lambda t, p, h: dataclasses.replace(h, orders=("arrival",) * 2),
+     ValueError, "Scenario.orders must be a non-empty list of distinct names"),
+    ("H sub-task budget", lambda t, p, h: dataclasses.replace(h, groups=(hostsched.ThreadGroup(
+        count=1000, tasks=(100, 100), subtasks=(100, 100)),)), ValueError,
+     "Scenario.groups must make at most 2,000,000 sub-tasks"),
+    ("Workload threads", lambda t, p, h: hostsched.Workload(None), TypeError,
+     "Workload.threads must be a tuple of tuples of SubTask"),
+    ("Workload sub-task", lambda t, p, h: hostsched.Workload(((hostsched.SubTask(
+        0, 0, 0, 0, True, 0, 0),),)), ValueError, r"Workload.threads\[0\] must hold SubTask"),
+    ("from_lists threads", lambda t, p, h: hostsched.workload_from_lists(None), TypeError,
+     "threads must be a list or tuple"),
+    ("from_lists entry", lambda t, p, h: hostsched.workload_from_lists([[(0, None, 5)]]),
+     ValueError, r"threads\[0\]\[0\] must be \(task >= 0, arrival_us >= 0"),
+    ("from_lists priorities", lambda t, p, h: hostsched.workload_from_lists(
+        [[(0, 0, 1)], [(1, 0, 1)]], [0]), ValueError, "priorities must give one priority per"),
+    ("from_lists priority", lambda t, p, h: hostsched.workload_from_lists([[(0, 0, 1)]], [16]),
+     ValueError, r"priorities\[0\] must be an integer in 0..15"),
+    ("generate_workload scale inf", lambda t, p, h: hostsched.generate_workload(
+        h, random.Random(1), scale=float("inf")), ValueError, "scale must be a positive number"),
+    ("binding_for seed", lambda t, p, h: hostsched.binding_for(4, 2, None), TypeError,
+     "seed must be an integer"),
+    ("StaticBinding", lambda t, p, h: hostsched.StaticBinding(5), TypeError,
+     "binding must be a list or tuple"),
+    ("make_policies threads", lambda t, p, h: hostsched.make_policies(h), ValueError,
+     "threads must be an integer >= 0, not None"),
+    ("H policy_names", lambda t, p, h: hostsched_policies.policy_names("x"), TypeError,
+     "scenario must be a hostsched Scenario"),
+    ("H simulate class", lambda t, p, h: hostsched.simulate(_tiny_workload(), h.system,
+                                                            hostsched.WorkQueue), TypeError,
+     "policy must be a Policy"),
+    ("H simulate pack nan", lambda t, p, h: hostsched.simulate(
+        _tiny_workload(), h.system, hostsched.WorkQueue(), pack_gb_s=float("nan")), ValueError,
+     "pack_gb_s must be a number >= 0"),
+    ("H simulate events", lambda t, p, h: hostsched.simulate(
+        _tiny_workload(), h.system, hostsched.WorkQueue(), events="x"), TypeError,
+     "events must be None or a list"),
+    ("InvariantChecker", lambda t, p, h: hostsched.InvariantChecker("x", h.system), TypeError,
+     "workload must be a Workload"),
+    ("H run_policies names", lambda t, p, h: hostsched_claims.run_policies(
+        h, 1, policies=["lottery"]), ValueError, "policies must be a non-empty list"),
+    ("H claims first_seed", lambda t, p, h: hostsched.evaluate_claims([h], first_seed="1"),
+     TypeError, "first_seed must be an integer"),
+    ("crossover divisors", lambda t, p, h: hostsched.crossover(h, divisors=[0]), ValueError,
+     r"divisors\[0\] must be an integer >= 1"),
+    ("crossover caches", lambda t, p, h: hostsched.crossover(h, caches=[]), TypeError,
+     "caches must be a non-empty list"),
+    ("batch_sweep shorter", lambda t, p, h: hostsched.batch_sweep(h, shorter=0), ValueError,
+     "shorter must be an integer >= 1"),
+    ("batch_sweep factors", lambda t, p, h: hostsched.batch_sweep(h, factors=[1]), ValueError,
+     r"factors\[0\] must be an integer >= 2"),
+    ("H run_point policy", lambda t, p, h: hostsched_point.run_point(h, "lottery", 1),
+     ValueError, "policy must be one of"),
 ]
 
 

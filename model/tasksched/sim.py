@@ -16,6 +16,7 @@ import numpy as np
 
 from model.arbiter import ArbiterInputs, WriteOp
 from model.checks import InvariantError
+from model.config import check_flag, check_hooks, check_sequence
 from model.stats import summary
 from model.tasksched.config import MIN_SHARE_ROUNDS, POLICIES, TASK_CLASSES, Scenario
 from model.tasksched.policies import make_arbiter
@@ -94,6 +95,9 @@ class TaskSchedulerSim:
     def __init__(self, scenario: Scenario, tasks: Sequence[TaskSpec], policy: str, *,
                  check: bool = True, skip_idle: bool = True, events: list | None = None):
         _check_arguments(scenario, tasks, policy)
+        check_flag("", "check", check)
+        check_flag("", "skip_idle", skip_idle)
+        check_hooks(events, None)
         self.events = events
         self.scenario = scenario
         self.config = scenario.scheduler
@@ -737,6 +741,7 @@ def _check_arguments(scenario, tasks, policy) -> None:
         raise TypeError(f"scenario must be a Scenario, not {scenario!r}")
     if policy not in POLICIES:
         raise ValueError(f"Policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    check_sequence("", "tasks", tasks)
     for index, task in enumerate(tasks):
         if not isinstance(task, TaskSpec):
             raise TypeError(f"tasks[{index}] must be a TaskSpec, not {task!r}")
@@ -762,6 +767,7 @@ def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = Fa
     every step (a progress bar).
     """
     _check_arguments(scenario, (), policy)
+    check_hooks(events, progress)
     if tasks is None:
         tasks = build_workload(scenario, seed, quick=quick)
     return TaskSchedulerSim(scenario, tasks, policy, check=check, events=events).run(progress)
