@@ -106,6 +106,25 @@ def test_no_livelock_is_reported_while_a_processor_runs_a_long_job():
     assert result["stopped"] == "completed" and result["livelock"] is None
 
 
+def test_a_livelock_of_one_type_is_reported_while_another_type_works():
+    """Gang tasks livelock on the vector processors from beat 0 while a periodic stream keeps
+    the DSPs busy: the detector counted all processors and reported nothing until the stream
+    ended (beat ~17,000 here; never with a stream to max_beats). Per type: at once."""
+    data = {"scheduler": {"match_jobs_per_beat": 1, "max_beats": 20_000},
+            "processors": [{"type": "v", "count": 8}, {"type": "d", "count": 2}],
+            "streams": [{"name": "gang", "class": "block", "processor": "v", "count": 6,
+                         "jobs": 8, "job_beats": [10, 60]},
+                        {"name": "tick", "class": "event", "processor": "d", "count": 100,
+                         "jobs": 2, "job_beats": 20, "arrival": "periodic", "gap": 150}]}
+    scenario = tasksched.parse_scenario(data)
+    result = tasksched.simulate(scenario, "fifo-rr", seed=1)
+    assert result["stopped"] == "livelock" and result["beats"] < 3000
+    assert result["livelock"]["processor"] == "v" and result["completed"] > 0
+    assert result["livelock"]["tasks"] == sorted(f"gang#{index}" for index in range(6))
+    fixed = tasksched.simulate(_with(scenario, reserve_order="oldest-first"), "fifo-rr")
+    assert fixed["stopped"] == "completed"
+
+
 def test_random_scenarios_livelock_only_under_the_seed_rules():
     """Random scenarios of the audit's kind (match 1 or 4 jobs a beat, reservation and the
     all-jobs gate): some livelock under the seed's rules, none with oldest-first."""
