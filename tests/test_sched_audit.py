@@ -374,6 +374,11 @@ def test_readme_seed_000_reports_the_switch_rate_claim_and_no_longer_says_as_rar
     claims = [claim for claim in procsched.CLAIMS if claim.metric == "switches/s"
               and claim.baseline == "timeshare-mean"]
     assert claims and claims[0].scenario in row
+    # The baseline's description said "the seed's switch rate" too (the audit's second look).
+    docs = " ".join((ROOT / "docs" / "procsched.md").read_text().split())
+    assert "the seed's switch rate without" not in docs
+    assert "It does not switch as rarely as the seed" in docs
+    assert "switch rate without" not in procsched.make_policy.__doc__
 
 
 def test_readme_seed_001_states_when_the_timeout_applies_and_the_livelock():

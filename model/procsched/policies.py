@@ -240,9 +240,9 @@ def make_policy(name: str, scenario: Scenario, *, mean_slice_us: float | None = 
 
     ``timeshare-t0`` is time sharing with the seed's ``t0`` as its slice and
     ``timeshare-mean`` with ``mean_slice_us``, the mean slice the seed's scheduler ran on the
-    same workload (the baseline an expert would pick: the seed's switch rate without its two
-    stages), so that the tables separate what the seed gains from long slices and what from
-    its two stages.
+    same workload (the baseline an expert would pick: the seed's mean slice without its two
+    stages; it still switches more often than the seed), so that the tables separate what the
+    seed gains from long slices and what from its two stages.
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
