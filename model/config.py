@@ -32,6 +32,7 @@ import copy
 import dataclasses
 import difflib
 import math
+import os
 import tomllib
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ from pathlib import Path
 
 __all__ = ["Budget", "ConfigError", "Fields", "check_choice", "check_claim_run", "check_flag",
            "check_hooks", "check_int", "check_items", "check_names", "check_number", "check_pair",
-           "check_sequence", "in_memory", "load_toml"]
+           "check_sequence", "in_memory", "load_toml", "toml_path"]
 
 
 class ConfigError(ValueError):
@@ -66,10 +67,18 @@ def in_memory(path, document: dict):
         _IN_MEMORY.reset(token)
 
 
+def toml_path(path) -> Path:
+    """``path`` (a ``str`` or ``os.PathLike``) as a :class:`~pathlib.Path`; a ``TypeError``
+    naming the argument otherwise (``Path(None)`` names nothing)."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or pathlib.Path naming a TOML file, not {path!r}")
+    return Path(path)
+
+
 def load_toml(path) -> dict:
     """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file.
     Inside :func:`in_memory` for ``path``, the document given there instead."""
-    path = Path(path)
+    path = toml_path(path)
     override = _IN_MEMORY.get()
     if override is not None and path.resolve() == override[0]:
         return copy.deepcopy(override[1])

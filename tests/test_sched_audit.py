@@ -593,6 +593,17 @@ BAD_CALLS = [
      r"factors\[0\] must be an integer >= 2"),
     ("H run_point policy", lambda t, p, h: hostsched_point.run_point(h, "lottery", 1),
      ValueError, "policy must be one of"),
+    ("P reader path", lambda t, p, h: procsched.Scenario.from_toml(None), TypeError,
+     "path must be a str or pathlib.Path"),
+    ("T reader path", lambda t, p, h: tasksched.load_scenario(42), TypeError,
+     "path must be a str or pathlib.Path"),
+    ("H reader path", lambda t, p, h: hostsched.load_scenario(None), TypeError,
+     "path must be a str or pathlib.Path"),
+    ("P slice budget", lambda t, p, h: dataclasses.replace(p, t0_us=1, groups=(
+        procsched.TaskGroup(count=10, priority=0, work_us=(10**9, 10**9)),)), ValueError,
+     "10,000,000 slices of the shortest configured slice"),
+    ("P window budget", lambda t, p, h: dataclasses.replace(p, fairness_window_us=1),
+     ValueError, "Scenario.fairness_window_us of 1 us makes"),
 ]
 
 

@@ -4,7 +4,6 @@ dataclasses loaded from TOML."""
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from model.config import (
     Budget,
@@ -16,6 +15,7 @@ from model.config import (
     check_number,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = ["BINDINGS", "FRAME_BYTES_1080P", "LINK_GB_S", "MAX_SUBTASKS", "ORDERS",
@@ -208,7 +208,7 @@ def load_scenario(path) -> Scenario:
         [[threads]] count, tasks, subtasks, duration_us, start_us, interval_us, streams,
                     priority
     """
-    path = Path(path)
+    path = toml_path(path)
     root = Fields(load_toml(path), source=path)
     description = root.str("description", "")
     system = root.table("system", {})

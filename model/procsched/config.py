@@ -4,7 +4,6 @@ the format is in ``docs/procsched.md``)."""
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from model.config import (
     Budget,
@@ -16,6 +15,7 @@ from model.config import (
     check_number,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = ["HOST_GB_S", "POLICIES", "PRIORITY_LEVELS", "PRIORITY_RULES", "RELOAD_RULES",
@@ -190,10 +190,24 @@ class Scenario:
                      "cfs_min_granularity_us", "fairness_window_us"):
             check_int("Scenario", name, getattr(self, name), 1)
         check_items("Scenario", "groups", self.groups, TaskGroup)
+        # The reader's caps (tasks, slices, fairness windows), for a scenario built in Python.
         tasks = sum(group.count for group in self.groups)
-        if tasks > MAX_TASKS:
-            raise ValueError(f"Scenario.groups must hold at most {MAX_TASKS:,} tasks in all "
-                             f"(a run this size would take hours), not {tasks:,}")
+        shortest = min(self.t0_us, self.timeshare_slice_us, self.cfs_min_granularity_us)
+        slices = sum(group.count * -(-group.work_us[1] // shortest) for group in self.groups)
+        if tasks > MAX_TASKS or slices > MAX_SLICES:
+            raise ValueError(f"Scenario.groups must hold at most {MAX_TASKS:,} tasks and "
+                             f"{MAX_SLICES:,} slices of the shortest configured slice "
+                             f"({shortest} us) in all (a run this size would take hours), not "
+                             f"{tasks:,} tasks and {slices:,} slices")
+        if self.groups:
+            horizon = (max(g.arrival_us + (g.count - 1) * g.spacing_us for g in self.groups)
+                       + sum(g.count * g.work_us[1] for g in self.groups))
+            cells = tasks * (horizon // self.fairness_window_us + 1)
+            if cells > MAX_WINDOW_CELLS:
+                raise ValueError(f"Scenario.fairness_window_us of {self.fairness_window_us} us "
+                                 f"makes {cells:,} task-windows; at most "
+                                 f"{MAX_WINDOW_CELLS:,} are accepted (a longer window, or fewer "
+                                 f"tasks)")
         policies = self.policies
         check_names("Scenario", "policies", policies, POLICIES)
         if "timeshare-mean" in policies and (
@@ -205,7 +219,7 @@ class Scenario:
     @classmethod
     def from_toml(cls, path) -> "Scenario":
         """Load and validate a scenario file; errors name the file and the field."""
-        path = Path(path)
+        path = toml_path(path)
         return cls.from_dict(load_toml(path), name=path.stem, source=path)
 
     @classmethod

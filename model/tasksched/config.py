@@ -4,7 +4,6 @@ arrival kinds). ``docs/tasksched.md`` has the config format.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from model.arbiter import (
     MAX_CLASSES,
@@ -26,6 +25,7 @@ from model.config import (
     check_items,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = [
@@ -420,5 +420,5 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
 
 def load_scenario(path) -> Scenario:
     """Read a scenario file (its name is the file's stem); errors name the file and field."""
-    path = Path(path)
+    path = toml_path(path)
     return parse_scenario(load_toml(path), source=path, name=path.stem)
