@@ -495,6 +495,8 @@ BAD_CALLS = [
      "claims must be a list or tuple"),
     ("P run_point quick", lambda t, p, h: procsched_point.run_point(p, "seed", 1, quick="y"),
      TypeError, "quick must be True or False"),
+    ("P run_point policy", lambda t, p, h: procsched_point.run_point(p, "lottery", 1),
+     ValueError, "policy must be one of 'seed'"),
     ("P policy_names", lambda t, p, h: procsched_point.policy_names("x"), TypeError,
      "scenario must be a procsched Scenario"),
     ("arbiter tasks", lambda t, p, h: tasksched.SchedulerArbiterParams(tasks=0), ValueError,

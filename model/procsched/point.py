@@ -8,10 +8,10 @@ gives the numbers of ``gpusched procsched --config FILE --policy NAME --seed SEE
 first on the same workload for its slice, as the command does.
 """
 
-from model.config import check_flag
+from model.config import check_choice, check_flag
 from model.procsched.claims import run_policies
 from model.procsched.cli import QUICK_SCALE
-from model.procsched.config import Scenario
+from model.procsched.config import POLICIES, Scenario
 from model.stats import flat_metrics
 
 __all__ = ["HEADLINE", "load_scenario", "policy_names", "run_point"]
@@ -39,5 +39,6 @@ def run_point(scenario: Scenario, policy: str, seed: int, *, quick: bool = False
     :data:`~model.procsched.cli.QUICK_SCALE`); every number of its metrics by dotted path
     (``per_priority.2.response_us.p99``)."""
     check_flag("", "quick", quick)
+    check_choice("", "policy", policy, POLICIES)
     metrics = run_policies(scenario, seed, [policy], scale=QUICK_SCALE if quick else 1.0)
     return flat_metrics(metrics[policy])
