@@ -389,7 +389,10 @@ def check_claim_run(scenarios, kind: type, package: str, *, first_seed, seeds, c
                                                           for item in scenarios):
         raise TypeError(f"scenarios must be a list of {package} Scenario, not {scenarios!r}")
     check_int("", "first_seed", first_seed, None)
-    check_int("", "seeds", seeds, 2)
+    if not _is_int(seeds) or seeds < 2:
+        raise (TypeError if not _is_int(seeds) else ValueError)(
+            f"seeds must be an integer >= 2 (a claim over seeds needs at least 2 seeds), "
+            f"not {seeds!r}")
     check_number("", "scale", scale, 0, strict=True)
     check_sequence("", "claims", claims)
 
