@@ -32,13 +32,15 @@ import copy
 import dataclasses
 import difflib
 import math
+import os
 import tomllib
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["Budget", "ConfigError", "Fields", "check_choice", "check_int", "check_items",
-           "check_number", "check_pair", "in_memory", "load_toml"]
+__all__ = ["Budget", "ConfigError", "Fields", "check_choice", "check_claim_run", "check_flag",
+           "check_hooks", "check_int", "check_items", "check_names", "check_number", "check_pair",
+           "check_sequence", "in_memory", "load_toml", "toml_path"]
 
 
 class ConfigError(ValueError):
@@ -65,10 +67,18 @@ def in_memory(path, document: dict):
         _IN_MEMORY.reset(token)
 
 
+def toml_path(path) -> Path:
+    """``path`` (a ``str`` or ``os.PathLike``) as a :class:`~pathlib.Path`; a ``TypeError``
+    naming the argument otherwise (``Path(None)`` names nothing)."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or pathlib.Path naming a TOML file, not {path!r}")
+    return Path(path)
+
+
 def load_toml(path) -> dict:
     """Parse a TOML file; a syntax error becomes a :class:`ConfigError` naming the file.
     Inside :func:`in_memory` for ``path``, the document given there instead."""
-    path = Path(path)
+    path = toml_path(path)
     override = _IN_MEMORY.get()
     if override is not None and path.resolve() == override[0]:
         return copy.deepcopy(override[1])
@@ -295,14 +305,15 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_int(owner: str, name: str, value, minimum: int, maximum: int | None = None) -> None:
+def check_int(owner: str, name: str, value, minimum: int | None,
+              maximum: int | None = None) -> None:
     """Raise ``TypeError``/``ValueError`` naming ``owner.name`` unless ``value`` is an integer
-    in ``minimum..maximum`` (the Python API's twin of the TOML reader's check)."""
-    accepted = (f"an integer >= {minimum}" if maximum is None
-                else f"an integer in {minimum}..{maximum}")
+    in ``minimum..maximum`` (the Python API's twin of the TOML reader's check; ``None``: no
+    bound on that side)."""
+    accepted = "an integer" + _range_text(minimum, maximum)
     if not _is_int(value):
         raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
 
 
@@ -314,6 +325,12 @@ def check_number(owner: str, name: str, value, minimum: float, *, strict: bool =
         raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
         raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+
+
+def check_flag(owner: str, name: str, value) -> None:
+    """``value`` is ``True`` or ``False`` (not ``1``, not ``"yes"``)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{_label(owner, name)} must be True or False, not {value!r}")
 
 
 def check_pair(owner: str, name: str, value, minimum: int) -> None:
@@ -331,6 +348,53 @@ def check_choice(owner: str, name: str, value, choices) -> None:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{_label(owner, name)} must be one of "
                          f"{', '.join(map(repr, choices))}, not {value!r}")
+
+
+def check_sequence(owner: str, name: str, value, *, nonempty: bool = False) -> None:
+    """``value`` is a tuple or list (not a string, not ``None``), with an item when
+    ``nonempty``."""
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{_label(owner, name)} must be a list or tuple, not {value!r}")
+    if nonempty and not value:
+        raise ValueError(f"{_label(owner, name)} must list at least one item, not {value!r}")
+
+
+def check_names(owner: str, name: str, value, choices) -> None:
+    """``value`` is a non-empty tuple or list of distinct names, each one of ``choices``."""
+    accepted = f"a non-empty list of distinct names from {', '.join(map(repr, choices))}"
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+    if (not value or len(set(map(repr, value))) != len(value)
+            or not all(isinstance(item, str) and item in choices for item in value)):
+        raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
+
+
+def check_hooks(events, progress) -> None:
+    """A simulation's optional hooks: ``events`` ``None`` or a list (the events are appended
+    to it), ``progress`` ``None`` or a callable (called with the simulated time)."""
+    if events is not None and not isinstance(events, list):
+        raise TypeError(f"events must be None or a list (the events are appended to it), "
+                        f"not {events!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be None or a callable taking the simulated time, "
+                        f"not {progress!r}")
+
+
+def check_claim_run(scenarios, kind: type, package: str, *, first_seed, seeds, claims,
+                    scale=1.0) -> None:
+    """The arguments every model's ``evaluate_claims`` shares: ``scenarios`` a list of
+    ``kind`` (the package's ``Scenario``), ``first_seed`` an integer, ``seeds`` at least 2,
+    ``scale`` a positive number and ``claims`` a list or tuple of claims."""
+    if not isinstance(scenarios, tuple | list) or not all(isinstance(item, kind)
+                                                          for item in scenarios):
+        raise TypeError(f"scenarios must be a list of {package} Scenario, not {scenarios!r}")
+    check_int("", "first_seed", first_seed, None)
+    if not _is_int(seeds) or seeds < 2:
+        raise (TypeError if not _is_int(seeds) else ValueError)(
+            f"seeds must be an integer >= 2 (a claim over seeds needs at least 2 seeds), "
+            f"not {seeds!r}")
+    check_number("", "scale", scale, 0, strict=True)
+    check_sequence("", "claims", claims)
 
 
 def check_items(owner: str, name: str, value, kind: type) -> None:

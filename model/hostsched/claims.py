@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from model.config import check_int
+from model.config import check_claim_run, check_hooks, check_int, check_names
 from model.hostsched.config import Scenario
-from model.hostsched.policies import make_policies
+from model.hostsched.policies import make_policies, policy_names
 from model.hostsched.sim import simulate
 from model.hostsched.workload import generate_workload
 from model.stats import compare, interval
@@ -124,6 +124,9 @@ def run_policies(scenario: Scenario, seed: int, *, scale: float = 1.0,
         raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an integer, not {seed!r}")
+    if policies is not None:
+        check_names("", "policies", policies, policy_names(scenario))
+    check_hooks(events, None)
     workload = generate_workload(scenario, random.Random(seed), scale=scale)
     results = {}
     for policy in make_policies(scenario, len(workload.threads), seed=seed):
@@ -158,10 +161,8 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     """Every claim whose scenario is among ``scenarios``, judged over ``seeds`` seeds; one
     dictionary per claim with ``comparison`` and ``sensitivity`` as in
     :func:`model.procsched.claims.evaluate_claims`."""
-    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
-        raise TypeError(f"scenarios must be a sequence of hostsched Scenario, not {scenarios!r}")
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
-        raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
+    check_claim_run(scenarios, Scenario, "hostsched", first_seed=first_seed, seeds=seeds,
+                    scale=scale, claims=claims)
     by_name = {scenario.name: scenario for scenario in scenarios}
     seed_range = range(first_seed, first_seed + seeds)
     cache: dict[tuple, dict] = {}
@@ -191,6 +192,15 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     return rows
 
 
+def _check_positive_ints(name: str, values, minimum: int) -> None:
+    """``values`` is a non-empty list or tuple of integers >= ``minimum``."""
+    if not isinstance(values, tuple | list) or not values:
+        raise TypeError(f"{name} must be a non-empty list of integers >= {minimum}, "
+                        f"not {values!r}")
+    for index, value in enumerate(values):
+        check_int("", f"{name}[{index}]", value, minimum)
+
+
 #: Divisors of the sub-task durations in the crossover sweep: from the scenario's own
 #: segments down to sub-tasks about as long as one state move.
 DURATION_DIVISORS = (1, 4, 16, 32, 64, 128, 256)
@@ -215,7 +225,10 @@ def crossover(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5, scale:
     (:func:`model.stats.compare` "holds"; ``None`` when nowhere)."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
-    check_int("", "seeds", seeds, 2)
+    check_claim_run([scenario], Scenario, "hostsched", first_seed=first_seed, seeds=seeds,
+                    scale=scale, claims=())
+    _check_positive_ints("divisors", divisors, 1)
+    _check_positive_ints("caches", caches, 0)
     move = scenario.system.state_move_us
     curves = {}
     for cache in caches:
@@ -267,7 +280,11 @@ def batch_sweep(scenario: Scenario, *, first_seed: int = 1, seeds: int = 5,
     divides the workload's times (sub-tasks that much shorter against the same moves)."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
-    check_int("", "seeds", seeds, 2)
+    check_claim_run([scenario], Scenario, "hostsched", first_seed=first_seed, seeds=seeds,
+                    scale=scale, claims=())
+    check_int("", "shorter", shorter, 1)
+    # A batch of factor x I threads must outnumber the I instances ([0007]).
+    _check_positive_ints("factors", factors, 2)
     label = scenario.name if shorter == 1 else f"{scenario.name}, sub-tasks 1/{shorter}"
     scenario = _shorter(shorter)(scenario) if shorter != 1 else scenario
     instances = scenario.system.instances

@@ -4,7 +4,6 @@ dataclasses loaded from TOML."""
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from model.config import (
     Budget,
@@ -12,9 +11,11 @@ from model.config import (
     check_choice,
     check_int,
     check_items,
+    check_names,
     check_number,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = ["BINDINGS", "FRAME_BYTES_1080P", "LINK_GB_S", "MAX_SUBTASKS", "ORDERS",
@@ -97,9 +98,12 @@ class SystemParams:
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise ValueError(f"SystemParams.{name} must be an integer >= {minimum}, "
                                  f"not {value!r}")
-        if not isinstance(self.link_gb_s, int | float) or not self.link_gb_s > 0:
-            raise ValueError(f"SystemParams.link_gb_s must be a positive number, "
-                             f"not {self.link_gb_s!r}")
+        link = self.link_gb_s
+        # The reader's least bandwidth, 1 MB/s; a bool or an infinite link is no bandwidth.
+        if (not isinstance(link, int | float) or isinstance(link, bool)
+                or not 1e-3 <= link < math.inf):
+            raise ValueError(f"SystemParams.link_gb_s must be a positive number (at least "
+                             f"0.001 GB/s, finite), not {link!r}")
         fixed = self.state_transfer_us
         if fixed is not None and (not isinstance(fixed, int) or isinstance(fixed, bool)
                                   or fixed < 0):
@@ -168,16 +172,13 @@ class Scenario:
 
     def __post_init__(self):
         """The checks of :func:`load_scenario`, for a scenario built in Python."""
-        if not isinstance(self.name, str):
-            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        for name in ("name", "description"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Scenario.{name} must be a string, not {getattr(self, name)!r}")
         if not isinstance(self.system, SystemParams):
             raise TypeError(f"Scenario.system must be a SystemParams, not {self.system!r}")
         check_int("Scenario", "batch", self.batch, self.system.instances + 1)
-        if not isinstance(self.orders, tuple | list) or not self.orders:
-            raise ValueError(f"Scenario.orders must be a non-empty tuple of "
-                             f"{', '.join(map(repr, ORDERS))}, not {self.orders!r}")
-        for order in self.orders:
-            check_choice("Scenario", "orders[]", order, ORDERS)
+        check_names("Scenario", "orders", self.orders, ORDERS)
         check_choice("Scenario", "ship_state", self.ship_state, SHIP_STATE)
         check_number("Scenario", "pack_gb_s", self.pack_gb_s, 0)
         check_int("Scenario", "refill_us", self.refill_us, 0)
@@ -185,6 +186,11 @@ class Scenario:
         check_items("Scenario", "groups", self.groups, ThreadGroup)
         if not self.groups:
             raise ValueError("Scenario.groups must list at least one ThreadGroup")
+        subtasks = sum(group.count * group.tasks[1] * group.subtasks[1] for group in self.groups)
+        if subtasks > MAX_SUBTASKS:
+            raise ValueError(f"Scenario.groups must make at most {MAX_SUBTASKS:,} sub-tasks "
+                             f"(count x most tasks x most subtasks; a run this size would take "
+                             f"hours), not {subtasks:,}")
 
 
 def load_scenario(path) -> Scenario:
@@ -202,7 +208,7 @@ def load_scenario(path) -> Scenario:
         [[threads]] count, tasks, subtasks, duration_us, start_us, interval_us, streams,
                     priority
     """
-    path = Path(path)
+    path = toml_path(path)
     root = Fields(load_toml(path), source=path)
     description = root.str("description", "")
     system = root.table("system", {})

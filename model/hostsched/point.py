@@ -7,6 +7,7 @@ gives the numbers of ``gpusched hostsched --config FILE --policy NAME --seed SEE
 static binding, the binding drawn with that seed; invariants checked).
 """
 
+from model.config import check_flag
 from model.hostsched.claims import run_policies
 from model.hostsched.config import QUICK_SCALE, Scenario, load_scenario
 from model.hostsched.policies import policy_names
@@ -23,6 +24,10 @@ def run_point(scenario: Scenario, policy: str, seed: int, *, quick: bool = False
     """``policy`` on the workload drawn with ``seed`` (``quick``: times scaled by
     :data:`~model.hostsched.config.QUICK_SCALE`); every number of its metrics by dotted path
     (the per-thread and per-instance lists kept for plots are left out)."""
+    check_flag("", "quick", quick)
+    if policy not in policy_names(scenario):
+        raise ValueError(f"policy must be one of {', '.join(map(repr, policy_names(scenario)))}, "
+                         f"not {policy!r}")
     metrics = run_policies(scenario, seed, scale=QUICK_SCALE if quick else 1.0,
                            policies=[policy])
     return flat_metrics(metrics[policy])

@@ -7,7 +7,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from model.config import check_int
+from model.config import check_int, check_sequence
 from model.hostsched.config import ORDERS, SHIP_STATE, Scenario
 
 __all__ = ["Policy", "SeedBatchDispatch", "StaticBinding", "WorkQueue", "binding_for",
@@ -70,6 +70,7 @@ class StaticBinding(Policy):
 
     def __init__(self, binding: Sequence[int] | None = None):
         if binding is not None:
+            check_sequence("", "binding", binding)
             for index, instance in enumerate(binding):
                 if not isinstance(instance, int) or isinstance(instance, bool) or instance < 0:
                     raise ValueError(f"binding[{index}] must be an instance number, "
@@ -105,6 +106,7 @@ def binding_for(threads: int, instances: int, seed: int) -> tuple[int, ...]:
     ones depends on the seed. A claim over seeds is then a claim over bindings."""
     check_int("", "threads", threads, 0)
     check_int("", "instances", instances, 1)
+    check_int("", "seed", seed, None)
     order = list(range(threads))
     random.Random(f"binding:{seed}").shuffle(order)
     binding = [0] * threads
@@ -213,6 +215,8 @@ class SeedBatchDispatch(Policy):
 
 def policy_names(scenario: Scenario) -> list[str]:
     """The names of :func:`make_policies`' policies, in table order (no workload needed)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
     return [*(f"seed003-{order}" for order in scenario.orders), "static-rr", "work-queue"]
 
 
@@ -226,7 +230,8 @@ def make_policies(scenario: Scenario, threads: int | None = None, *, seed: int =
         raise TypeError(f"scenario must be a hostsched Scenario, not {scenario!r}")
     if scenario.binding == "random":
         if threads is None:
-            raise ValueError("a random static binding needs the workload's thread count")
+            raise ValueError("a random static binding needs the workload's thread count: "
+                             "threads must be an integer >= 0, not None")
         static = StaticBinding(binding_for(threads, scenario.system.instances, seed))
     else:
         static = StaticBinding()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from model.checks import InvariantError
-from model.config import check_int
+from model.config import check_hooks, check_int
 from model.hostsched.config import SystemParams
 from model.hostsched.policies import Policy
 from model.hostsched.workload import SubTask, Workload
@@ -33,6 +33,10 @@ class InvariantChecker:
     """
 
     def __init__(self, workload: Workload, system: SystemParams):
+        if not isinstance(workload, Workload):
+            raise TypeError(f"workload must be a Workload, not {workload!r}")
+        if not isinstance(system, SystemParams):
+            raise TypeError(f"system must be a SystemParams, not {system!r}")
         self.system = system
         self.next_index: dict[int, int] = {}   # task -> index of the sub-task allowed next
         self.running_task: set[int] = set()
@@ -490,16 +494,18 @@ def simulate(workload: Workload, system: SystemParams, policy: Policy, *, debug:
         raise TypeError(f"workload must be a Workload, not {workload!r}")
     if not isinstance(system, SystemParams):
         raise TypeError(f"system must be a SystemParams, not {system!r}")
-    if not all(callable(getattr(policy, method, None))
-               for method in ("bind", "on_ready", "pick", "prepare")):
+    if isinstance(policy, type) or not all(callable(getattr(policy, method, None))
+                                           for method in ("bind", "on_ready", "pick", "prepare")):
         raise TypeError(f"policy must be a Policy (one of make_policies(scenario), or an "
                         f"object with its bind, on_ready, prepare and pick), not {policy!r}")
     if max_time_us is not None:
         check_int("", "max_time_us", max_time_us, 1)
-    if not isinstance(pack_gb_s, int | float) or isinstance(pack_gb_s, bool) or pack_gb_s < 0:
+    if (not isinstance(pack_gb_s, int | float) or isinstance(pack_gb_s, bool)
+            or not 0 <= pack_gb_s < math.inf):
         raise ValueError(f"pack_gb_s must be a number >= 0, not {pack_gb_s!r}")
     if not isinstance(refill_us, int) or isinstance(refill_us, bool) or refill_us < 0:
         raise ValueError(f"refill_us must be an integer >= 0, not {refill_us!r}")
+    check_hooks(events, progress)
     engine = _Engine(workload, system, policy, debug, max_time_us, pack_gb_s, events,
                      refill_us)
     engine.run(progress)

@@ -13,7 +13,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from model.procsched.config import Scenario
+from model.config import check_claim_run, check_names
+from model.procsched.config import POLICIES, Scenario
 from model.procsched.policies import make_policy, switch_cost_for
 from model.procsched.sim import measure, simulate
 from model.procsched.workload import generate_tasks
@@ -106,6 +107,7 @@ def run_policies(scenario: Scenario, seed: int, policies: Sequence[str], *,
         raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an integer, not {seed!r}")
+    check_names("", "policies", policies, POLICIES)
     specs = generate_tasks(scenario, random.Random(seed), scale=scale)
     window = max(1, round(scenario.fairness_window_us * scale))
     order = list(policies)
@@ -130,10 +132,8 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     comparison under the variant). Each scenario (and variant) runs once per seed with every
     policy its claims need.
     """
-    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
-        raise TypeError(f"scenarios must be a sequence of procsched Scenario, not {scenarios!r}")
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
-        raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
+    check_claim_run(scenarios, Scenario, "procsched", first_seed=first_seed, seeds=seeds,
+                    scale=scale, claims=claims)
     by_name = {scenario.name: scenario for scenario in scenarios}
     chosen = [claim for claim in claims if claim.scenario in by_name]
     needed: dict[str, tuple[Scenario, list[str]]] = {}

@@ -4,7 +4,6 @@ the format is in ``docs/procsched.md``)."""
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from model.config import (
     Budget,
@@ -12,9 +11,11 @@ from model.config import (
     check_choice,
     check_int,
     check_items,
+    check_names,
     check_number,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = ["HOST_GB_S", "POLICIES", "PRIORITY_LEVELS", "PRIORITY_RULES", "RELOAD_RULES",
@@ -93,8 +94,9 @@ class GpuContext:
         for name in ("compute_units", "register_kib_per_cu", "shared_kib_per_cu", "switch_us"):
             check_int("GpuContext", name, getattr(self, name), 0)
         check_number("GpuContext", "extra_state_mib", self.extra_state_mib, 0)
-        check_number("GpuContext", "bandwidth_gb_s", self.bandwidth_gb_s, 0, strict=True)
-        check_number("GpuContext", "host_gb_s", self.host_gb_s, 0, strict=True)
+        # The reader's least bandwidth: 1 MB/s (a smaller one makes a switch last hours).
+        check_number("GpuContext", "bandwidth_gb_s", self.bandwidth_gb_s, 1e-3)
+        check_number("GpuContext", "host_gb_s", self.host_gb_s, 1e-3)
 
     @property
     def context_bytes(self) -> int:
@@ -179,22 +181,35 @@ class Scenario:
                              f"{', '.join(map(repr, PRIORITY_RULES))}, not "
                              f"{self.priority_rule!r}")
         # The checks of the TOML reader, for a scenario built in Python.
-        if not isinstance(self.name, str):
-            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        for name in ("name", "description"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Scenario.{name} must be a string, not {getattr(self, name)!r}")
         if not isinstance(self.gpu, GpuContext):
             raise TypeError(f"Scenario.gpu must be a GpuContext, not {self.gpu!r}")
         for name in ("cache_tasks", "t0_us", "timeshare_slice_us", "cfs_latency_us",
                      "cfs_min_granularity_us", "fairness_window_us"):
             check_int("Scenario", name, getattr(self, name), 1)
         check_items("Scenario", "groups", self.groups, TaskGroup)
+        # The reader's caps (tasks, slices, fairness windows), for a scenario built in Python.
+        tasks = sum(group.count for group in self.groups)
+        shortest = min(self.t0_us, self.timeshare_slice_us, self.cfs_min_granularity_us)
+        slices = sum(group.count * -(-group.work_us[1] // shortest) for group in self.groups)
+        if tasks > MAX_TASKS or slices > MAX_SLICES:
+            raise ValueError(f"Scenario.groups must hold at most {MAX_TASKS:,} tasks and "
+                             f"{MAX_SLICES:,} slices of the shortest configured slice "
+                             f"({shortest} us) in all (a run this size would take hours), not "
+                             f"{tasks:,} tasks and {slices:,} slices")
+        if self.groups:
+            horizon = (max(g.arrival_us + (g.count - 1) * g.spacing_us for g in self.groups)
+                       + sum(g.count * g.work_us[1] for g in self.groups))
+            cells = tasks * (horizon // self.fairness_window_us + 1)
+            if cells > MAX_WINDOW_CELLS:
+                raise ValueError(f"Scenario.fairness_window_us of {self.fairness_window_us} us "
+                                 f"makes {cells:,} task-windows; at most "
+                                 f"{MAX_WINDOW_CELLS:,} are accepted (a longer window, or fewer "
+                                 f"tasks)")
         policies = self.policies
-        if not isinstance(policies, tuple | list) or not policies:
-            raise ValueError(f"Scenario.policies must be a non-empty tuple of "
-                             f"{', '.join(map(repr, POLICIES))}, not {policies!r}")
-        for policy in policies:
-            check_choice("Scenario", "policies[]", policy, POLICIES)
-        if len(set(policies)) != len(policies):
-            raise ValueError(f"Scenario.policies must not repeat a policy, not {policies!r}")
+        check_names("Scenario", "policies", policies, POLICIES)
         if "timeshare-mean" in policies and (
                 "seed" not in policies
                 or list(policies).index("seed") > list(policies).index("timeshare-mean")):
@@ -204,7 +219,7 @@ class Scenario:
     @classmethod
     def from_toml(cls, path) -> "Scenario":
         """Load and validate a scenario file; errors name the file and the field."""
-        path = Path(path)
+        path = toml_path(path)
         return cls.from_dict(load_toml(path), name=path.stem, source=path)
 
     @classmethod

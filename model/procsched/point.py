@@ -8,9 +8,10 @@ gives the numbers of ``gpusched procsched --config FILE --policy NAME --seed SEE
 first on the same workload for its slice, as the command does.
 """
 
+from model.config import check_choice, check_flag
 from model.procsched.claims import run_policies
 from model.procsched.cli import QUICK_SCALE
-from model.procsched.config import Scenario
+from model.procsched.config import POLICIES, Scenario
 from model.stats import flat_metrics
 
 __all__ = ["HEADLINE", "load_scenario", "policy_names", "run_point"]
@@ -27,6 +28,8 @@ def load_scenario(path) -> Scenario:
 
 def policy_names(scenario: Scenario) -> list[str]:
     """The scenario's policies, in file order."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
     return list(scenario.policies)
 
 
@@ -35,5 +38,7 @@ def run_point(scenario: Scenario, policy: str, seed: int, *, quick: bool = False
     """``policy`` on the workload drawn with ``seed`` (``quick``: every time scaled by
     :data:`~model.procsched.cli.QUICK_SCALE`); every number of its metrics by dotted path
     (``per_priority.2.response_us.p99``)."""
+    check_flag("", "quick", quick)
+    check_choice("", "policy", policy, POLICIES)
     metrics = run_policies(scenario, seed, [policy], scale=QUICK_SCALE if quick else 1.0)
     return flat_metrics(metrics[policy])

@@ -6,6 +6,7 @@ A policy is told of arrivals (``arrive``), asked for the next slice (``pick``, a
 """
 
 import heapq
+import math
 from collections import deque
 
 from model.procsched.config import (
@@ -239,9 +240,9 @@ def make_policy(name: str, scenario: Scenario, *, mean_slice_us: float | None = 
 
     ``timeshare-t0`` is time sharing with the seed's ``t0`` as its slice and
     ``timeshare-mean`` with ``mean_slice_us``, the mean slice the seed's scheduler ran on the
-    same workload (the baseline an expert would pick: the seed's switch rate without its two
-    stages), so that the tables separate what the seed gains from long slices and what from
-    its two stages.
+    same workload (the baseline an expert would pick: the seed's mean slice without its two
+    stages; it still switches more often than the seed), so that the tables separate what the
+    seed gains from long slices and what from its two stages.
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
@@ -255,9 +256,10 @@ def make_policy(name: str, scenario: Scenario, *, mean_slice_us: float | None = 
     if name == "timeshare-t0":
         return TimeSharingPolicy(scenario.t0_us)
     if name == "timeshare-mean":
-        if mean_slice_us is None or not mean_slice_us >= 1:
-            raise ValueError(f"timeshare-mean needs the seed's mean slice (>= 1 us), "
-                             f"not {mean_slice_us!r}")
+        if (not isinstance(mean_slice_us, int | float) or isinstance(mean_slice_us, bool)
+                or not 1 <= mean_slice_us < math.inf):
+            raise ValueError(f"timeshare-mean needs the seed's mean slice: mean_slice_us must "
+                             f"be a number >= 1, not {mean_slice_us!r}")
         return TimeSharingPolicy(round(mean_slice_us))
     if name == "cfs":
         return CfsPolicy(scenario.cfs_latency_us, scenario.cfs_min_granularity_us)
@@ -270,6 +272,8 @@ def switch_cost_for(name: str, scenario: Scenario) -> int:
     the device path; every other policy over the scenario's ``save_to`` path ([0042])."""
     if name not in POLICIES:
         raise ValueError(f"Policy must be one of {', '.join(POLICIES)}, not {name!r}")
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
     if name in ("seed", "seed-prop"):
         return scenario.gpu.device_switch_us
     return scenario.gpu.switch_cost_us

@@ -30,6 +30,20 @@ def _check_positive_int(name: str, value) -> int:
     return value
 
 
+_TASK_FIELDS = ("priority", "arrival_us", "task_id", "run_us")
+
+
+def _check_tasks(name: str, tasks) -> None:
+    """``tasks`` is a list or tuple of task objects (each with ``priority``, ``arrival_us``,
+    ``task_id`` and ``run_us``: a :class:`~model.procsched.sim.Task`)."""
+    if not isinstance(tasks, list | tuple):
+        raise TypeError(f"{name} must be a list of tasks (model.procsched.Task), not {tasks!r}")
+    for index, task in enumerate(tasks):
+        if not all(hasattr(task, field) for field in _TASK_FIELDS):
+            raise TypeError(f"{name}[{index}] must be a task with {', '.join(_TASK_FIELDS)} "
+                            f"(model.procsched.Task), not {task!r}")
+
+
 def task_weight(alive_us: float, run_us: float) -> float:
     """The seed's weight: alive time / run time (steps S141, [0068]).
 
@@ -59,6 +73,9 @@ def select_for_cache(pool: Sequence, now_us: int, capacity: int) -> list:
     2 runs the loaded tasks in arrival order.
     """
     _check_positive_int("capacity", capacity)
+    _check_tasks("pool", pool)
+    if not isinstance(now_us, int | float) or isinstance(now_us, bool) or now_us != now_us:
+        raise TypeError(f"now_us must be a number, not {now_us!r}")
     if not pool:
         return []
     top = min(task.priority for task in pool)
@@ -84,6 +101,8 @@ def reload_candidates(pool: Sequence, previous: Sequence, rule: str) -> list:
     """
     if rule not in RELOAD_RULES:
         raise ValueError(f"Reload rule must be one of {', '.join(RELOAD_RULES)}, not {rule!r}")
+    _check_tasks("pool", pool)
+    _check_tasks("previous", previous)
     if rule != "slice" or not pool:
         return list(pool)
     top = min(task.priority for task in pool)
@@ -106,6 +125,8 @@ def slice_lengths(weights: Sequence[float], t0_us: int, rule: str = "seed") -> l
     if rule not in SLICE_RULES:
         raise ValueError(f"Slice rule must be one of {', '.join(SLICE_RULES)}, not {rule!r}")
     _check_positive_int("t0_us", t0_us)
+    if not isinstance(weights, list | tuple):
+        raise TypeError(f"weights must be a list of numbers, not {weights!r}")
     for index, weight in enumerate(weights):
         if not isinstance(weight, int | float) or isinstance(weight, bool) or weight != weight:
             raise TypeError(f"weights[{index}] must be a number, not {weight!r}")

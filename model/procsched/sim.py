@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from model.checks import InvariantError
-from model.config import check_int
+from model.config import check_hooks, check_int, check_sequence
 from model.procsched.config import PRIORITY_LEVELS
 from model.procsched.workload import TaskSpec
 from model.stats import jain_index, summary
@@ -108,6 +108,7 @@ class Result:
 
 
 def _check_run_arguments(specs, switch_cost_us) -> None:
+    check_sequence("", "specs", specs)
     if not isinstance(switch_cost_us, int) or isinstance(switch_cost_us, bool):
         raise TypeError(f"switch_cost_us must be an integer, not {switch_cost_us!r}")
     if switch_cost_us < 0:
@@ -141,6 +142,9 @@ def simulate(specs: Sequence[TaskSpec], policy, switch_cost_us: int, *, name: st
     id, and for a negative or non-integer switch cost.
     """
     _check_run_arguments(specs, switch_cost_us)
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string (the policy's label), not {name!r}")
+    check_hooks(None, progress)
     if not (all(callable(getattr(policy, method, None)) for method in ("arrive", "pick", "ran"))
             and hasattr(policy, "strict_priority")):
         raise TypeError(f"policy must be a policy object (make_policy(name, scenario)), "
@@ -274,6 +278,8 @@ def check_invariants(result: Result) -> None:
       that rule's documented exception; under ``strict``: at the slice boundary);
     * the entitled time of the tasks of a priority adds up to the time they received.
     """
+    if not isinstance(result, Result):
+        raise TypeError(f"result must be a Result (from simulate), not {result!r}")
     by_id = {task.task_id: task for task in result.tasks}
     received = dict.fromkeys(by_id, 0)
     finishes = dict.fromkeys(by_id, 0)

@@ -1,5 +1,6 @@
 """The workload of a scenario: its task groups drawn into GPU processes with a seeded RNG."""
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -43,7 +44,8 @@ def generate_tasks(scenario: Scenario, rng: random.Random, *, scale: float = 1.0
         raise TypeError(f"scenario must be a procsched Scenario, not {scenario!r}")
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, not {rng!r}")
-    if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
+    if (not isinstance(scale, int | float) or isinstance(scale, bool)
+            or not 0 < scale < math.inf):
         raise ValueError(f"scale must be a positive number, not {scale!r}")
     specs = []
     for group in scenario.groups:

@@ -47,9 +47,10 @@ predecessor) is rejected at admission (:func:`~model.tasksched.workload.admit`) 
 reason in the results, never retried. A task that can match on its own is retried after every
 schedule failure; under the seed's rules (reservation with the all-jobs gate) tasks that
 each hold part of the processors they need can time out together round after round without
-end (a livelock). The model detects it -- no job sent or running and tasks failing for
-``livelock_rounds`` timeouts -- stops the run and reports it (``stopped = "livelock"`` and
-``livelock`` in the results); ``reserve_order = "oldest-first"`` resolves it.
+end (a livelock). The model detects it, per processor type -- no job of the type sent or
+running and its tasks failing for ``livelock_rounds`` timeouts -- stops the run and reports
+it (``stopped = "livelock"`` and ``livelock`` in the results); ``reserve_order =
+"oldest-first"`` resolves it.
 
 Modules: :mod:`~model.tasksched.config` (the scenario dataclasses, the TOML loader and the
 shared constants), :mod:`~model.tasksched.workload` (tasks, decomposition, arrivals,

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from model.config import check_claim_run, check_flag
 from model.stats import compare
 from model.tasksched.config import Scenario
 from model.tasksched.sim import simulate
@@ -93,10 +94,9 @@ def evaluate_claims(scenarios: Sequence[Scenario], *, first_seed: int = 1, seeds
     scenario variant runs once per seed and policy); one dictionary per claim with
     ``comparison`` and ``sensitivity`` as in :func:`model.procsched.claims.evaluate_claims`.
     """
-    if isinstance(scenarios, Scenario) or not all(isinstance(s, Scenario) for s in scenarios):
-        raise TypeError(f"scenarios must be a sequence of tasksched Scenario, not {scenarios!r}")
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 2:
-        raise ValueError(f"A claim over seeds needs at least 2 seeds, not {seeds!r}")
+    check_claim_run(scenarios, Scenario, "tasksched", first_seed=first_seed, seeds=seeds,
+                    claims=claims)
+    check_flag("", "quick", quick)
     by_name = {scenario.name: scenario for scenario in scenarios}
     seed_range = range(first_seed, first_seed + seeds)
     cache: dict[tuple, dict] = {}

@@ -76,8 +76,9 @@ def _caption(by_policy: dict) -> str:
         livelock = by_policy[policy].get("livelock")
         if livelock:
             parts.append(f"{POLICY_SHORT[policy]}: LIVELOCK, stopped at beat {livelock['beat']}: "
-                         f"{livelock['failures']} schedule failures and no job sent or "
-                         f"running since beat {livelock['since']}; {len(unfinished)} tasks "
+                         f"{livelock['failures']} schedule failures and no "
+                         f"{livelock['processor']!r} job sent or running since beat "
+                         f"{livelock['since']}; {len(unfinished)} tasks "
                          f"unfinished")
         elif unfinished:
             parts.append(f"{POLICY_SHORT[policy]}: {len(unfinished)} tasks unfinished at beat "

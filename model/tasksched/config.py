@@ -4,18 +4,28 @@ arrival kinds). ``docs/tasksched.md`` has the config format.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from model.arbiter import MAX_TASKS, MAX_WEIGHT, ArbiterParams
+from model.arbiter import (
+    MAX_CLASSES,
+    MAX_FRAC_BITS,
+    MAX_TASKS,
+    MAX_WEIGHT,
+    MAX_WEIGHT_BITS,
+    TIE_BREAKS,
+    WEIGHT_BITS,
+    ArbiterParams,
+)
 from model.config import (
     Budget,
     ConfigError,
     Fields,
     check_choice,
+    check_flag,
     check_int,
     check_items,
     check_pair,
     load_toml,
+    toml_path,
 )
 
 __all__ = [
@@ -213,11 +223,18 @@ class SchedulerArbiterParams(ArbiterParams):
     weight_update_clocks: int = 0
 
     def __post_init__(self):
+        # The reader's checks, each naming its field; the arbiter's own checks follow.
+        owner = "SchedulerArbiterParams"
+        check_int(owner, "tasks", self.tasks, 1, MAX_TASKS)
+        check_int(owner, "classes", self.classes, 1, MAX_CLASSES)
+        check_int(owner, "frac_bits", self.frac_bits, 0, MAX_FRAC_BITS)
+        check_choice(owner, "tie_break", self.tie_break, TIE_BREAKS)
+        check_flag(owner, "decay", self.decay)
+        check_int(owner, "weight_bits", self.weight_bits, WEIGHT_BITS, MAX_WEIGHT_BITS)
         super().__post_init__()
-        clocks = self.weight_update_clocks
-        if not isinstance(clocks, int) or isinstance(clocks, bool) or clocks < 0:
-            raise ValueError(f"weight_update_clocks must be an integer >= 0 (0: the RTL's "
-                             f"divider), not {clocks!r}")
+        # 0: the RTL's divider; at most one clock per quotient bit and one to write.
+        check_int(owner, "weight_update_clocks", self.weight_update_clocks, 0,
+                  self.weight_bits + 1)
 
     @property
     def divider_clocks(self) -> int:
@@ -238,8 +255,9 @@ class Scenario:
 
     def __post_init__(self):
         """The checks of :func:`parse_scenario`, for a scenario built in Python."""
-        if not isinstance(self.name, str):
-            raise TypeError(f"Scenario.name must be a string, not {self.name!r}")
+        for name in ("name", "description"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Scenario.{name} must be a string, not {getattr(self, name)!r}")
         if not isinstance(self.scheduler, SchedulerConfig):
             raise TypeError(f"Scenario.scheduler must be a SchedulerConfig, "
                             f"not {self.scheduler!r}")
@@ -261,6 +279,12 @@ class Scenario:
                 raise ValueError(f"Scenario.processors[{index}].word_bytes must be "
                                  f"{words[group.type]}, the word length of type "
                                  f"{group.type!r}, not {group.word_bytes}")
+        tasks = sum(stream.count for stream in self.streams)
+        jobs = sum(stream.count * stream.jobs for stream in self.streams)
+        if tasks > MAX_STREAM_TASKS or jobs > MAX_TOTAL_JOBS:
+            raise ValueError(f"Scenario.streams must hold at most {MAX_STREAM_TASKS:,} tasks and "
+                             f"{MAX_TOTAL_JOBS:,} jobs in all (a run this size would take "
+                             f"hours), not {tasks:,} tasks of {jobs:,} jobs")
         names: set[str] = set()
         for index, stream in enumerate(self.streams):
             if stream.name in names:
@@ -396,5 +420,5 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
 
 def load_scenario(path) -> Scenario:
     """Read a scenario file (its name is the file's stem); errors name the file and field."""
-    path = Path(path)
+    path = toml_path(path)
     return parse_scenario(load_toml(path), source=path, name=path.stem)

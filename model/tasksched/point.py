@@ -18,6 +18,8 @@ HEADLINE = {"utilisation": True, "share_error_max_pp": False, "latency.mean": Fa
 
 def policy_names(scenario: Scenario) -> list[str]:
     """Every policy (a tasksched scenario runs them all)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a tasksched Scenario, not {scenario!r}")
     return list(POLICIES)
 
 

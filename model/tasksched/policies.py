@@ -19,6 +19,12 @@ __all__ = ["FifoRoundRobinArbiter", "SmoothWrrArbiter", "make_arbiter"]
 _NO_INPUTS = ArbiterInputs()
 
 
+def _check_params(params) -> None:
+    if not isinstance(params, ArbiterParams):
+        raise TypeError(f"params must be an ArbiterParams (a scenario's arbiter), "
+                        f"not {params!r}")
+
+
 class _SlotArbiter:
     """What the baselines share: the port contract of :class:`DelayFactorArbiterModel`.
 
@@ -30,6 +36,7 @@ class _SlotArbiter:
     busy = False
 
     def __init__(self, params: ArbiterParams):
+        _check_params(params)
         self.params = params
         self.valid = [False] * params.tasks
         self.job_class = [0] * params.tasks
@@ -119,6 +126,7 @@ class SmoothWrrArbiter(_SlotArbiter):
 
 def make_arbiter(policy: str, params: ArbiterParams):
     """The arbiter of ``policy`` (one of :data:`POLICIES`) with ``params``' slots and classes."""
+    _check_params(params)
     if policy == "delay-factor":
         return DelayFactorArbiterModel(params)
     if policy == "fifo-rr":

@@ -16,6 +16,7 @@ import numpy as np
 
 from model.arbiter import ArbiterInputs, WriteOp
 from model.checks import InvariantError
+from model.config import check_flag, check_hooks, check_sequence
 from model.stats import summary
 from model.tasksched.config import MIN_SHARE_ROUNDS, POLICIES, TASK_CLASSES, Scenario
 from model.tasksched.policies import make_arbiter
@@ -94,6 +95,9 @@ class TaskSchedulerSim:
     def __init__(self, scenario: Scenario, tasks: Sequence[TaskSpec], policy: str, *,
                  check: bool = True, skip_idle: bool = True, events: list | None = None):
         _check_arguments(scenario, tasks, policy)
+        check_flag("", "check", check)
+        check_flag("", "skip_idle", skip_idle)
+        check_hooks(events, None)
         self.events = events
         self.scenario = scenario
         self.config = scenario.scheduler
@@ -121,10 +125,12 @@ class TaskSchedulerSim:
         self.reserve = self.config.matching == "reserve"
         self.per_job = self.config.gate == "per-job"
         self.oldest_first = self.reserve and self.config.reserve_order == "oldest-first"
-        # Livelock detection: the last beat a job was sent or ended, the schedule failures
-        # since, and the report once no progress has been made for livelock_rounds timeouts.
-        self._progress_at = 0
-        self._quiet_failures = 0
+        # Livelock detection, per processor type (tasks of one type can livelock while
+        # another type's processors keep busy): the last beat a job of the type was sent or
+        # ended, the type's schedule failures since, and the report once a type has made no
+        # progress for livelock_rounds timeouts.
+        self._progress_at = dict.fromkeys(self.proc_type, 0)
+        self._quiet_failures = dict.fromkeys(self.proc_type, 0)
         self.livelock: dict | None = None
         self._compatible: dict[tuple[str, int], list[int]] = {}
 
@@ -282,7 +288,8 @@ class TaskSchedulerSim:
                 self._log("run", task, processor, f"{duration} beats")
                 continue
             self._log("job_end", task, processor)
-            self._progress_at, self._quiet_failures = t, 0
+            self._progress_at[task.spec.processor] = t
+            self._quiet_failures[task.spec.processor] = 0
             self.proc_state[processor] = _IDLE
             self.proc_job[processor] = None
             self.proc_busy[processor] += duration
@@ -347,7 +354,8 @@ class TaskSchedulerSim:
         self._account(task, requesters)
         self._log("send", task, processor, f"job {task.sent} of {spec.jobs}")
         self.grants += 1
-        self._progress_at, self._quiet_failures = t, 0
+        self._progress_at[spec.processor] = t
+        self._quiet_failures[spec.processor] = 0
         if task.first_sent is None:
             task.first_sent = t
         task.sent += 1
@@ -528,20 +536,24 @@ class TaskSchedulerSim:
         task.load_queued = False
         self._release_slot(task, clear=was_loaded)
         self._waiting.append(task)
-        self._quiet_failures += 1
+        self._quiet_failures[kind] += 1
         rounds = self.config.livelock_rounds
-        if (rounds and self.livelock is None and self._quiet_failures >= rounds
-                and t - self._progress_at >= rounds * self.config.timeout
-                and all(state == _IDLE for state in self.proc_state)):
-            # No job sent or running, no task completed, and tasks failing over and over for
-            # livelock_rounds timeouts: the run stops and reports it.
+        if (rounds and self.livelock is None and self._quiet_failures[kind] >= rounds
+                and t - self._progress_at[kind] >= rounds * self.config.timeout
+                and all(state == _IDLE for state, of in zip(self.proc_state, self.proc_type,
+                                                             strict=True) if of == kind)):
+            # No job of the type sent or running and its tasks failing over and over for
+            # livelock_rounds timeouts (whatever the other types do): the run stops and
+            # reports it.
             stuck = sorted({other.spec.name for other in self.tasks
-                            if other.state in ("matching", "to be scheduled", "pending")})
-            self.livelock = {"beat": t, "since": self._progress_at,
-                             "failures": self._quiet_failures, "rounds": rounds,
-                             "tasks": stuck}
-            self._log("livelock", task, detail=f"{self._quiet_failures} failures since beat "
-                                               f"{self._progress_at}, no job sent or running")
+                            if other.spec.processor == kind
+                            and other.state in ("matching", "to be scheduled", "pending")})
+            self.livelock = {"beat": t, "since": self._progress_at[kind],
+                             "failures": self._quiet_failures[kind], "rounds": rounds,
+                             "processor": kind, "tasks": stuck}
+            self._log("livelock", task, detail=f"{self._quiet_failures[kind]} failures since "
+                                               f"beat {self._progress_at[kind]}, no {kind!r} "
+                                               f"job sent or running")
 
     def _arbitrate(self, t: int) -> bool:
         request = 0
@@ -737,6 +749,7 @@ def _check_arguments(scenario, tasks, policy) -> None:
         raise TypeError(f"scenario must be a Scenario, not {scenario!r}")
     if policy not in POLICIES:
         raise ValueError(f"Policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    check_sequence("", "tasks", tasks)
     for index, task in enumerate(tasks):
         if not isinstance(task, TaskSpec):
             raise TypeError(f"tasks[{index}] must be a TaskSpec, not {task!r}")
@@ -762,6 +775,7 @@ def simulate(scenario: Scenario, policy: str, *, seed: int = 1, quick: bool = Fa
     every step (a progress bar).
     """
     _check_arguments(scenario, (), policy)
+    check_hooks(events, progress)
     if tasks is None:
         tasks = build_workload(scenario, seed, quick=quick)
     return TaskSchedulerSim(scenario, tasks, policy, check=check, events=events).run(progress)

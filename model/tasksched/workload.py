@@ -6,8 +6,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model.config import check_int
-from model.tasksched.config import TASK_CLASSES, Scenario, Stream
+from model.arbiter import MAX_WEIGHT
+from model.config import check_int, check_items
+from model.tasksched.config import MAX_JOBS, TASK_CLASSES, Scenario, Stream
 
 __all__ = ["TaskSpec", "admit", "build_workload", "decompose"]
 
@@ -32,6 +33,32 @@ class TaskSpec:
     durations: tuple[int, ...]
     arrival: int
     predecessors: tuple[int, ...]
+
+    def __post_init__(self):
+        """The fields :func:`build_workload` gives, for a task built in Python
+        (``simulate(..., tasks=...)``); ``TypeError``/``ValueError`` naming the field."""
+        check_int("TaskSpec", "index", self.index, 0)
+        for name in ("name", "stream", "processor"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"TaskSpec.{name} must be a string, not {getattr(self, name)!r}")
+        check_int("TaskSpec", "task_class", self.task_class, 0, len(TASK_CLASSES) - 1)
+        check_int("TaskSpec", "weight", self.weight, 1, MAX_WEIGHT)
+        check_int("TaskSpec", "jobs", self.jobs, 2, MAX_JOBS)
+        if self.jobs & (self.jobs - 1):
+            raise ValueError(f"TaskSpec.jobs must be a power of two 2**n with n >= 1 (the "
+                             f"seed's job count), not {self.jobs}")
+        if self.job_words is not None:
+            check_int("TaskSpec", "job_words", self.job_words, 1)
+        durations = self.durations
+        if (not isinstance(durations, tuple) or len(durations) != self.jobs
+                or not all(type(beats) is int and beats >= 1 for beats in durations)):
+            raise ValueError(f"TaskSpec.durations must be a tuple of {self.jobs} integers >= 1 "
+                             f"(one per job), not {durations!r}")
+        check_int("TaskSpec", "arrival", self.arrival, 0)
+        if (not isinstance(self.predecessors, tuple)
+                or not all(type(p) is int and 0 <= p < self.index for p in self.predecessors)):
+            raise ValueError(f"TaskSpec.predecessors must be a tuple of indices of earlier tasks "
+                             f"(0..{self.index - 1}), not {self.predecessors!r}")
 
 
 def decompose(job_bytes: int, word_bytes: int) -> int:
@@ -109,6 +136,7 @@ def admit(scenario: Scenario, tasks: Sequence[TaskSpec]) -> dict[int, str]:
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a tasksched Scenario, not {scenario!r}")
+    check_items("", "tasks", tasks, TaskSpec)
     config = scenario.scheduler
     rejected: dict[int, str] = {}
     for task in tasks:
@@ -118,6 +146,9 @@ def admit(scenario: Scenario, tasks: Sequence[TaskSpec]) -> dict[int, str]:
         reason = None
         if largest is None:
             reason = f"no processor of type {task.processor!r} exists"
+        elif task.job_words is None:
+            raise ValueError(f"tasks[{task.index}].job_words must be the words of a job on a "
+                             f"{task.processor!r} processor (decompose), not None")
         elif task.job_words > largest:
             reason = (f"its jobs of {task.job_words} words exceed the largest "
                       f"{task.processor!r} processor ({largest} words)")
