@@ -211,3 +211,32 @@ def test_the_seeds_arbiter_has_no_response_bound():
             grants[outputs.grant_slot] += 1
         model.step(ArbiterInputs(request=0b1111, backlogged=0b1111, grant_ready=1))
     assert grants[3] == 0 and min(grants[:3]) > 300, grants
+
+
+def test_the_response_harness_waits_for_the_turn_under_way_at_the_last_write():
+    """The bounded-response harness starts counting ``settle`` clocks after the last write.
+    A write to another slot during a turn lets that turn finish but leaves its slot pending
+    for a second one (``hw.arbiter``'s docstring), so ``tasks`` turns after the write are
+    not enough: slot 0's turn is under way when slot 1 is loaded, so slot 0's W is still
+    the stale 256 (computed alone in its class) ``tasks * C + 2`` clocks after that write,
+    and exact (128) only after the second turn. The harness's ``settle`` covers it."""
+    from model.arbiter import ArbiterInputs, DelayFactorArbiterModel, WriteOp
+    from hw.flow.formal_props import ArbiterHarness
+
+    model = DelayFactorArbiterModel(tasks=2, classes=1, frac_bits=0, decay=False)
+    clocks = model.params.divider_clocks
+    load = {"write_valid": 1, "write_op": WriteOp.LOAD, "write_weight": 3}
+    model.step(ArbiterInputs(write_slot=0, **load))
+    model.step(ArbiterInputs())                         # slot 0's turn starts
+    model.step(ArbiterInputs(write_slot=1, **load))     # the last write, during that turn
+    expected = []
+    for _ in range((2 + 1) * clocks + 2):
+        expected.append((model.slots[0].expected, model.slots[0].weighted))
+        model.step(ArbiterInputs())
+    old_settle = 2 * clocks + 2
+    assert expected[old_settle - 1] == (256, True), expected    # stale, yet in force
+    assert expected[-1] == (128, True), expected
+    harness = ArbiterHarness("response", tasks=2, classes=1, frac_bits=0, decay=False,
+                             response_clocks=8)
+    harness._MustUse__silence = harness.arbiter._MustUse__silence = True   # not elaborated
+    assert harness.settle == (2 + 1) * clocks + 2

@@ -100,8 +100,10 @@ class ArbiterHarness(wiring.Component):
         self.max_weight = max_weight
         self.tie_backlogged = False     # True: backlogged = request (tests' broken requester)
         # Clocks after the last write by which every loaded slot has had its divider turn
-        # and sat out: tasks turns, a clock to sit out, one for the registered decision.
-        self.settle = tasks * self.arbiter.params.divider_clocks + 2
+        # and sat out: the turn under way at the write (a write to another slot leaves that
+        # slot pending for a second turn), tasks turns, a clock to sit out, one for the
+        # registered decision (tests/test_formal_sby.py keeps the bound tight).
+        self.settle = (tasks + 1) * self.arbiter.params.divider_clocks + 2
         if prop == "response" and response_clocks is None:
             raise ValueError("The response property needs response_clocks (its bound)")
         self.bound = response_clocks
