@@ -211,3 +211,30 @@ def test_the_seeds_arbiter_has_no_response_bound():
             grants[outputs.grant_slot] += 1
         model.step(ArbiterInputs(request=0b1111, backlogged=0b1111, grant_ready=1))
     assert grants[3] == 0 and min(grants[:3]) > 300, grants
+
+
+@needs_tools
+@pytest.mark.parametrize("make, expect", [
+    (lambda: MaxBlockPipelineHarness("pipeline_answer", n=8, latency=1), "PASS"),
+    (_ShortShadow, "FAIL"),
+], ids=["pipeline", "short_shadow"])
+def test_a_k_induction_job_proves_or_refutes(make, expect, tmp_path):
+    """The ``kind`` engine (the base case by bmc3, the induction step by Yosys's SAT): a
+    true pipeline property is proved, the broken shadow's fails in its base case."""
+    result = run_job(Job("kind", make, engine="kind", depth=6), tmp_path, _TOOLS)
+    assert result.result == expect, f"{result.result}: {result.detail}"
+
+
+@needs_tools
+def test_the_deficit_response_lemmas_hold_from_reset(tmp_path):
+    """make formal proves the deficit arbiter's response bound by 20-clock k-induction
+    (about 4 minutes); here its lemmas and the bound are checked from reset for 12 clocks,
+    and the harness refuses a shape its lemmas are not written for."""
+    job = Job("deficit", lambda: ArbiterHarness(
+        "deficit_response", tasks=2, classes=1, frac_bits=0, max_weight=3, decay=False,
+        response_clocks=13), mode="bmc", engine="bmc3", depth=12)
+    result = run_job(job, tmp_path, _TOOLS)
+    assert result.result == "PASS", f"{result.result}: {result.detail}"
+    with pytest.raises(ValueError, match="2 slots, 1 class"):
+        ArbiterHarness("deficit_response", tasks=3, classes=1, frac_bits=0, decay=False,
+                       response_clocks=13)
