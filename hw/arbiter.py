@@ -713,6 +713,16 @@ class DelayFactorArbiter(wiring.Component):
                                                            (1 << class_bits) - 1))
                 if i in fraction_complement:
                     m.d.sync += fraction_complement[i].eq((1 << frac) - 1)
+        # The registers, for the proofs' harnesses (hw/flow/formal_props.py), which read them.
+        self.registers = {
+            "valid": valid, "job_class": job_class, "weight": weight, "weighted": weighted,
+            "expected": expected, "history": history, "class_total": class_total,
+            "target_key": target_key, "minus_target_key": minus_target_key,
+            "not_expected": not_expected, "class_complement": class_complement,
+            "running": running, "pending": pending, "turn": turn, "step": step,
+            "dirty": dirty, "refreshing": refreshing, "divisor": divisor,
+            "remainder": remainder, "quotient": quotient, "last_granted": last_granted,
+        }
         return m
 
 

@@ -220,8 +220,8 @@ def test_the_response_harness_waits_for_the_turn_under_way_at_the_last_write():
     not enough: slot 0's turn is under way when slot 1 is loaded, so slot 0's W is still
     the stale 256 (computed alone in its class) ``tasks * C + 2`` clocks after that write,
     and exact (128) only after the second turn. The harness's ``settle`` covers it."""
-    from model.arbiter import ArbiterInputs, DelayFactorArbiterModel, WriteOp
     from hw.flow.formal_props import ArbiterHarness
+    from model.arbiter import ArbiterInputs, DelayFactorArbiterModel, WriteOp
 
     model = DelayFactorArbiterModel(tasks=2, classes=1, frac_bits=0, decay=False)
     clocks = model.params.divider_clocks
@@ -240,3 +240,30 @@ def test_the_response_harness_waits_for_the_turn_under_way_at_the_last_write():
                              response_clocks=8)
     harness._MustUse__silence = harness.arbiter._MustUse__silence = True   # not elaborated
     assert harness.settle == (2 + 1) * clocks + 2
+
+
+@needs_tools
+@pytest.mark.parametrize("make, expect", [
+    (lambda: MaxBlockPipelineHarness("pipeline_answer", n=8, latency=1), "PASS"),
+    (_ShortShadow, "FAIL"),
+], ids=["pipeline", "short_shadow"])
+def test_a_k_induction_job_proves_or_refutes(make, expect, tmp_path):
+    """The ``kind`` engine (the base case by bmc3, the induction step by Yosys's SAT): a
+    true pipeline property is proved, the broken shadow's fails in its base case."""
+    result = run_job(Job("kind", make, engine="kind", depth=6), tmp_path, _TOOLS)
+    assert result.result == expect, f"{result.result}: {result.detail}"
+
+
+@needs_tools
+def test_the_deficit_response_lemmas_hold_from_reset(tmp_path):
+    """make formal proves the deficit arbiter's response bound by 20-clock k-induction
+    (about 4 minutes); here its lemmas and the bound are checked from reset for 12 clocks,
+    and the harness refuses a shape its lemmas are not written for."""
+    job = Job("deficit", lambda: ArbiterHarness(
+        "deficit_response", tasks=2, classes=1, frac_bits=0, max_weight=3, decay=False,
+        response_clocks=13), mode="bmc", engine="bmc3", depth=12)
+    result = run_job(job, tmp_path, _TOOLS)
+    assert result.result == "PASS", f"{result.result}: {result.detail}"
+    with pytest.raises(ValueError, match="2 slots, 1 class"):
+        ArbiterHarness("deficit_response", tasks=3, classes=1, frac_bits=0, decay=False,
+                       response_clocks=13)

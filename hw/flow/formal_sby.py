@@ -56,7 +56,10 @@ class Job:
     """One SymbiYosys run.
 
     ``make`` builds the harness; ``mode`` is ``prove`` or ``cover``; ``engine`` ``pdr``
-    (ABC) or ``z3`` (smtbmc; k-induction in prove mode); ``depth`` the cover depth or the
+    (ABC), ``z3`` (smtbmc; k-induction in prove mode) or ``kind`` (k-induction in two
+    halves: the base case by ABC's ``bmc3`` to ``depth`` clocks through SymbiYosys, the
+    induction step of length ``depth - 1`` by Yosys's own SAT solver, ``sat -tempinduct``,
+    which is far faster here than smtbmc with Z3); ``depth`` the cover depth or the
     k of k-induction; ``quick``: run by ``tests/test_formal_sby.py``; ``expect`` the verdict
     that counts as success (``PASS``; ``FAIL`` for a job kept to show a bound is tight).
     """
@@ -169,6 +172,13 @@ JOBS = (
             timeout=900, what="record copies, offered tag free, in-flight bits = shadow's"),
         Job(f"table.{shape}.power_history", _table("power_history", shape), quick=False,
             timeout=900, what="AP power = its in-flight WGs' power; history x - (x >> s) + p"))),
+    # The deficit arbiter's bounded response (2 slots, 1 class, weights 1..3, no fraction
+    # bits; the lemmas of ArbiterHarness._deficit_lemmas), by k-induction of length 19.
+    Job("arbiter.deficit2x1.response", _arbiter("deficit_response", tasks=2, classes=1,
+                                                 frac_bits=0, max_weight=3, decay=False,
+                                                 response_clocks=13),
+        engine="kind", depth=20, quick=False, timeout=1200,
+        what="a waiting slot granted within 13 clocks once W is settled (deficit variant)"),
     # Why resource's AP 1 cover runs on tiny2x1v1: with real WGs it is unreachable here.
     Job("dispatch.tiny2x1.unreached.choice_resource_ap1",
         _dispatch("reach:choice_resource_ap1", "tiny2x1"), quick=False, timeout=900,
@@ -191,7 +201,7 @@ def missing_tool(job: Job, tools=None) -> str | None:
     """Why ``job`` cannot run here, or None."""
     tools = tools or find_tools()
     needed = ["sby", "yosys", "smtbmc", "witness", "z3"]
-    if job.engine in ("pdr", "bmc3"):
+    if job.engine in ("pdr", "bmc3", "kind"):
         needed.append("abc")
     lacking = [name for name in needed if not tools[name]]
     if not lacking:
@@ -202,11 +212,14 @@ def missing_tool(job: Job, tools=None) -> str | None:
 
 
 def _sby_text(job: Job) -> str:
-    if job.engine in ("pdr", "bmc3"):
+    mode = job.mode
+    if job.engine == "kind":                    # its base case: a bounded check
+        engine, mode = "abc bmc3", "bmc"
+    elif job.engine in ("pdr", "bmc3"):
         engine = f"abc {job.engine}"
     else:
         engine = f"smtbmc {job.engine}"
-    return (f"[options]\nmode {job.mode}\ndepth {job.depth}\naigsmt none\n"
+    return (f"[options]\nmode {mode}\ndepth {job.depth}\naigsmt none\n"
             + f"\n[engines]\n{engine}\n\n[script]\nread_rtlil design.il\nprep -top top\n\n"
             f"[files]\ndesign.il\n")
 
@@ -215,7 +228,9 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
     """Write ``job``'s RTLIL and ``.sby`` under ``root/<name>/`` and run SymbiYosys there."""
     tools = tools or find_tools()
     engine = f"abc {job.engine}" if job.engine in ("pdr", "bmc3") else f"smtbmc {job.engine}"
-    if job.mode == "prove" and job.engine != "pdr":
+    if job.engine == "kind":
+        engine = f"k-ind. {job.depth}"
+    elif job.mode == "prove" and job.engine != "pdr":
         engine += " (k-ind.)"
     reason = missing_tool(job, tools)
     if reason:
@@ -266,7 +281,39 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
     if result == "ERROR" and not detail:
         errors = [line for line in output.splitlines() if "ERROR" in line or "rror:" in line]
         detail = (errors[0].strip()[-120:] if errors else "see sby.log")
+    if job.engine == "kind" and result == "PASS":
+        result, detail = _induction_step(job, directory, tools, start)
+        seconds = time.monotonic() - start
     return JobResult(job.name, engine, result, seconds, job.expect, detail, covers)
+
+
+def _induction_step(job: Job, directory: Path, tools, start: float) -> tuple[str, str]:
+    """The induction half of a ``kind`` job: with every assertion holding in ``depth - 1``
+    consecutive clocks from any state (the assumptions too), it holds in the next. Its base
+    half, the same assertions from reset for ``depth`` clocks, has passed. PASS, or UNKNOWN
+    with the reason (a counterexample to induction is no counterexample: the assertions
+    are then not ``depth - 1``-inductive), or TIMEOUT."""
+    length = job.depth - 1
+    script = ("read_rtlil design.il; prep -top top; flatten; chformal -lower; async2sync; "
+              f"dffunmap; opt_clean; sat -tempinduct -tempinduct-inductonly -tempinduct-skip "
+              f"{length - 1} -maxsteps {length} -prove-asserts -set-assumes top")
+    process = subprocess.Popen([tools["yosys"], "-p", script], cwd=directory,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=max(1.0, job.timeout - (time.monotonic()
+                                                                         - start)))
+    except subprocess.TimeoutExpired:
+        _kill_tree(process.pid)
+        process.communicate()
+        return "TIMEOUT", f"induction step: no verdict in {job.timeout} s"
+    except KeyboardInterrupt:
+        _kill_tree(process.pid)
+        raise
+    (directory / "induction.log").write_text(output)
+    if "Induction step proven: SUCCESS!" in output:
+        return "PASS", f"base {job.depth} clocks (bmc3), induction step {length} (sat)"
+    return "UNKNOWN", f"not {length}-inductive: see {directory / 'induction.log'}"
 
 
 def _descendants(pid: int) -> list[int]:
