@@ -131,7 +131,7 @@ def test_dispatch_claims_are_the_same_on_one_or_two_processes(tmp_path, monkeypa
     original = pool.run_all
 
     def spy(function, tasks, jobs, **kwargs):
-        calls.append((len(tasks), jobs))
+        calls.append((len(tasks), jobs, sum(len(task[4]) for task in tasks)))
         return original(function, tasks, jobs, **kwargs)
 
     monkeypatch.setattr(pool, "run_all", spy)
@@ -145,8 +145,10 @@ def test_dispatch_claims_are_the_same_on_one_or_two_processes(tmp_path, monkeypa
                          str(tmp_path)]) == 0
         outputs[jobs] = _results(out)
     # --jobs 1 never touches the pool; --jobs 2 ran both rounds on it, several tasks each.
-    assert len(calls) == 2 and all(tasks > 1 and jobs == 2 for tasks, jobs in calls), calls
+    assert len(calls) == 2 and all(tasks > 1 and jobs == 2 for tasks, jobs, _ in calls), calls
     claims = outputs[1]["claims"]
+    # Every run of the claims was made on the pool (none left to the judging loop).
+    assert sum(runs for _, _, runs in calls) == claims["runs"]
     loads = {row["load"]["label"] for row in claims["rows"]}
     assert {"as written", "batch"} <= loads and any("capacity" in load for load in loads)
     assert claims["runs"] > 20 and len(claims["capacities"]) == 2
