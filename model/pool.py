@@ -33,7 +33,10 @@ __all__ = ["default_jobs", "executor", "run_all", "stop", "worker_start"]
 
 
 def default_jobs() -> int:
-    """``--jobs`` when not given: every core of the machine."""
+    """``--jobs`` when not given: every core this process may run on (its CPU affinity,
+    which a container or ``taskset`` may narrow), else every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
 
 
