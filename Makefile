@@ -24,6 +24,8 @@ help:
 	@echo "make sim      the main job: every system model against its baselines on the shipped"
 	@echo "              scenarios (configs/), tables on the terminal, plots and JSON in build/sim/,"
 	@echo "              then the free-block accuracy report and a quick arbiter fairness table"
+	@echo "              (on every core: the dispatcher's tables as they come, the other steps"
+	@echo "              beside it, SIM_STEP_JOBS at a time, their logs printed after it)"
 	@echo "make sim-dispatch  the dispatcher's part of make sim alone: its tables, the claims over"
 	@echo "              seeds, build/sim/dispatch.json and plots"
 	@echo "make report   the free-block circuits' accuracy report (part of make sim)"
@@ -122,19 +124,47 @@ icarus:
 # fail). The arbiter LUTs it shows come from results/arbiter_cost.json (make bench-arbiter).
 # SIM_OUT: where tables' JSON and plots go; SIM_FLAGS: extra options of every gpusched
 # command (the test passes --quick).
-SIM_OUT   ?= build/sim
-SIM_FLAGS ?=
+#
+# Both cores: the dispatcher (the longest step; its claims' runs on a pool of every core) runs
+# in the foreground, its tables and progress bar as they come, while the other steps run
+# beside it, SIM_STEP_JOBS at a time, each into its own log in $(SIM_OUT)/logs/ (a sub-make
+# with -j); after the dispatcher their logs are printed in the order below, each under its
+# command line, and make sim fails if any step failed. Ctrl-C stops every step, and each
+# writes the JSON of what finished, as on its own. The results are those of the steps run one
+# after the other (tests/test_jobs.py).
+SIM_OUT       ?= build/sim
+SIM_FLAGS     ?=
+SIM_STEP_JOBS ?= 2
+SIM_STEPS     := report procsched tasksched hostsched cluster fairness
+SIM_report    = $(PYTHON) -m model.maxblock_report
+SIM_procsched = $(PYTHON) -m model.cli procsched --quiet --json $(SIM_OUT)/procsched.json \
+	--plots $(SIM_OUT) $(SIM_FLAGS)
+SIM_tasksched = $(PYTHON) -m model.cli tasksched --quiet --json $(SIM_OUT)/tasksched.json \
+	--plots $(SIM_OUT) $(SIM_FLAGS)
+SIM_hostsched = $(PYTHON) -m model.cli hostsched --quiet --json $(SIM_OUT)/hostsched.json \
+	--plots $(SIM_OUT) $(SIM_FLAGS)
+SIM_cluster   = $(PYTHON) -m model.cli cluster --quiet --json $(SIM_OUT)/cluster.json \
+	--plots $(SIM_OUT) $(SIM_FLAGS)
+SIM_fairness  = $(PYTHON) -m model.fairness --quick --out $(SIM_OUT)
+SIM_LOGS      = $(SIM_STEPS:%=$(SIM_OUT)/logs/%.log)
 
-sim: sim-dispatch report
-	$(PYTHON) -m model.cli procsched --quiet --json $(SIM_OUT)/procsched.json --plots $(SIM_OUT) $(SIM_FLAGS)
-	$(PYTHON) -m model.cli tasksched --quiet --json $(SIM_OUT)/tasksched.json --plots $(SIM_OUT) $(SIM_FLAGS)
-	$(PYTHON) -m model.cli hostsched --quiet --json $(SIM_OUT)/hostsched.json --plots $(SIM_OUT) $(SIM_FLAGS)
-	$(PYTHON) -m model.cli cluster --quiet --json $(SIM_OUT)/cluster.json --plots $(SIM_OUT) $(SIM_FLAGS)
-	$(PYTHON) -m model.fairness --quick --out $(SIM_OUT)
+sim: $(HAVE_VENV)
+	@mkdir -p $(SIM_OUT)/logs && rm -f $(SIM_LOGS)
+	@$(MAKE) --no-print-directory -k -j$$(( $(SIM_STEP_JOBS) + 1 )) sim-dispatch $(SIM_LOGS); \
+	status=$$?; \
+	$(foreach step,$(SIM_STEPS),echo '$(strip $(SIM_$(step)))'; cat $(SIM_OUT)/logs/$(step).log;) \
+	exit $$status
 
 sim-dispatch: $(HAVE_VENV)
 	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) \
 	  --generated-cycles 5000 $(SIM_FLAGS)
+
+$(SIM_LOGS): $(SIM_OUT)/logs/%.log: FORCE
+	@mkdir -p $(@D)
+	@$(SIM_$*) > $@ 2>&1 || { status=$$?; echo "make sim: $* failed (status $$status)" >> $@; \
+	  exit $$status; }
+
+FORCE:
 
 bench: $(HAVE_VENV)
 	$(PYTHON) -m model.cli dispatch --bench

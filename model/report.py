@@ -37,7 +37,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 __all__ = ["RunProgress", "RunRecord", "console", "figure", "format_cell", "print_table",
-           "progress", "save_figure", "table_width", "tool_version",
+           "progress", "progress_bar", "save_figure", "table_width", "tool_version",
            "write_json"]
 
 #: The width tables are rendered at when stdout is not a terminal (a pipe, a CI log).
@@ -196,6 +196,21 @@ def progress(items: Sequence, description: str, *, quiet: bool = False):
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextmanager
+def progress_bar(total: int, description: str, quiet: bool = False):
+    """A bar on stderr of ``total`` steps (none when ``quiet``); yields the callable that
+    advances it one step (it takes and ignores any arguments, so that it can be a pool's
+    ``done`` callback, :func:`model.pool.run_all`)."""
+    if quiet:
+        yield lambda *_: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=_progress_console, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda *_: bar.advance(task)
 
 
 class _Tracker:

@@ -143,12 +143,14 @@ def summary_table(scenario, results: dict) -> tuple[str, list[str], list[list]]:
 
 
 def measure_claims(scenarios: Sequence[Scenario], settings: claims_over_seeds.Settings, *,
-                   quiet: bool = True, known: dict | None = None) -> dict:
+                   quiet: bool = True, known: dict | None = None, jobs: int = 1) -> dict:
     """Every claim of ``scenarios`` (kernel traces converted) over ``settings.seeds`` seeds,
     as the JSON's ``claims`` holds it: ``settings`` and :func:`model.dispatch.claims.evaluate`'s
     ``rows``, ``runs`` and ``capacities``. ``known``: runs already made
-    (:func:`model.dispatch.claims.run_key`), reused."""
-    measured = claims_over_seeds.evaluate(scenarios, settings, quiet=quiet, known=known)
+    (:func:`model.dispatch.claims.run_key`), reused; ``jobs``: processes the runs are spread
+    over (the same results)."""
+    measured = claims_over_seeds.evaluate(scenarios, settings, quiet=quiet, known=known,
+                                          jobs=jobs)
     return {"settings": {"seeds": settings.seeds, "first_seed": settings.first_seed,
                          "cycles": settings.cycles}, **measured}
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from model.dispatch.config import LOAD_AS_WRITTEN, LOAD_BATCH, Scenario, generate_workload
 from model.dispatch.engine import DispatchSimulator
-from model.report import progress
+from model.report import progress, progress_bar
 from model.stats import VERDICTS, compare, interval
 
 __all__ = ["BATCH_LIMIT", "CLAIM_HEADERS", "Settings", "capacity_rows", "claim_cycles",
@@ -117,32 +117,61 @@ class _Runs:
         first = self.settings.first_seed
         return list(range(first, first + (self.settings.seeds if _seeded(scenario) else 1)))
 
+    def missing(self, scenario: Scenario, execution: str, load, policies: Sequence[str],
+                planned: set | None = None) -> list[tuple]:
+        """The runs :meth:`get` would make for these arguments, as :func:`simulate`'s
+        arguments: one task per seed, with the policies not yet run (nor in ``planned``,
+        the keys already given to other tasks, which this adds to)."""
+        if load == 1.0:
+            load = LOAD_AS_WRITTEN              # the same runs
+        planned = set() if planned is None else planned
+        tasks = []
+        for seed in self.seeds(scenario):
+            names = []
+            for name in policies:
+                key = (scenario.name, execution, load, seed, name)
+                if key not in self.results and key not in planned:
+                    planned.add(key)
+                    names.append(name)
+            if names:
+                tasks.append((scenario, execution, load, seed, tuple(names),
+                              self.cycles(scenario)))
+        return tasks
+
     def get(self, scenario: Scenario, execution: str, load, policies: Sequence[str]
             ) -> dict[int, dict[str, dict]]:
         """``{seed: {policy: results}}`` at ``load`` under ``execution``."""
+        for task in self.missing(scenario, execution, load, policies):
+            self.store(task, simulate(*task))
         if load == 1.0:
-            load = LOAD_AS_WRITTEN              # the same runs
-        cycles = self.cycles(scenario)
-        warmup = scenario.warmup * cycles // scenario.cycles
-        limit = cycles * BATCH_LIMIT if load == LOAD_BATCH else cycles
-        by_name = {policy.name: policy for policy in scenario.policies}
-        out = {}
-        for seed in self.seeds(scenario):
-            workload = None
-            out[seed] = {}
-            for name in policies:
-                key = (scenario.name, execution, load, seed, name)
-                if key not in self.results:
-                    if workload is None:
-                        workload = workload_for(scenario, load, seed, cycles)
-                    self.results[key] = DispatchSimulator(
-                        scenario.gpu, by_name[name], workload, channels=scenario.channels,
-                        cycles=limit, sample_interval=scenario.sample_interval,
-                        power_window=scenario.power_window, execution=execution,
-                        warmup=0 if load == LOAD_BATCH else warmup).run()
-                    self.count += 1
-                out[seed][name] = self.results[key]
-        return out
+            load = LOAD_AS_WRITTEN
+        return {seed: {name: self.results[(scenario.name, execution, load, seed, name)]
+                       for name in policies}
+                for seed in self.seeds(scenario)}
+
+    def store(self, task: tuple, results: Sequence[dict]) -> None:
+        """Keep the results of one :meth:`missing` task (its policies' runs, in order)."""
+        scenario, execution, load, seed, names, _ = task
+        for name, result in zip(names, results, strict=True):
+            self.results[(scenario.name, execution, load, seed, name)] = result
+            self.count += 1
+
+
+def simulate(scenario: Scenario, execution: str, load, seed: int, policies: Sequence[str],
+             cycles: int) -> list[dict]:
+    """The claim runs of one seed at ``load`` under ``execution``: each of ``policies`` on
+    the same workload (drawn for a run of ``cycles``; a batch may take
+    :data:`BATCH_LIMIT` times as long), its results in order. A pure function of its
+    arguments, so it may run in another process (:func:`evaluate`'s ``jobs``)."""
+    warmup = scenario.warmup * cycles // scenario.cycles
+    limit = cycles * BATCH_LIMIT if load == LOAD_BATCH else cycles
+    by_name = {policy.name: policy for policy in scenario.policies}
+    workload = workload_for(scenario, load, seed, cycles)
+    return [DispatchSimulator(scenario.gpu, by_name[name], workload, channels=scenario.channels,
+                              cycles=limit, sample_interval=scenario.sample_interval,
+                              power_window=scenario.power_window, execution=execution,
+                              warmup=0 if load == LOAD_BATCH else warmup).run()
+            for name in policies]
 
 
 def _capacity(runs: _Runs, scenario: Scenario, execution: str, baseline: str) -> dict:
@@ -191,18 +220,63 @@ def claim_cycles(scenario: Scenario, settings: Settings) -> int:
     return _Runs(settings, True).cycles(scenario)
 
 
+def _run_ahead(runs: _Runs, jobs: Sequence[tuple], workers: int, quiet: bool) -> None:
+    """Make every run :func:`evaluate`'s loop will ask for, on ``workers`` processes
+    (:func:`model.pool.run_all`), in two rounds: the loads as written, the batches and the
+    capacities' batches; then the fractions of a measured capacity (the capacities computed
+    from the first round, as the loop will compute them). The loop then finds every run."""
+    from model.pool import run_all
+
+    def round_of(needed: list[tuple]) -> None:
+        planned: set = set()
+        tasks = [task for args in needed for task in runs.missing(*args, planned=planned)]
+        # The longest first (a batch may run BATCH_LIMIT times the limit), so that the last
+        # task to finish is a short one; results are kept by key, so order changes nothing.
+        tasks.sort(key=lambda task: -task[5] * (BATCH_LIMIT if task[2] == LOAD_BATCH else 1)
+                   * len(task[4]))
+        with progress_bar(len(tasks), "claims over seeds", quiet) as advance:
+            for task, results in zip(tasks, run_all(simulate, tasks, workers,
+                                                    preload=[__name__], done=advance),
+                                     strict=True):
+                runs.store(task, results)
+
+    first, capacities = [], {}
+    for scenario, claim in jobs:
+        execution = claim.execution or scenario.execution
+        for load in claim.loads:
+            if isinstance(load, str):
+                first.append((scenario, execution, load, [claim.policy, claim.baseline]))
+            else:
+                first.append((scenario, execution, LOAD_BATCH, [claim.baseline]))
+    round_of(first)
+    second = []
+    for scenario, claim in jobs:
+        execution = claim.execution or scenario.execution
+        for load in claim.loads:
+            if not isinstance(load, str):
+                key = (scenario.name, execution, claim.baseline)
+                if key not in capacities:
+                    capacities[key] = _capacity(runs, scenario, execution, claim.baseline)
+                factor = load * capacities[key]["capacity"]["mean"] / _nominal_rate(scenario)
+                second.append((scenario, execution, factor, [claim.policy, claim.baseline]))
+    round_of(second)
+
+
 def evaluate(scenarios: Sequence[Scenario], settings: Settings = Settings(), *,
-             quiet: bool = True, known: dict | None = None) -> dict:
+             quiet: bool = True, known: dict | None = None, jobs: int = 1) -> dict:
     """Judge every claim of ``scenarios`` (kernel traces already converted) at each of its
     loads. Returns ``{"rows": [...], "capacities": [...], "runs": n}``: one row per claim
     and load (its fields, the load, the seeds, the comparison as a dict, and the mean served
     and offered load of the baseline), one entry per measured capacity; ``runs`` counts the
     runs made here. ``known``: results already run (:func:`run_key`, at
-    :func:`claim_cycles`), reused instead of run again."""
+    :func:`claim_cycles`), reused instead of run again. ``jobs``: processes the runs are
+    spread over (:mod:`model.pool`; 1: one after the other, here); the result is the same."""
     runs = _Runs(settings, quiet, known)
     rows, capacities = [], {}
-    jobs = [(scenario, claim) for scenario in scenarios for claim in scenario.claims]
-    for scenario, claim in progress(jobs, "claims over seeds", quiet=quiet):
+    pairs = [(scenario, claim) for scenario in scenarios for claim in scenario.claims]
+    if jobs > 1:
+        _run_ahead(runs, pairs, jobs, quiet)
+    for scenario, claim in progress(pairs, "claims over seeds", quiet=quiet or jobs > 1):
         execution = claim.execution or scenario.execution
         policies = [claim.policy, claim.baseline]
         for load in claim.loads:

@@ -36,6 +36,7 @@ from model.dispatch.kernels import parse_replay_spec, prepare, print_summary, re
 from model.dispatch.launches import LaunchCollector, launches_target
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
+from model.pool import default_jobs
 from model.report import RunProgress, print_table
 
 __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
@@ -60,6 +61,10 @@ def add_arguments(parser) -> None:
                              "scenario's; claims keep their own)")
     parser.add_argument("--seeds", type=int, default=5, metavar="N",
                         help="workload seeds of the claims, from --seed (default 5, at least 2)")
+    parser.add_argument("--jobs", type=positive_int, metavar="N",
+                        help="processes the claims' runs are spread over (default: every "
+                             "core; 1: one after the other in this process); the results "
+                             "are the same")
     parser.add_argument("--generated-cycles", type=int, metavar="N",
                         help="cycle limit of every run on a generated workload, the scenario "
                              "tables and the claims (default: each scenario's; --quick: "
@@ -309,7 +314,8 @@ def run(args) -> int:
 
 def _claims(scenarios, settings, args, known: dict) -> dict:
     """Measure every claim over seeds and print the capacities and the claims table."""
-    measured = measure_claims(scenarios, settings, quiet=args.quiet, known=known)
+    measured = measure_claims(scenarios, settings, quiet=args.quiet, known=known,
+                              jobs=getattr(args, "jobs", None) or default_jobs())
     last = settings.first_seed + settings.seeds - 1
     length = (f"{settings.cycles:,} cycles per generated run, traces whole" if settings.cycles
               else "each scenario's cycle limit")

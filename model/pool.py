@@ -1,0 +1,121 @@
+"""Independent runs of one command on a local process pool: ``--jobs N``.
+
+:func:`run_all` calls ``function(*task)`` for every task and returns the results in task
+order. With ``jobs == 1`` (or a single task) it runs them here, one after the other, in
+order; otherwise on a ``concurrent.futures.ProcessPoolExecutor`` of ``min(jobs, tasks)``
+processes started by a fork server (the driver's threads, a progress bar's included, are
+never forked), each task's function and arguments pickled to a worker and its result pickled
+back. A run is a pure function of its task, so the results are the same either way, bit for
+bit; only the order in which they finish differs, and the caller sees them in task order.
+
+Ctrl-C and SIGTERM belong to the driver: the workers ignore SIGINT, and a ``KeyboardInterrupt``
+(or any other exception) in the driver while it waits terminates every worker at once and
+cancels the tasks not started before it is raised again, so a command stops at once and
+saves what finished (:mod:`model.cli`). A worker also exits by itself when the driver is gone
+(killed with SIGKILL, it cannot stop them). An exception raised by a task is raised in the
+driver, as it would be in a serial run.
+
+The sweep's local pool (:class:`model.sweep.engine.LocalPool`, which also re-runs the tasks
+of a worker that died) starts and stops its workers in the same way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+__all__ = ["default_jobs", "executor", "run_all", "stop", "worker_start"]
+
+
+def default_jobs() -> int:
+    """``--jobs`` when not given: every core this process may run on (its CPU affinity,
+    which a container or ``taskset`` may narrow), else every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _watch_driver(driver: int, parent: int) -> None:
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(driver, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:
+            pass
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def worker_start(driver: int) -> None:
+    """In each pool worker: leave Ctrl-C to the driver, and exit when the driver is gone (a
+    driver killed with SIGKILL cannot stop its workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_driver, args=(driver, os.getppid()), daemon=True).start()
+
+
+def executor(workers: int, preload: Sequence[str] = ()) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes forked from a fork server that has imported
+    ``preload`` (module names), so that each worker starts with them imported; spawned when
+    the platform has no fork server."""
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
+        else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver" and preload:
+        context.set_forkserver_preload(list(preload))
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=worker_start,
+                               initargs=(os.getpid(),))
+
+
+def stop(pool: ProcessPoolExecutor) -> None:
+    """Abandon the running tasks: terminate the workers, cancel what has not started."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.terminate()
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
+            preload: Sequence[str] = (), done: Callable[[int, object], None] | None = None
+            ) -> list:
+    """``[function(*task) for task in tasks]``, on ``jobs`` processes when ``jobs > 1`` (see
+    the module docstring). ``function`` must be importable by name (a module's top-level
+    function) and the tasks and results picklable. ``done(index, result)`` (optional) is
+    called in this process as each task finishes (in task order when serial), e.g. to move a
+    progress bar."""
+    tasks = list(tasks)
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, not {jobs!r}")
+    results: list = [None] * len(tasks)
+    if jobs == 1 or len(tasks) <= 1:
+        for index, task in enumerate(tasks):
+            results[index] = function(*task)
+            if done is not None:
+                done(index, results[index])
+        return results
+    pool = executor(min(jobs, len(tasks)), preload)
+    try:
+        futures = {pool.submit(function, *task): index for index, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # In task order among those finished together, so that a serial-looking caller
+            # sees the same sequence whenever it can.
+            for future in sorted(finished, key=futures.__getitem__):
+                index = futures[future]
+                results[index] = future.result()
+                if done is not None:
+                    done(index, results[index])
+    except BaseException:
+        stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return results

@@ -1,0 +1,230 @@
+"""``--jobs N``: a command's independent runs on a process pool (model/pool.py) give the same
+results as one after the other, and Ctrl-C / SIGTERM still stop at once and keep what
+finished.
+
+The dispatcher's claims over seeds run on the pool (``gpusched dispatch --jobs``, default:
+every core): the JSON of ``--jobs 1`` (the serial path) and ``--jobs 2`` must be the same but
+for the envelope (times, command line, options) and each run's ``seconds`` (its wall time, a
+measurement of the machine that differs between any two runs).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model import cli, pool
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The envelope: when and how the command ran, not what it computed.
+ENVELOPE = ("started", "finished", "command_line", "options", "git", "version")
+
+
+def _results(path: Path) -> dict:
+    """The JSON without its envelope and without any run's wall time (``seconds``)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items() if key != "seconds"}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+    data = json.loads(path.read_text())
+    return strip({key: value for key, value in data.items() if key not in ENVELOPE})
+
+
+def test_run_all_keeps_task_order_and_uses_other_processes():
+    tasks = [(value,) for value in (-3, 5, -7, 2, -1)]
+    assert pool.run_all(abs, tasks, 1) == [3, 5, 7, 2, 1]
+    done = []
+    assert pool.run_all(abs, tasks, 2, done=lambda index, result: done.append(index)) == \
+        [3, 5, 7, 2, 1]
+    assert sorted(done) == list(range(5))
+    pids = pool.run_all(os.getpid, [()] * 4, 2)
+    assert os.getpid() not in pids                    # the pool path, not the serial one
+    assert pool.run_all(os.getpid, [()] * 3, 1) == [os.getpid()] * 3
+
+
+def test_run_all_raises_a_task_error_in_the_driver():
+    with pytest.raises(ValueError, match="invalid literal"):
+        pool.run_all(int, [("1",), ("x",), ("3",)], 2)
+    with pytest.raises(ValueError, match="jobs must be"):
+        pool.run_all(abs, [(1,)], 0)
+
+
+#: A small scenario with claims at each kind of load: as written, a batch, and fractions of a
+#: measured capacity (whose runs depend on the first round's results).
+SMALL = """\
+name = "pool check"
+cycles = 500
+warmup = 50
+
+[gpu]
+aps = 4
+
+[[channels]]
+priority = 0
+arrival = 0.1
+count = 10000
+waves = 5
+vgpr = [4, 8]
+sgpr = [2, 4]
+duration = [50, 150]
+
+[[channels]]
+priority = 1
+arrival = 0.1
+count = 10000
+waves = 9
+vgpr = [4, 8]
+sgpr = [2, 4]
+duration = [50, 150]
+
+[[policies]]
+name = "fixed split"
+preset = "emb1"
+
+[[policies]]
+name = "rotating pointer"
+preset = "emb1"
+rotate = true
+
+[[policies]]
+name = "least loaded"
+preset = "emb1"
+wave_placement = "least_loaded"
+
+[[claims]]
+text = "throughput"
+metric = "steady.throughput"
+policy = "rotating pointer"
+baseline = "fixed split"
+higher_is_better = true
+execution = "shared"
+
+[[claims]]
+text = "makespan"
+metric = "makespan"
+policy = "rotating pointer"
+baseline = "least loaded"
+higher_is_better = false
+execution = "shared"
+loads = ["batch", 0.7]
+
+[[claims]]
+text = "p99 latency"
+metric = "steady.latency.p99"
+policy = "rotating pointer"
+baseline = "fixed split"
+higher_is_better = false
+loads = [0.5, 0.9, "as written"]
+"""
+
+
+def test_dispatch_claims_are_the_same_on_one_or_two_processes(tmp_path, monkeypatch):
+    calls = []
+    original = pool.run_all
+
+    def spy(function, tasks, jobs, **kwargs):
+        calls.append((len(tasks), jobs, sum(len(task[4]) for task in tasks)))
+        return original(function, tasks, jobs, **kwargs)
+
+    monkeypatch.setattr(pool, "run_all", spy)
+    config = tmp_path / "small.toml"
+    config.write_text(SMALL)
+    outputs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}.json"
+        assert cli.main(["dispatch", "--config", str(config), "--quiet", "--seeds", "3",
+                         "--jobs", str(jobs), "--json", str(out), "--plots",
+                         str(tmp_path)]) == 0
+        outputs[jobs] = _results(out)
+    # --jobs 1 never touches the pool; --jobs 2 ran both rounds on it, several tasks each.
+    assert len(calls) == 2 and all(tasks > 1 and jobs == 2 for tasks, jobs, _ in calls), calls
+    claims = outputs[1]["claims"]
+    # Every run of the claims was made on the pool (none left to the judging loop).
+    assert sum(runs for _, _, runs in calls) == claims["runs"]
+    loads = {row["load"]["label"] for row in claims["rows"]}
+    assert {"as written", "batch"} <= loads and any("capacity" in load for load in loads)
+    assert claims["runs"] > 20 and len(claims["capacities"]) == 2
+    assert outputs[2] == outputs[1]
+
+
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stopping_the_claims_pool_keeps_the_tables_and_leaves_no_worker(tmp_path, stop,
+                                                                         status):
+    out = tmp_path / "out.json"
+    config = tmp_path / "small.toml"
+    config.write_text(SMALL)               # three short table runs, then many claim runs
+    # A new session, and the signal sent to all of it, as a terminal's Ctrl-C is: the
+    # workers must ignore it and the driver stop them.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--config",
+         str(config), "--cycles", "20000", "--jobs", "2",
+         "--json", str(out), "--plots", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        workers: set[int] = set()
+        while time.monotonic() < deadline and process.poll() is None:
+            # The pool: the fork server and at least one worker forked from it.
+            workers = _descendants(process.pid)
+            if len(workers) >= 3:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None and len(workers) >= 3, process.communicate()
+        time.sleep(1.0)                            # the workers well into their runs
+        workers = _descendants(process.pid)
+        sent = time.monotonic()
+        if stop == signal.SIGINT:
+            os.killpg(process.pid, stop)
+        else:
+            process.send_signal(stop)              # a batch system signals the driver alone
+        _, err = process.communicate(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == status, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    print(f"stopped {stopped:.3f} s after {stop.name}")
+    assert stopped < 5.0, f"took {stopped:.2f} s to stop"
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True and "claims" not in data
+    (entry,) = data["scenarios"].values()
+    assert entry["complete"] is True and len(entry["policies"]) >= 2
+    time.sleep(2.5)                                # a worker's watch looks once a second
+    assert not [pid for pid in workers if _alive(pid)], "a pool process outlived the command"
