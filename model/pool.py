@@ -16,7 +16,7 @@ saves what finished (:mod:`model.cli`). A worker also exits by itself when the d
 driver, as it would be in a serial run.
 
 The sweep's local pool (:class:`model.sweep.engine.LocalPool`, which also re-runs the tasks
-of a worker that died) starts and stops its workers in the same way.
+of a worker that died) starts and stops its workers with :func:`executor` and :func:`stop`.
 """
 
 from __future__ import annotations

@@ -27,17 +27,14 @@ from __future__ import annotations
 
 import collections
 import logging
-import multiprocessing
 import os
-import signal
 import sys
-import threading
-import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from model import pool
 from model.sweep.spec import SweepError
 from model.sweep.worker import CodeMismatch, run_task
 
@@ -60,26 +57,6 @@ def describe(error: BaseException) -> str:
     return f"{line}\n{detail}"
 
 
-def _watch_driver(driver: int, parent: int) -> None:
-    while True:
-        time.sleep(1.0)
-        try:
-            os.kill(driver, 0)
-        except ProcessLookupError:
-            os._exit(0)
-        except PermissionError:
-            pass
-        if os.getppid() != parent:
-            os._exit(0)
-
-
-def _worker_start(driver: int) -> None:
-    """In each pool worker: leave Ctrl-C to the driver, and exit when the driver is gone (a
-    driver killed with SIGKILL cannot stop its workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_driver, args=(driver, os.getppid()), daemon=True).start()
-
-
 class LocalPool:
     """A pool of ``workers`` processes on this machine (see the module docstring)."""
 
@@ -97,26 +74,10 @@ class LocalPool:
             # from standard input cannot be, and each worker would die at its start.
             raise SweepError(f"the local pool cannot start workers from a script that is not "
                              f"a file ({script}): save it to a file, or use --scheduler")
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
-            else "spawn"
-        context = multiprocessing.get_context(method)
-        if method == "forkserver":
-            context.set_forkserver_preload(["model.sweep.worker"])
-        return ProcessPoolExecutor(self.workers, mp_context=context,
-                                   initializer=_worker_start, initargs=(os.getpid(),))
+        return pool.executor(self.workers, ["model.sweep.worker"])
 
     def close(self) -> None:
         """Nothing to release: :meth:`run` shuts its pool down."""
-
-    @staticmethod
-    def _stop(executor: ProcessPoolExecutor) -> None:
-        # Running points are abandoned, not waited for: terminate the workers, then shut down.
-        for process in list((getattr(executor, "_processes", None) or {}).values()):
-            try:
-                process.terminate()
-            except (OSError, AttributeError):
-                pass
-        executor.shutdown(wait=False, cancel_futures=True)
 
     def run(self, tasks, done, failed) -> None:
         pending = collections.deque(tasks)
@@ -160,7 +121,7 @@ class LocalPool:
                             continue
                     suspects.extend(lost)
         except BaseException:
-            self._stop(executor)
+            pool.stop(executor)
             raise
         executor.shutdown(wait=True)
 
