@@ -154,6 +154,9 @@ class ClusterState:
         self._slot_busy = [[card_types[name].busy_w for name in spec.cards] for spec in specs]
         self._summaries: dict[tuple, tuple] = {}
         self._host_w = self.host_power()
+        #: PWR's power increase by pod shape: ``(versions, watts)`` per node (see
+        #: :func:`model.cluster.policies.pwr_scores`).
+        self.increase_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._host_version = self.version.copy()
 
     # Masks ------------------------------------------------------------------------------
@@ -217,10 +220,15 @@ class ClusterState:
     def whole_cards(self, node: int, job: Job) -> tuple[int, ...]:
         """The ``job.cards`` accepted free cards of ``node`` a whole-card pod takes: lowest
         first power, then lowest slot."""
-        free = np.flatnonzero(self.accepted(job.types)[node] & (self.left[node] == MILLI))
+        if job.types is None:
+            lefts = self.left[node].tolist()
+            free = [slot for slot in range(len(self._slot_types[node])) if lefts[slot] == MILLI]
+        else:
+            free = np.flatnonzero(self.accepted(job.types)[node]
+                                  & (self.left[node] == MILLI)).tolist()
         if self._single_type[node]:
-            return tuple(free[:job.cards].tolist())
-        order = sorted(free.tolist(), key=lambda slot: (self.busy_w[node, slot], slot))
+            return tuple(free[:job.cards])
+        order = sorted(free, key=lambda slot: (self.busy_w[node, slot], slot))
         return tuple(order[:job.cards])
 
     def could_hold(self, job: Job) -> bool:
