@@ -22,6 +22,7 @@ a hypothetical placement changes them in O(typical) per node and card: this is w
 FGD policy's score cheap enough for the whole trace (see :mod:`model.cluster.policies`).
 """
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,10 +108,17 @@ class Fragmentation:
         self.access = np.array([[types is None or bool(types & present)
                                  for types in typical.types] for present in node_types],
                                bool).reshape(state.size, len(typical))
-        self.below = np.zeros((state.size, len(typical)), np.int64)
-        self.fitting = np.zeros((state.size, len(typical)), np.int64)
+        # ``below`` and ``fitting`` are views of one array, so that a memoised update writes
+        # a node's terms in one assignment.
+        self._terms_of = np.zeros((2, state.size, len(typical)), np.int64)
+        self.below, self.fitting = self._terms_of
         self.node = np.zeros(state.size)
+        self._total: float | None = None
         self._memo: dict[tuple, tuple] = {}
+        self._counts = state.card_count.tolist()
+        # Free CPU matters to a node's fragmentation only through the typical pods it can
+        # host: the memo keys on how many of these sorted CPU asks it meets.
+        self._cpu_steps = sorted(self.cpu.tolist())
         self.update(np.arange(state.size))
 
     def _terms(self, left: np.ndarray, exists: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,36 +136,46 @@ class Fragmentation:
     def update(self, rows) -> None:
         """Recompute the terms of nodes ``rows`` (an index or an array) from the state."""
         state = self.state
+        self._total = None
         if not isinstance(rows, int | np.integer):
             rows = np.atleast_1d(rows)
         if isinstance(rows, int | np.integer) or rows.size == 1:
             # One node changes per event, and nodes keep passing through the same states: a
-            # memo keyed on (kind, free CPU, sorted free shares) answers most updates; a miss
-            # costs one sort and one search for every typical pod.
+            # memo keyed on (kind, the typical pods' CPU asks met, sorted free shares)
+            # answers most updates; a miss costs one sort and one search for every typical
+            # pod.
             node = int(rows) if isinstance(rows, int | np.integer) else int(rows[0])
-            left = sorted(state.left[node, :state.card_count[node]].tolist())
-            key = (int(state.node_kind[node]), int(state.cpu_free[node]), *left)
+            left = sorted(state.left[node, :self._counts[node]].tolist())
+            cpu_free = int(state.cpu_free[node])
+            key = (state._kinds[node], bisect_right(self._cpu_steps, cpu_free), *left)
             terms = self._memo.get(key)
             if terms is None:
                 below_count = np.searchsorted(left, self.milli, side="left")
                 below = np.concatenate(([0], np.cumsum(left, dtype=np.int64)))[below_count]
                 fitting = len(left) - below_count
                 hostable = (self.asks_gpu & self.access[node] & (fitting >= self.cards)
-                            & (state.cpu_free[node] >= self.cpu))
-                terms = (below, fitting,
+                            & (cpu_free >= self.cpu))
+                terms = (np.stack([below, fitting]),
                          float(np.where(hostable, below, sum(left)) @ self.frequency))
                 if len(self._memo) > 500_000:
                     self._memo.clear()
                 self._memo[key] = terms
-            self.below[node], self.fitting[node], self.node[node] = terms
+            self._terms_of[:, node], self.node[node] = terms
             return
         self.below[rows], self.fitting[rows] = self._terms(state.left[rows], state.exists[rows])
         self.node[rows] = self.value(rows, self.below[rows], self.fitting[rows],
                                      state.left[rows].sum(axis=1), state.cpu_free[rows])
 
+    def total(self) -> float:
+        """Fragmented milli-GPU of the whole cluster: ``node.sum()``, kept until the next
+        :meth:`update` (the same sum, in the same order)."""
+        if self._total is None:
+            self._total = float(self.node.sum())
+        return self._total
+
     def cluster(self) -> tuple[float, float]:
         """``(fragmented, free)`` milli-GPU of the whole cluster."""
-        return float(self.node.sum()), float(self.state.left.sum())
+        return self.total(), float(self.state.free_milli)
 
     def after(self, job: Job, rows: np.ndarray) -> np.ndarray:
         """Fragmentation of nodes ``rows`` after placing ``job`` there: shape ``(rows,)`` for

@@ -176,7 +176,7 @@ class InflationRun:
                 self.fragmentation.update(node)
                 self.assignment[job.index] = (node, tuple(cards))
                 self._allocated += job.gpu_request_milli
-            fragmented = float(self.fragmentation.node.sum())
+            fragmented = self.fragmentation.total()
             free = capacity - self._allocated
             self._events[submitted] = (self._arrived, self._allocated,
                                        100.0 * fragmented / free if free else 0.0)

@@ -147,12 +147,14 @@ def _pick_max(scores: np.ndarray, feasible: np.ndarray, ctx: PlacementContext) -
     name (``tie_break = "shuffled"``, the artifact's ``selectHost`` on its renamed nodes, or
     ``"name"``) or a uniformly random one (``"random"``, upstream kube-scheduler's)."""
     scores = np.where(feasible, scores, -np.inf)
-    best = (scores == scores.max()).nonzero()[0]
-    if len(best) == 1:
-        return int(best[0])
+    best = scores == scores.max()
     if ctx.tie_break == "random":
+        best = best.nonzero()[0]
+        if len(best) == 1:
+            return int(best[0])
         return int(best[ctx.rng.randrange(len(best))])
-    return int(best[np.argmin(ctx.tie_rank[best])])
+    # The smallest rank among the best (ranks are 0..size-1, so size marks the others).
+    return int(np.argmin(np.where(best, ctx.tie_rank, ctx.state.size)))
 
 
 def _pick_min_first(key: np.ndarray, feasible: np.ndarray) -> int:
@@ -471,11 +473,29 @@ def pwr_card(state: ClusterState, job: Job, node: int) -> int:
     return int(slots[np.argmin(added)])
 
 
+def _cached_increase(state: ClusterState, job: Job, rows: np.ndarray) -> np.ndarray:
+    """:func:`power_increase` of nodes ``rows``, cached per pod shape: a node's entry is
+    recomputed only when the node changed since (its ``version``). The increase is
+    element-wise arithmetic on the node's own state, so a cached entry is the same number a
+    fresh computation gives."""
+    key = (job.cpu_milli, job.cards, job.gpu_milli, job.types)
+    entry = state.increase_cache.get(key)
+    if entry is None:
+        entry = state.increase_cache[key] = (np.full(state.size, -1, np.int64),
+                                             np.zeros(state.size))
+    versions, values = entry
+    stale = rows[versions[rows] != state.version[rows]]
+    if stale.size:
+        values[stale] = power_increase(state, job, stale)
+        versions[stale] = state.version[stale]
+    return values[rows]
+
+
 def pwr_scores(state: ClusterState, job: Job, feasible: np.ndarray) -> np.ndarray:
     """PWR's normalised score (0..100) of every node, min-max over the feasible ones
     (meaningful where ``feasible``; only those nodes are scored)."""
     rows = np.flatnonzero(feasible)
-    chosen = np.trunc(-power_increase(state, job, rows))
+    chosen = np.trunc(-_cached_increase(state, job, rows))
     low, high = chosen.min(), chosen.max()
     if high == low:
         return np.full(state.size, float(MAX_SCORE))

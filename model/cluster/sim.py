@@ -126,6 +126,15 @@ class ClusterSimulation:
         self._node_empty_since = np.zeros(size)
         self._last_flush = np.zeros(size)
         self._energy = np.zeros((size, 3))          # busy, idle, standby (joules)
+        #: ``(busy_w, idle_w, standby_w)`` of each card of each node, in slot order.
+        self._slot_power = [list(zip(busy, idle, standby, strict=True)) for busy, idle, standby
+                            in zip(self.state._slot_busy, self.state._slot_idle,
+                                   self.state._slot_standby, strict=True)]
+        #: ``(sockets, socket_busy_w, socket_idle_w, sleep_w)`` of each host.
+        self._host_table = list(zip(self.state.sockets.tolist(),
+                                    self.state.socket_busy_w.tolist(),
+                                    self.state.socket_idle_w.tolist(),
+                                    self.state.sleep_w.tolist(), strict=True))
         self._used_milli_seconds = 0.0
         self._metric_time = 0.0
         self._frag_area = 0.0
@@ -221,7 +230,7 @@ class ClusterSimulation:
 
     def _flush(self, node: int, now: float) -> None:
         """Add node ``node``'s energy from its last update to ``now`` (state constant)."""
-        start = self._last_flush[node]
+        start = float(self._last_flush[node])
         if now < start:
             raise InvariantError(f"time went back on node {self.specs[node].name}: {now} < "
                                  f"{start}")
@@ -232,31 +241,31 @@ class ClusterSimulation:
         busy = idle = asleep = 0.0
         used = 0
         proportional = state.shared_card != "busy"
-        idle_since = self._card_idle_since[node].tolist()
-        for slot, (free, busy_w, idle_w, standby_w) in enumerate(zip(
-                state.left[node].tolist(), state._slot_busy[node], state._slot_idle[node],
-                state._slot_standby[node], strict=False)):
+        standby = self.standby
+        for free, since, (busy_w, idle_w, standby_w) in zip(
+                state.left[node].tolist(), self._card_idle_since[node].tolist(),
+                self._slot_power[node], strict=False):
             if free < MILLI:
                 busy += (idle_w + (busy_w - idle_w) * (MILLI - free) / MILLI if proportional
                          else busy_w) * length
                 used += MILLI - free
-            elif self.standby:
+            elif standby:
                 # Awake until idle_since + after, in standby from then on.
-                awake = min(max(0.0, idle_since[slot] + after - start), length)
+                awake = min(max(0.0, since + after - start), length)
                 idle += idle_w * awake
                 asleep += standby_w * (length - awake)
             else:
                 idle += idle_w * length
         self._used_milli_seconds += used * length
-        sockets, socket_idle = int(state.sockets[node]), float(state.socket_idle_w[node])
+        sockets, socket_busy, socket_idle, sleep_w = self._host_table[node]
         if state.pods[node] > 0:
             active = state.active_sockets_of(node)
-            busy += active * float(state.socket_busy_w[node]) * length
+            busy += active * socket_busy * length
             idle += (sockets - active) * socket_idle * length
-        elif self.standby:
-            awake = min(max(0.0, self._node_empty_since[node] + after - start), length)
+        elif standby:
+            awake = min(max(0.0, float(self._node_empty_since[node]) + after - start), length)
             idle += sockets * socket_idle * awake
-            asleep += float(state.sleep_w[node]) * (length - awake)
+            asleep += sleep_w * (length - awake)
         else:
             idle += sockets * socket_idle * length
         energy = self._energy[node]

@@ -29,6 +29,10 @@ from model.cluster.workload import MILLI, Job
 
 __all__ = ["TAGS", "ClusterState", "gpu_tag"]
 
+#: The attribute holding each :meth:`ClusterState.accepted_summary` over every type.
+_TOTALS = {"idle": "idle_count", "free": "free_total", "power": "idle_power",
+           "max_left": "max_left", "max_partial": "max_partial", "cards": "card_count"}
+
 #: Tags of the GPU-clustering policy: 0 a shared pod, k a k-card pod (k = 1..8), 9 more cards.
 TAGS = 10
 
@@ -117,18 +121,23 @@ class ClusterState:
             for name in spec.cards:
                 self.cards_by_type[row, self.type_index[name]] += 1
         #: Fully free cards, free milli-GPU, the most free on one card, and the most free on
-        #: one partly used card (-1: none), by node and type.
-        self.idle_by_type = self.cards_by_type.copy()
-        self.free_by_type = self.cards_by_type * MILLI
-        self.max_left_by_type = np.where(self.cards_by_type > 0, MILLI, 0).astype(np.int64)
-        self.max_partial_by_type = np.full((self.size, kinds), -1, np.int64)
+        #: one partly used card (-1: none), by node and type. The four tables are views of
+        #: one array (and the four node totals below of another) so that :meth:`_summarise`
+        #: writes a node's summaries in two assignments.
+        self._by_type = np.stack([self.cards_by_type, self.cards_by_type * MILLI,
+                                  np.where(self.cards_by_type > 0, MILLI, 0),
+                                  np.full((self.size, kinds), -1)]).astype(np.int64)
+        (self.idle_by_type, self.free_by_type, self.max_left_by_type,
+         self.max_partial_by_type) = self._by_type
         #: The same over every type of the node, and the seed's second power over all idle
         #: cards (sum of their first power).
-        self.idle_count = self.card_count.copy()
-        self.free_total = self.card_count * MILLI
-        self.max_left = np.where(self.card_count > 0, MILLI, 0).astype(np.int64)
-        self.max_partial = np.full(self.size, -1, np.int64)
+        self._totals = np.stack([self.card_count, self.card_count * MILLI,
+                                 np.where(self.card_count > 0, MILLI, 0),
+                                 np.full(self.size, -1)]).astype(np.int64)
+        self.idle_count, self.free_total, self.max_left, self.max_partial = self._totals
         self.idle_power = self.busy_w.sum(axis=1)
+        #: Free milli-GPU of the whole cluster (``left.sum()``, kept by allocate/release).
+        self.free_milli = self.total_milli
         self._slot_types = [[self.type_index[name] for name in spec.cards] for spec in specs]
         self._single_type = [len(set(spec.cards)) <= 1 for spec in specs]
         self._slot_idle = [[card_types[name].idle_w for name in spec.cards] for spec in specs]
@@ -141,9 +150,13 @@ class ClusterState:
             kinds_seen.setdefault((spec.cards,) if len(set(spec.cards)) <= 1 else (row,),
                                   len(kinds_seen))
             for row, spec in enumerate(specs)], np.int64)
+        self._kinds = self.node_kind.tolist()
         self._slot_busy = [[card_types[name].busy_w for name in spec.cards] for spec in specs]
         self._summaries: dict[tuple, tuple] = {}
         self._host_w = self.host_power()
+        #: PWR's power increase by pod shape: ``(versions, watts)`` per node (see
+        #: :func:`model.cluster.policies.pwr_scores`).
+        self.increase_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._host_version = self.version.copy()
 
     # Masks ------------------------------------------------------------------------------
@@ -175,9 +188,7 @@ class ClusterState:
         milli-GPU, ``"power"`` (first power of the idle cards), ``"max_left"``,
         ``"max_partial"``, ``"cards"``."""
         if types is None:
-            return {"idle": self.idle_count, "free": self.free_total, "power": self.idle_power,
-                    "max_left": self.max_left, "max_partial": self.max_partial,
-                    "cards": self.card_count}[name]
+            return getattr(self, _TOTALS[name])
         columns = self.columns(types)
         if name == "power":
             return self.idle_by_type[:, columns] @ self.type_busy_w[columns]
@@ -209,10 +220,15 @@ class ClusterState:
     def whole_cards(self, node: int, job: Job) -> tuple[int, ...]:
         """The ``job.cards`` accepted free cards of ``node`` a whole-card pod takes: lowest
         first power, then lowest slot."""
-        free = np.flatnonzero(self.accepted(job.types)[node] & (self.left[node] == MILLI))
+        if job.types is None:
+            lefts = self.left[node].tolist()
+            free = [slot for slot in range(len(self._slot_types[node])) if lefts[slot] == MILLI]
+        else:
+            free = np.flatnonzero(self.accepted(job.types)[node]
+                                  & (self.left[node] == MILLI)).tolist()
         if self._single_type[node]:
-            return tuple(free[:job.cards].tolist())
-        order = sorted(free.tolist(), key=lambda slot: (self.busy_w[node, slot], slot))
+            return tuple(free[:job.cards])
+        order = sorted(free, key=lambda slot: (self.busy_w[node, slot], slot))
         return tuple(order[:job.cards])
 
     def could_hold(self, job: Job) -> bool:
@@ -240,23 +256,26 @@ class ClusterState:
         if len(cards) != job.cards:
             raise InvariantError(f"{job.name} needs {job.cards} cards, given {len(cards)}")
         name = self.specs[node].name
+        count, milli, holders = len(self._slot_types[node]), job.gpu_milli, self.holders[node]
+        lefts = self.left[node].tolist()
         for slot in cards:
-            if not self.exists[node, slot]:
+            if not 0 <= slot < count:
                 raise InvariantError(f"{job.name} given card slot {slot} of {name}, which "
                                      f"has no such card")
-            if self.left[node, slot] < job.gpu_milli:
-                holders = self.holders[node][slot]
+            if lefts[slot] < milli:
+                held = holders[slot]
                 raise InvariantError(f"card {slot} of {name} given to {job.name} "
-                                     f"({job.gpu_milli} milli) with only "
-                                     f"{self.left[node, slot]} free while job "
-                                     f"{min(holders) if holders else '-'} holds it")
-            if job.index in self.holders[node][slot]:
+                                     f"({milli} milli) with only "
+                                     f"{lefts[slot]} free while job "
+                                     f"{min(held) if held else '-'} holds it")
+            if job.index in holders[slot]:
                 raise InvariantError(f"{job.name} given card {slot} of {name} twice")
         if self.cpu_free[node] < job.cpu_milli or self.mem_free[node] < job.memory_mib:
             raise InvariantError(f"{job.name} placed on {name} without enough CPU or memory")
         for slot in cards:
-            self.left[node, slot] -= job.gpu_milli
-            self.holders[node][slot][job.index] = job.gpu_milli
+            self.left[node, slot] -= milli
+            holders[slot][job.index] = milli
+        self.free_milli -= milli * len(cards)
         self.cpu_free[node] -= job.cpu_milli
         self.mem_free[node] -= job.memory_mib
         self.pods[node] += 1
@@ -276,6 +295,7 @@ class ClusterState:
         for slot in cards:
             del self.holders[node][slot][job.index]
             self.left[node, slot] += job.gpu_milli
+        self.free_milli += job.gpu_milli * len(cards)
         self.cpu_free[node] += job.cpu_milli
         self.mem_free[node] += job.memory_mib
         self.pods[node] -= 1
@@ -290,7 +310,7 @@ class ClusterState:
         and its cards' free shares, in slot order: nodes keep passing through the same
         states)."""
         lefts = tuple(self.left[node, :len(self._slot_types[node])].tolist())
-        key = (int(self.node_kind[node]), lefts)
+        key = (self._kinds[node], lefts)
         summary = self._summaries.get(key)
         if summary is None:
             kinds = len(self.type_names)
@@ -306,14 +326,13 @@ class ClusterState:
                     power += self._slot_busy[node][slot]
                 else:
                     max_partial[kind] = max(max_partial[kind], left)
-            summary = (idle, free, max_left, max_partial, sum(idle), sum(free),
-                       max(max_left, default=0), max(max_partial, default=-1), power)
+            summary = (np.array([idle, free, max_left, max_partial], np.int64),
+                       np.array([sum(idle), sum(free), max(max_left, default=0),
+                                 max(max_partial, default=-1)], np.int64), power)
             if len(self._summaries) > 200_000:
                 self._summaries.clear()
             self._summaries[key] = summary
-        (self.idle_by_type[node], self.free_by_type[node], self.max_left_by_type[node],
-         self.max_partial_by_type[node], self.idle_count[node], self.free_total[node],
-         self.max_left[node], self.max_partial[node], self.idle_power[node]) = summary
+        self._by_type[:, node], self._totals[:, node], self.idle_power[node] = summary
 
     # Power -------------------------------------------------------------------------------
     def active_sockets(self, rows=slice(None), cpu_free: np.ndarray | None = None,
