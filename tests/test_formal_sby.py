@@ -128,7 +128,11 @@ DISPATCH_MUTANTS = {
 }
 #: The shape a property's mutant checks run on (tiny2x1 unless named: embodiment 3 splits
 #: only WGs of two waves, which tiny1x2 admits).
-MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2"}
+#: The shape a property's (or one broken variant's) check runs on, where not tiny2x1. A block
+#: freed beyond its record shows only beside another WG's blocks on the same AP: with one wave
+#: slot per PEU (tiny2x1) an AP holds one WG at a time, now that a WG without waves is refused,
+#: so release_one_long needs the two slots of tiny1x1w2.
+MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2", "release_one_long": "tiny1x1w2"}
 
 
 @needs_tools
@@ -140,7 +144,7 @@ def test_dispatcher_property_refutes_a_broken_dispatcher(prop, broken, tmp_path)
     property. A bounded search finds each counterexample (ABC's bmc3, 16 clocks: about 12 s
     each, where PDR took 15-90 s); a failing trace is a counterexample whatever the engine."""
     cls = DISPATCH_MUTANTS[prop][broken]
-    shape = MUTANT_SHAPE.get(prop, "tiny2x1")
+    shape = MUTANT_SHAPE.get(broken, MUTANT_SHAPE.get(prop, "tiny2x1"))
     job = Job(f"broken.dispatch.{prop}",
               lambda: DispatcherHarness(prop, tiny_dispatcher(cls, shape), shape),
               mode="bmc", engine="bmc3", depth=16, timeout=600)
