@@ -28,7 +28,8 @@ from pathlib import Path
 from cocotb_tools.runner import get_runner
 
 from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
-from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator
+from hw.flow.runner import (BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator,
+                            one_file)
 from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
@@ -195,7 +196,8 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
     runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
-    build_args = VERILATOR_BUILD_ARGS if simulator == "verilator" else []
+    build_args = ([*VERILATOR_BUILD_ARGS, *one_file(len(text.encode()))]
+                  if simulator == "verilator" else [])
     build_log, run_log = build_dir / "build.log", build_dir / "run.log"
     # One build per shape and simulator, shared by every later run: when the Verilog and the
     # flags are those of the finished build, not even the simulator's parse is redone

