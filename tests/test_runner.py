@@ -1,4 +1,5 @@
-"""hw.flow.runner's Verilator build: the runtime objects shared through ccache."""
+"""hw.flow.runner's Verilator build: the runtime objects shared through ccache, only the ports
+public, small designs as one C++ file."""
 
 import shlex
 
@@ -18,3 +19,28 @@ def test_verilator_compiles_go_through_ccache_in_the_build_tree(monkeypatch):
 def test_without_ccache_the_build_compiles_everything(monkeypatch):
     monkeypatch.setattr(runner.shutil, "which", lambda name: None)
     assert runner.object_cache() == []
+
+
+def _verilator_commands(tmp_path, monkeypatch, size: int) -> list[list[str]]:
+    # The commands a build of a design of `size` bytes of Verilog would run (none is run).
+    runner.use_packaged_verilator()
+    commands = []
+    monkeypatch.setattr(runner._PackagedVerilator, "_execute_cmds",
+                        lambda self, cmds, cwd, stdout=None: commands.extend(cmds))
+    source = tmp_path / "top.v"
+    source.write_text("module top(input clk); endmodule\n")
+    runner._PackagedVerilator().build(sources=[source], hdl_toplevel="top",
+                                      build_dir=tmp_path / "build", timescale=("1ns", "1ps"),
+                                      build_args=runner.one_file(size))
+    return commands
+
+
+def test_benches_make_only_the_ports_public_and_small_designs_one_file(tmp_path, monkeypatch):
+    # cocotb's default --public-flat-rw kept every internal signal (and its symbol) in the
+    # C++; the benches read ports only. Small designs compile as one C++ file.
+    verilate, *_ = _verilator_commands(tmp_path, monkeypatch, 2**20)
+    assert "--public-flat-rw" not in verilate
+    assert verilate[verilate.index("--public-depth") + 1] == "1"
+    assert verilate[verilate.index("--output-split") + 1] == "0"
+    verilate, *_ = _verilator_commands(tmp_path, monkeypatch, runner.ONE_FILE_BELOW)
+    assert "--output-split" not in verilate

