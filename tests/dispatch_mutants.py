@@ -158,7 +158,7 @@ FAST_ONLY = ("every_other_clock", "release_any_wg", "release_any_tag", "split_co
              "reset_ap_choice", "reset_split_threshold")
 
 
-# -- in-order barriers ------------------------------------------------------------------------------
+# -- in-order barriers -------------------------------------------------------------------------
 
 class _RunningNeverFalls(ChannelQueues):
     """A channel's count of running WGs is never decremented: a release is not seen, and a
