@@ -394,11 +394,14 @@ def barrier_workload(channels: int, cycles: int, seed: int, independent: float =
 
 
 def barrier_run(shape: Shape, cycles: int, seed: int = 1, *, split: bool = False,
-                pressure: float = 0.0) -> ModelRun:
+                pressure: float = 0.0, selection: str = "multi") -> ModelRun:
     """The model's run of :func:`barrier_workload` on ``shape`` (a build with barriers) under
-    embodiment 1 (``split``: embodiment 3 with a threshold of 2 and independent launches,
-    whose parts carry no barrier; ``pressure``: back-pressure, :func:`random_run`)."""
-    changes = {"split_threshold": 2, "selection": "multi"} if split else {}
+    embodiment 1 or another ``selection`` rule (``split``: embodiment 3 with a threshold of 2
+    and independent launches, whose parts carry no barrier; ``pressure``: back-pressure,
+    :func:`random_run`)."""
+    changes = {"selection": selection}
+    if split:
+        changes.update(split_threshold=2, selection="multi")
     # (The round-robin AP choice reads no combined score: its scale is left as it is.)
     knobs = {k: v for k, v in shape.knobs().items() if k != "combined_scale"}
     policy = with_policy(PRESETS["emb1"], name="barriers", **{**knobs, **changes})
@@ -407,7 +410,8 @@ def barrier_run(shape: Shape, cycles: int, seed: int = 1, *, split: bool = False
                                 priorities)
     channels = [ChannelConfig(priority=c % priorities) for c in range(shape.channels)]
     not_ready = back_pressure(cycles, pressure, f"barriers/{seed}") if pressure else frozenset()
-    label = f"{shape.name} barriers seed {seed}{' split' if split else ''}"
+    label = (f"{shape.name} barriers seed {seed} {policy.selection}"
+             f"{' split' if split else ''}")
     return model_run(label, shape.gpu, policy, workload, channels, cycles,
                      not_ready=not_ready)
 

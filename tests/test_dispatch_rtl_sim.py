@@ -173,22 +173,28 @@ def _barrier_build(name: str) -> DispatchShape:
 def test_in_order_barriers_match_the_model_under_amaranth(name):
     # Kernel launches on in-order streams (tb.dispatch_cases.barrier_workload), on a build
     # with barriers of each decision the RTL builds (one clock, k = 2, k = 3 on a stale
-    # view): one run as it is, one with embodiment 3's splits and back-pressure, one of
-    # random stimulus with random barrier bits judged by the protocol checker alone.
+    # view): one run as it is, one with embodiment 3's splits and back-pressure, one under
+    # each baseline selection the build runs (the one-WG buffer only without a pipeline),
+    # one of random stimulus with random barrier bits judged by the protocol checker alone.
     shape = BARRIER_SHAPES[name]
     build = _barrier_build(name)
     started = time.perf_counter()
+    baselines = ["strict", "rr_first_fit"] + ([] if build.params.pipeline
+                                              else ["blocking_buffer"])
     drivers = [CosimDriver(build.params, barrier_run(shape, CYCLES)),
                CosimDriver(build.params, barrier_run(shape, CYCLES, 2, split=True,
-                                                     pressure=PRESSURE)),
-               RandomDriver(build.params, 1, CYCLES)]
+                                                     pressure=PRESSURE))]
+    drivers += [CosimDriver(build.params, barrier_run(shape, CYCLES, 3 + i, selection=rule))
+                for i, rule in enumerate(baselines)]
+    drivers.append(RandomDriver(build.params, 1, CYCLES))
     clocks = simulate(build.dispatcher(), build.params, drivers)
     print(f"{name}: {clocks} clocks in {time.perf_counter() - started:.1f} s")
     assert not _failures(drivers), _failures(drivers)[:3]
     plain, split = drivers[0].summary, drivers[1].summary
     assert plain["dispatches"] > 30 and split["splits"] > 0 and split["held"] > 0, \
         (plain, split)
-    assert drivers[2].dispatches > 0
+    assert all(driver.summary["dispatches"] > 10 for driver in drivers[2:-1])
+    assert drivers[-1].dispatches > 0
 
 
 def test_a_barrier_workload_is_refused_on_a_build_without_barriers():
