@@ -420,4 +420,4 @@ def test_a_generated_workload_has_no_barrier_and_a_barrier_workload_builds_them(
     assert scenario_shape(given, scenario.policies[0]).barriers
     trace = load_scenario(CONFIGS / "llamacpp_rdna4.toml")
     shape = scenario_shape(trace, trace.policies[0], reduce=True)
-    assert shape.barriers and shape.gpu.aps == 4 and len(shape.channels) == 4
+    assert shape.barriers and shape.gpu.aps == 4 and len(shape.channels) == 2  # 2 streams
