@@ -219,6 +219,8 @@ def test_barriers_off_keeps_the_ports_and_the_name():
     params = built.params
     assert params.workgroup_layout.size == plain.params.workgroup_layout.size + 1
     assert params.running_bits == params.records.bit_length() == 6      # 32 WGs at once
+    with pytest.raises(TypeError, match="barriers must be True or False, not 1"):
+        _ = DispatchShape.of(shape.gpu, shape.policy, shape.channels, barriers=1).params
 
 
 @pytest.mark.parametrize("mutant", BARRIER_MUTANTS)
