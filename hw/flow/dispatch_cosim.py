@@ -146,7 +146,8 @@ def _has_barriers(scenario, seed: int) -> bool:
     so a generated workload is not drawn for the answer: drawing the default mix cost about
     a second per scenario and policy when the regression is collected. A kernel trace
     replayed in order has one unless every stream launches once: it counts as having them
-    without being converted (its build is the same either way)."""
+    without being converted (a build with barriers runs a workload without any just as
+    well)."""
     if scenario.kernel_trace is not None and scenario.workgroups is None:
         return scenario.kernel_trace.in_order
     if scenario.workgroups is None and scenario.trace is None:
