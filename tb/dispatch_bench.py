@@ -171,6 +171,8 @@ def _descriptor(params: DispatcherParams, wg: WorkGroup) -> int:
                         ("lds", wg.lds), ("independent", int(wg.independent))):
         width = layout[name].width
         fields[name] = min(value, (1 << width) - 1)
+    if params.barriers:
+        fields["barrier"] = int(wg.barrier)
     return pack(layout, fields)
 
 
@@ -191,6 +193,10 @@ class CosimDriver:
     def __init__(self, params: DispatcherParams, run: ModelRun, *, check_protocol=True,
                  configure=True, bad_releases: int = 0):
         self.params, self.run = params, run
+        if not params.barriers and any(wg.barrier for wg in run.workload):
+            raise ValueError(f"{run.label}: the workload has in-order barriers, but the "
+                             f"dispatcher was built without them (barriers = True builds "
+                             f"them)")
         self.expected = _Expected(run)
         self.checker = ProtocolChecker(params) if check_protocol else None
         self.writes = deque(config_writes(params, run.policy, run.wave_powers, run.gpu)

@@ -10,7 +10,7 @@ replayed by running it again.
 """
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from model.dispatch.config import (
     AP_CHOICES,
@@ -18,6 +18,7 @@ from model.dispatch.config import (
     ChannelConfig,
     GpuConfig,
     PolicyConfig,
+    WorkGroup,
     generate_workload,
     ignored_fields,
     with_policy,
@@ -25,8 +26,9 @@ from model.dispatch.config import (
 from model.dispatch.config.policy import RTL_SELECTIONS
 from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
-__all__ = ["DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES", "RANDOM_JOBS", "SELECTION_PLAN",
-           "SHAPES", "Shape", "planned", "random_jobs", "random_run"]
+__all__ = ["BARRIER_SHAPES", "DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES", "RANDOM_JOBS",
+           "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run", "barrier_workload", "planned",
+           "random_jobs", "random_run"]
 
 
 @dataclass(frozen=True)
@@ -37,12 +39,16 @@ class Shape:
     gpu: GpuConfig
     policy: PolicyConfig
     channels: int
+    #: In-order barriers built (:data:`BARRIER_SHAPES`).
+    barriers: bool = False
+
     def options(self) -> dict:
         """The keyword arguments of :class:`hw.dispatch.Dispatcher` beyond the three configs:
         embodiment 9's weight registers wide enough for the random weights (0..7) and the
-        GPU's own."""
+        GPU's own; ``barriers`` when built."""
         widest = max(7, *self.gpu.resource_weight_values())
-        return {"weight_bits": widest.bit_length()}
+        return {"weight_bits": widest.bit_length(), **({"barriers": True} if self.barriers
+                                                       else {})}
 
     def knobs(self) -> dict:
         """The structural policy fields a run on this shape must keep."""
@@ -91,6 +97,20 @@ SHAPES = {
         # latency 2, k = 4, s = 4 (a test keeps the two the same build).
         _shape("small_l2", latency=2, aps=4, peus=2, vgpr=32, sgpr=16, lds=16, wave_slots=8,
                priorities=4, channels=2, combined_scale="all", pipeline=4, score_latency=4),
+    )
+}
+
+
+#: Builds with in-order barriers (``barriers = True``), one per decision the RTL builds: the
+#: one-clock decision, the shortest pipeline (k = 2) and k = 3 on a stale view (stale aborts
+#: and flushes). The Amaranth tier runs :func:`barrier_run` on each.
+BARRIER_SHAPES = {
+    shape.name: shape for shape in (
+        replace(SHAPES["exact4x2"], name="barriers4x2", barriers=True),
+        replace(_shape("barriers4x2k2", aps=4, peus=2, vgpr=16, sgpr=8, lds=8, wave_slots=4,
+                       priorities=4, channels=3, combined_scale="all", pipeline=2),
+                barriers=True),
+        replace(SHAPES["pipelined3x2"], name="barriers3x2k3", barriers=True),
     )
 }
 
@@ -342,6 +362,58 @@ def _split_held(cycles: int) -> ModelRun:
     workload = generate_workload(channels, cycles, 5)
     return model_run("directed split held", shape.gpu, policy, workload, channels, cycles,
                      not_ready=back_pressure(cycles, 0.25, "split held"))
+
+
+def barrier_workload(channels: int, cycles: int, seed: int, independent: float = 0.0,
+                     priorities: int = 4) -> list[WorkGroup]:
+    """Kernel launches on ``channels`` in-order streams (channel ``c`` of priority ``c``
+    modulo ``priorities``):
+    each launch 1 to 6 WGs of one shape arriving together, a few cycles after the last; the
+    first WG of every launch after a stream's first is a barrier (as a kernel trace's are,
+    :func:`model.dispatch.kernels.trace_workload`). Run times vary per WG, so a barrier waits
+    for the slowest WG of the launches before it."""
+    rng = random.Random(f"barriers/{seed}")
+    workload = []
+    for c in range(channels):
+        arrival, launch = rng.randint(0, 4), 0
+        while arrival < cycles:
+            shape = {"waves": rng.randint(1, 3), "vgpr": rng.randint(1, 4),
+                     "sgpr": rng.randint(0, 2), "lds": rng.randint(0, 3)}
+            spread = rng.choice((False, independent > 0 and rng.random() < independent))
+            for index in range(rng.randint(1, 6)):
+                workload.append(WorkGroup(
+                    id=0, channel=c, priority=c % priorities, duration=rng.randint(2, 24),
+                    independent=spread, arrival=arrival, barrier=launch > 0 and index == 0,
+                    **shape))
+            arrival += rng.randint(0, 12)
+            launch += 1
+    workload.sort(key=lambda wg: (wg.arrival, wg.channel))
+    for number, wg in enumerate(workload):
+        wg.id = number
+    return workload
+
+
+def barrier_run(shape: Shape, cycles: int, seed: int = 1, *, split: bool = False,
+                pressure: float = 0.0, selection: str = "multi") -> ModelRun:
+    """The model's run of :func:`barrier_workload` on ``shape`` (a build with barriers) under
+    embodiment 1 or another ``selection`` rule (``split``: embodiment 3 with a threshold of 2
+    and independent launches, whose parts carry no barrier; ``pressure``: back-pressure,
+    :func:`random_run`)."""
+    changes = {"selection": selection}
+    if split:
+        changes.update(split_threshold=2, selection="multi")
+    # (The round-robin AP choice reads no combined score: its scale is left as it is.)
+    knobs = {k: v for k, v in shape.knobs().items() if k != "combined_scale"}
+    policy = with_policy(PRESETS["emb1"], name="barriers", **{**knobs, **changes})
+    priorities = shape.gpu.priorities
+    workload = barrier_workload(shape.channels, cycles, seed, 0.5 if split else 0.0,
+                                priorities)
+    channels = [ChannelConfig(priority=c % priorities) for c in range(shape.channels)]
+    not_ready = back_pressure(cycles, pressure, f"barriers/{seed}") if pressure else frozenset()
+    label = (f"{shape.name} barriers seed {seed} {policy.selection}"
+             f"{' split' if split else ''}")
+    return model_run(label, shape.gpu, policy, workload, channels, cycles,
+                     not_ready=not_ready)
 
 
 #: Directed runs by name: ``DIRECTED[name](cycles)`` is a :class:`ModelRun` on ``exact4x2``

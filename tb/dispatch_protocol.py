@@ -135,7 +135,11 @@ class ProtocolChecker:
     flight; at most one WG a clock (one beat); a release that names a tag not in flight or
     another WG is ignored (the shadow keeps the record) and ``error`` is high from the next
     clock on (low before any); a refused WG cannot fit an idle AP or has no waves, an admitted
-    one has waves and fits (as a whole, or as single waves when splitting is on).
+    one has waves and fits (as a whole, or as single waves when splitting is on). With
+    in-order barriers built: a WG whose descriptor had ``barrier`` set is dispatched (whole;
+    a split WG's parts carry no barrier, as in the model) only when no WG of its channel was
+    running in the clock that decided it (every WG of the channel dispatched before has been
+    released, the release taken in an earlier clock).
 
     Progress (computed from the ports alone, not from the model): when every channel's head
     (a split head's next part) fits as a whole an AP that has held nothing for
@@ -144,7 +148,9 @@ class ProtocolChecker:
     held, the dispatcher owes a dispatch: a new beat (or a stale abort or a split) must
     appear within :attr:`slack` + 1 clocks (one clock for the one-clock decision on an exact
     view, the pipeline's depth and the view's latency more otherwise). Every head, not only
-    one: strict priority and the MIAOW-like buffer may wait for a head that does not fit.
+    one: strict priority and the MIAOW-like buffer may wait for a head that does not fit. A
+    barrier head is not owed while its channel runs a WG or released one in this clock or the
+    last.
     :attr:`violation_count` counts every violation (:attr:`violations` keeps the first 20);
     :attr:`longest_wait` is the longest run of owed clocks seen.
     """
@@ -179,6 +185,13 @@ class ProtocolChecker:
         self.longest_wait = 0
         self.error_due = 0                     # a bad release was sent: error is sticky
         self.bad_releases = 0
+        # In-order barriers: each tag's channel, each channel's running WGs, its releases
+        # taken in the last clock (until this clock's are: the dispatcher sees a release a
+        # clock later) and the clock of its last release.
+        self.channel_of: dict[int, int] = {}
+        self.running = [0] * p.channels
+        self.released = [0] * p.channels
+        self.last_release = [-2] * p.channels
 
     def _violation(self, text: str) -> None:
         self.violation_count += 1
@@ -231,9 +244,10 @@ class ProtocolChecker:
         for c in range(p.channels):
             if driven[f"wg_in.{c}.valid"] and values[f"wg_in.{c}.ready"]:
                 self.unresolved[c] = unpack(p.workgroup_layout, driven[f"wg_in.{c}.payload"])
-                self.unresolved[c] = {name: self.unresolved[c][name]
+                self.unresolved[c] = {name: self.unresolved[c].get(name, 0)
                                       for name in ("wg", "priority", "waves", "vgpr", "sgpr",
-                                                   "lds", "independent")}
+                                                   "lds", "independent", "barrier")}
+        self.released = [0] * p.channels
         if driven["release.valid"] and values["release.ready"]:
             self._release(unpack(p.release_layout, driven["release.payload"]))
         self._progress(values, dispatched_before)
@@ -257,6 +271,9 @@ class ProtocolChecker:
                for ap in range(p.aps)):
             return False
         for c, wg in heads:
+            if wg["barrier"] and c not in self.split and (
+                    self.running[c] or self.clock - self.last_release[c] <= 1):
+                return False                    # held by its barrier
             if c in self.split:
                 fits = self._fits_whole(1, wg["vgpr"], wg["sgpr"],
                                         ceil_div(wg["lds"], wg["waves"]))
@@ -328,6 +345,11 @@ class ProtocolChecker:
             return
         waves = wg["waves"] if not part else 1
         lds = wg["lds"] if not part else ceil_div(wg["lds"], wg["waves"])
+        if wg["barrier"] and not part and self.running[c] + self.released[c]:
+            # (The beat was decided in the last clock: the releases taken then were not seen.)
+            self._violation(f"channel {c}: barrier WG {wg['wg']} dispatched while "
+                            f"{self.running[c] + self.released[c]} WG(s) of its channel "
+                            f"ran")
         if part and beat.part != self.split[c]:
             self._violation(f"channel {c}: part {beat.part} of WG {wg['wg']}, expected part "
                             f"{self.split[c]}")
@@ -358,6 +380,8 @@ class ProtocolChecker:
         for q in range(p.peus):
             self.slots[ap][q] -= per_peu[q]
         self.flight[beat.tag] = (wg["wg"], ap, per_peu, blocks)
+        self.channel_of[beat.tag] = c
+        self.running[c] += 1
         self.touched.add(ap)
         self.dispatched += 1
         if part:
@@ -377,6 +401,10 @@ class ProtocolChecker:
             self.bad_releases += 1
             return
         del self.flight[beat.tag]
+        c = self.channel_of.pop(beat.tag)
+        self.running[c] -= 1
+        self.released[c] += 1
+        self.last_release[c] = self.clock
         _, ap, per_peu, blocks = held
         self.touched.add(ap)
         for name, index, start, length in blocks:
@@ -424,6 +452,8 @@ class RandomDriver:
                   "vgpr": rng.randint(0, max(1, gpu.vgpr // busiest) + 1),
                   "sgpr": rng.randint(0, max(1, gpu.sgpr // busiest)),
                   "lds": rng.randint(0, gpu.lds + 1), "independent": int(rng.random() < 0.3)}
+        if p.barriers:
+            fields["barrier"] = int(rng.random() < 0.15)
         self.next_id += 1
         return pack(p.workgroup_layout, fields)
 

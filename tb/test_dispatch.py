@@ -32,7 +32,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from hw.flow.dispatch_build import DispatchShape
-from hw.flow.dispatch_cosim import reduced
+from hw.flow.dispatch_cosim import prepared, reduced
 from model.dispatch import load_scenario
 from tb.dispatch_bench import CosimDriver, RandomDriver, input_ports, model_run, output_ports
 from tb.dispatch_cases import DIRECTED, SHAPES, random_run
@@ -55,7 +55,9 @@ def _job_driver(params, job: dict):
     elif kind == "directed":
         run = DIRECTED[job["name"]](job["cycles"])
     else:
-        scenario = load_scenario(job["path"])
+        # (A kernel trace is converted as far as the run reaches, the stagger of its windows
+        # drawn per seed as the model draws it.)
+        scenario = prepared(load_scenario(job["path"]), job["cycles"])
         policy = next(p for p in scenario.policies if p.name == job["policy"])
         gpu, workload = scenario.gpu, scenario.workload(job.get("seed", 1))
         label = f"{Path(job['path']).name} / {policy.name}"

@@ -6,7 +6,8 @@ simulator (``tests/test_dispatch_rtl_sim.py``).
 subclass with one part replaced, and the name of the directed run of
 :data:`tb.dispatch_cases.DIRECTED` aimed at it (``None``: the fast tier's reset-value or
 bad-release runs see it). :data:`FAST_ONLY` are those only the fast tier runs (the cocotb
-tier's builds cost minutes each).
+tier's builds cost minutes each). :data:`BARRIER_MUTANTS` are slips of the in-order barrier,
+for the builds with barriers (:data:`tb.dispatch_cases.BARRIER_SHAPES`; the fast tier).
 """
 
 from dataclasses import replace
@@ -20,7 +21,7 @@ from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import Selector
 
-__all__ = ["FAST_ONLY", "MUTANTS", "AdmitsEverything", "variant"]
+__all__ = ["BARRIER_MUTANTS", "FAST_ONLY", "MUTANTS", "AdmitsEverything", "variant"]
 
 
 class _FlagAlwaysSet(Selector):
@@ -155,3 +156,42 @@ MUTANTS = {
 #: The mutants the cocotb tier does not build (the fast tier catches them in seconds).
 FAST_ONLY = ("every_other_clock", "release_any_wg", "release_any_tag", "split_counts_while_held",
              "reset_ap_choice", "reset_split_threshold")
+
+
+# -- in-order barriers -------------------------------------------------------------------------
+
+class _RunningNeverFalls(ChannelQueues):
+    """A channel's count of running WGs is never decremented: a release is not seen, and a
+    barrier waits for ever once its channel has dispatched."""
+
+    def _running(self, m, c):
+        count = Signal(self._params.running_bits, name=f"c{c}_running")
+        with m.If(self.take[c]):
+            m.d.sync += count.eq(count + 1)
+        m.d.comb += self.running[c].eq(count.any())
+
+
+class _HoldIgnored(Dispatcher):
+    """The barrier's hold ignored: a barrier head fits wherever it fits, whatever its channel
+    runs."""
+
+    @staticmethod
+    def _held(barrier, running, behind):
+        return 0
+
+
+class _HoldOnlyWhileRunning(Dispatcher):
+    """The pipelined match holds a barrier only while its channel runs a WG, not when it is
+    behind a WG of its channel chosen and not yet dispatched (the model's ``position``)."""
+
+    @staticmethod
+    def _held(barrier, running, behind):
+        return barrier & running
+
+
+#: Barrier mutants: ``(variant, build of BARRIER_SHAPES it is caught on)``.
+BARRIER_MUTANTS = {
+    "barrier_count_never_falls": (variant("queues", _RunningNeverFalls), "barriers4x2"),
+    "barrier_hold_ignored": (_HoldIgnored, "barriers4x2"),
+    "barrier_hold_ignores_flight": (_HoldOnlyWhileRunning, "barriers4x2k2"),
+}

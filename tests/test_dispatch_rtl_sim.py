@@ -33,9 +33,11 @@ from hw.flow.dispatch_build import DispatchShape
 from tb.dispatch_amaranth import simulate
 from tb.dispatch_bench import CosimDriver, RandomDriver
 from tb.dispatch_cases import (
+    BARRIER_SHAPES,
     DIRECTED,
     DIRECTED_SHAPE,
     SHAPES,
+    barrier_run,
     random_jobs,
     random_run,
     reset_build,
@@ -43,7 +45,7 @@ from tb.dispatch_cases import (
 from tb.dispatch_coverage import MINIMUM_JOBS, coverage_table, job_coverage, shortfall
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dispatch_mutants import MUTANTS, AdmitsEverything, variant  # noqa: E402
+from dispatch_mutants import BARRIER_MUTANTS, MUTANTS, AdmitsEverything, variant  # noqa: E402
 
 FAST_SHAPES = [name for name in SHAPES if name != "small_l2"]
 CYCLES = 150
@@ -158,6 +160,85 @@ def test_a_broken_admission_check_stops_on_the_bound():
     simulate(dispatcher, build.params, [driver])
     stall = driver.summary["stall"]
     assert stall and "phase 'rejects'" in stall and "wg_in[0].ready" in stall, stall
+
+
+# -- in-order barriers ---------------------------------------------------------------------------
+
+def _barrier_build(name: str) -> DispatchShape:
+    shape = BARRIER_SHAPES[name]
+    return DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+
+
+@pytest.mark.parametrize("name", BARRIER_SHAPES)
+def test_in_order_barriers_match_the_model_under_amaranth(name):
+    # Kernel launches on in-order streams (tb.dispatch_cases.barrier_workload), on a build
+    # with barriers of each decision the RTL builds (one clock, k = 2, k = 3 on a stale
+    # view): one run as it is, one with embodiment 3's splits and back-pressure, one under
+    # each baseline selection the build runs (the one-WG buffer only without a pipeline),
+    # one of random stimulus with random barrier bits judged by the protocol checker alone.
+    shape = BARRIER_SHAPES[name]
+    build = _barrier_build(name)
+    started = time.perf_counter()
+    baselines = ["strict", "rr_first_fit"] + ([] if build.params.pipeline
+                                              else ["blocking_buffer"])
+    drivers = [CosimDriver(build.params, barrier_run(shape, CYCLES)),
+               CosimDriver(build.params, barrier_run(shape, CYCLES, 2, split=True,
+                                                     pressure=PRESSURE))]
+    drivers += [CosimDriver(build.params, barrier_run(shape, CYCLES, 3 + i, selection=rule))
+                for i, rule in enumerate(baselines)]
+    drivers.append(RandomDriver(build.params, 1, CYCLES))
+    clocks = simulate(build.dispatcher(), build.params, drivers)
+    print(f"{name}: {clocks} clocks in {time.perf_counter() - started:.1f} s")
+    assert not _failures(drivers), _failures(drivers)[:3]
+    plain, split = drivers[0].summary, drivers[1].summary
+    assert plain["dispatches"] > 30 and split["splits"] > 0 and split["held"] > 0, \
+        (plain, split)
+    assert all(driver.summary["dispatches"] > 10 for driver in drivers[2:-1])
+    assert drivers[-1].dispatches > 0
+
+
+def test_a_barrier_workload_is_refused_on_a_build_without_barriers():
+    # Before barriers were built, the bench drove such a workload without the bit and the
+    # dispatcher sent barrier WGs early; now the bench refuses it, naming the option.
+    shape = SHAPES["exact4x2"]
+    build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    with pytest.raises(ValueError, match="built without them"):
+        CosimDriver(build.params, barrier_run(BARRIER_SHAPES["barriers4x2"], CYCLES))
+
+
+def test_barriers_off_keeps_the_ports_and_the_name():
+    # barriers = False builds nothing of them: the same layouts and shape name as before
+    # the option (the Verilog is compared byte for byte in the change's notes).
+    shape = SHAPES["exact4x2"]
+    plain = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    assert "barriers" not in plain.to_json()
+    assert "barrier" not in plain.params.workgroup_layout.members
+    assert "channel" not in plain.params.record_layout.members
+    built = _barrier_build("barriers4x2")
+    assert DispatchShape.from_json(built.to_json()) == built and built.name != plain.name
+    params = built.params
+    assert params.workgroup_layout.size == plain.params.workgroup_layout.size + 1
+    assert params.running_bits == params.records.bit_length() == 6      # 32 WGs at once
+    with pytest.raises(TypeError, match="barriers must be True or False, not 1"):
+        _ = DispatchShape.of(shape.gpu, shape.policy, shape.channels, barriers=1).params
+
+
+@pytest.mark.parametrize("mutant", BARRIER_MUTANTS)
+def test_the_fast_tier_rejects_a_broken_barrier(mutant):
+    # Each slip must fail the model comparison; the protocol checker, which knows nothing of
+    # the model, must see an early barrier by itself.
+    broken, name = BARRIER_MUTANTS[mutant]
+    shape, build = BARRIER_SHAPES[name], _barrier_build(name)
+    dispatcher = broken(build.gpu, build.policy, build.channels,
+                        weight_bits=build.weight_bits, barriers=True)
+    drivers = [CosimDriver(build.params, barrier_run(shape, CYCLES))]
+    simulate(dispatcher, build.params, drivers)
+    summary, checker = drivers[0].summary, drivers[0].checker
+    assert summary["mismatches"], f"{mutant} passed the model comparison"
+    early = [v for v in checker.violations if "barrier WG" in v]
+    if mutant != "barrier_count_never_falls":
+        assert early, (mutant, checker.violations[:3])
+    print(f"{mutant} caught: {summary['first']}; checker: {(early or ['-'])[0]}")
 
 
 # -- the cocotb random set's coverage, measured here on the model ------------------------------

@@ -163,6 +163,22 @@ def test_port_map_describes_every_port_and_field(small):
     assert "logic [15:0] wg;" in sv and "priority_;" in sv
 
 
+def test_the_port_map_of_a_barrier_build_names_the_bit(tmp_path):
+    # A build with in-order barriers has one more wg_in field, the payload's last bit (its
+    # port map failed on it, KeyError 'barrier', before it had a meaning).
+    from hw.flow.dispatch_build import DispatchShape
+    from tb.dispatch_cases import BARRIER_SHAPES
+
+    barriers = BARRIER_SHAPES["barriers4x2"]
+    shape = DispatchShape.of(barriers.gpu, barriers.policy, barriers.channels,
+                             **barriers.options())
+    port_map = json.loads(write_dispatcher(shape, tmp_path).port_map.read_text())
+    port = next(p for p in port_map["ports"] if p["name"] == "wg_in__0__payload")
+    field = port["fields"][-1]
+    assert field["field"] == "barrier" and field["width"] == 1, field
+    assert field["offset"] == port["width"] - 1 and "in-order" in field["meaning"], field
+
+
 def test_reset_values_in_the_port_map_are_the_circuits():
     # The port map's reset values against the Amaranth simulation of a small build.
     from amaranth.sim import Simulator

@@ -42,7 +42,7 @@ class Dispatcher(wiring.Component):
     gpu : model.dispatch.GpuConfig
     policy : model.dispatch.PolicyConfig
     channels : int or sequence of model.dispatch.ChannelConfig
-    queue_depth, id_bits, weight_bits :
+    queue_depth, id_bits, weight_bits, barriers :
         See :class:`hw.dispatch.params.DispatcherParams`, which checks every parameter.
     wrap : callable
         ``wrap(component, role)`` is applied to every free-block component (:mod:`hw.maxblock`,
@@ -87,9 +87,10 @@ class Dispatcher(wiring.Component):
     """
 
     def __init__(self, gpu, policy, channels, *, queue_depth: int = 0, id_bits: int = 16,
-                 weight_bits: int = 0, wrap=identity):
+                 weight_bits: int = 0, barriers: bool = False, wrap=identity):
         self._params = DispatcherParams.build(gpu, policy, channels, queue_depth=queue_depth,
-                                              id_bits=id_bits, weight_bits=weight_bits)
+                                              id_bits=id_bits, weight_bits=weight_bits,
+                                              barriers=barriers)
         self._wrap = wrap
         p = self._params
         super().__init__({
@@ -115,6 +116,13 @@ class Dispatcher(wiring.Component):
 
     def _table(self, params: DispatcherParams) -> ResourceTable:
         return ResourceTable(params)
+
+    @staticmethod
+    def _held(barrier, running, behind: bool):
+        """In-order barriers: a WG with ``barrier`` is held while its channel is
+        ``running`` a WG, or when it is ``behind`` another WG of its channel not yet
+        dispatched (the pipelined match's rows past the first)."""
+        return barrier & (1 if behind else running)
 
     def _scores(self, params: DispatcherParams) -> ScorePipeline:
         return ScorePipeline(params)
@@ -257,6 +265,10 @@ class Dispatcher(wiring.Component):
             m.d.comb += [selector.window_ends[y].eq(end), selector.window_ends_next[y].eq(total)]
         for c in range(R):
             wiring.connect(m, wiring.flipped(self.wg_in[c]), queues.wg_in[c])
+        if p.barriers:
+            # In-order barriers: each channel counts its running WGs (the queues), a release
+            # names its record's channel (the table), the match holds a barrier head.
+            m.d.comb += queues.released.eq(table.released)
 
         stall = self.dispatch.valid & ~self.dispatch.ready
         evaluate = Signal(name="evaluate")
@@ -280,6 +292,8 @@ class Dispatcher(wiring.Component):
         m.d.comb += [table.allocate.eq(commit), record.wg.eq(head.wg), record.ap.eq(ap),
                      record.waves.eq(waves), record.power.eq(power),
                      record.lds_start.eq(lds_start), record.lds_length.eq(head.lds)]
+        if p.barriers:
+            m.d.comb += record.channel.eq(channel)
         for q in range(Q):
             m.d.comb += [record.vgpr_start[q].eq(vgpr_start[q]),
                          record.vgpr_length[q].eq(need_vgpr[q]),
@@ -369,6 +383,12 @@ class Dispatcher(wiring.Component):
         allocator, table = parts.allocator, parts.table
         m.d.comb += [matcher.heads.eq(queues.heads), selector.heads.eq(queues.heads),
                      selector.fit.eq(matcher.fit)]
+        if p.barriers:
+            # The model's Matcher.head_mask: a barrier head fits nothing while its channel
+            # runs a WG.
+            for c in range(R):
+                m.d.comb += matcher.held[c].eq(self._held(queues.heads[c].barrier,
+                                                          queues.running[c], False))
         for name, port in parts.scores.items():
             if name != "ap_choice":
                 m.d.comb += getattr(selector, name).eq(port)
@@ -439,6 +459,13 @@ class Dispatcher(wiring.Component):
             m.d.comb += queues.in_flight[c].eq(count)
             for j in range(k + 3):
                 m.d.comb += matcher.heads[(k + 3) * c + j].eq(queues.entries[c][j])
+            if p.barriers:
+                # The model's match stage: a barrier WG is held while its channel runs a WG
+                # or when it is not the first WG of its channel not chosen (entry j > 0 is
+                # at position j or beyond; a split head's part carries no barrier).
+                for j in range(k + 2):
+                    m.d.comb += matcher.held[(k + 3) * c + j].eq(self._held(
+                        queues.entries[c][j].barrier, queues.running[c], j > 0))
         # Each channel's two rows, registered below as the one the next clock's choice reads.
         matches = []
         for c in range(R):

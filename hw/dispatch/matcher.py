@@ -5,7 +5,9 @@ A head fits an AP when every PEU ``q`` can take its wave group: ``w_q`` waves (`
 free wave slots, one VGPR block of ``w_q x vgpr`` and one SGPR block of ``w_q x sgpr``
 blocks no longer than the view's lengths, and the WG's LDS fits the AP's LDS view (steps
 a3, a31-a32). All heads against all APs in parallel: ``channels x APs x PEUs`` sets of three
-comparators, combinational.
+comparators, combinational. With in-order barriers built, a row that is ``held`` (a barrier
+WG whose channel still runs WGs, or, in the pipelined decision, one behind a WG of its channel
+in flight) fits no AP: the model's ``Matcher.head_mask`` and ``DecisionPipeline.match_stage``.
 
 Model twin: :mod:`model.dispatch.matcher`.
 """
@@ -52,8 +54,11 @@ class Matcher(wiring.Component):
         Free wave slots (counted, no latency).
     pointer : In(ArrayLayout(range(max(peus, 2)), aps))
         Each AP's rotating pointer (0 when rotation is off).
+    held : In(rows)
+        Barriers built only: bit ``c``: head ``c`` is held by an in-order barrier (it fits
+        nothing).
     fit : Out(ArrayLayout(aps, rows))
-        Bit ``ap`` of ``fit[c]``: head ``c`` is valid and fits AP ``ap``.
+        Bit ``ap`` of ``fit[c]``: head ``c`` is valid, not held and fits AP ``ap``.
     """
 
     def __init__(self, params: DispatcherParams, rows: int = 0):
@@ -65,6 +70,7 @@ class Matcher(wiring.Component):
             "slots": In(slots_layout(params)),
             "pointer": In(data.ArrayLayout(range(max(params.peus, 2)), params.aps)),
             "fit": Out(data.ArrayLayout(params.aps, self._rows)),
+            **({"held": In(self._rows)} if params.barriers else {}),
         })
 
     def elaborate(self, platform):
@@ -76,6 +82,8 @@ class Matcher(wiring.Component):
             fits = []
             for ap in range(p.aps):
                 terms = [head.valid, at_most(head.lds, self.view.lds[ap])]
+                if p.barriers:
+                    terms.append(~self.held[c])
                 for q in range(Q):
                     index = ap * Q + q
                     extra = extra_wave(q, self.pointer[ap], head.rem, Q)

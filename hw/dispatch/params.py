@@ -112,6 +112,12 @@ class DispatcherParams:
     weight_bits : int
         Width of embodiment 9's weight registers ``a_h`` (0: the width of the GPU's own
         weights; the model accepts up to 16).
+    barriers : bool
+        Build the in-order barrier (the model's ``WorkGroup.barrier``): a ``barrier`` bit in
+        the workgroup-in payload, the channel in the allocation record, a count per channel
+        of its WGs running (dispatched, not released; :attr:`running_bits` wide) and a
+        barrier head held while its channel's count is not zero. Off, nothing of it is
+        built (the Verilog is that of a build without the option).
     """
 
     gpu: GpuConfig
@@ -121,6 +127,7 @@ class DispatcherParams:
     id_bits: int = 16
     weight_bits: int = 0
     wave_powers: tuple[int, ...] = ()
+    barriers: bool = False
 
     def __post_init__(self):
         if self.queue_depth == 0:
@@ -159,6 +166,8 @@ class DispatcherParams:
         _check_int("Queue depth", self.queue_depth, 2, 1 << 16)
         _check_int("WG id width", self.id_bits, 1, 64)
         _check_int("Weight width", self.weight_bits, 0, 16)
+        if not isinstance(self.barriers, bool):
+            raise TypeError(f"barriers must be True or False, not {self.barriers!r}")
         if max(gpu.resource_weight_values()) >= 1 << self.ap_weight_bits:
             raise ValueError(f"The GPU's resource weights {list(gpu.resource_weight_values())} "
                              f"need more than weight_bits = {self.weight_bits}")
@@ -223,6 +232,12 @@ class DispatcherParams:
         """Allocation records: one per wave slot of the GPU, the most WGs that can be in
         flight (each holds at least one wave slot)."""
         return self.aps * self.peus * self.gpu.wave_slots
+
+    @property
+    def running_bits(self) -> int:
+        """Width of a channel's count of running WGs (in-order barriers): up to every WG the
+        GPU can hold at once, :attr:`records`."""
+        return bits(self.records)
 
     @property
     def max_waves(self) -> int:
@@ -316,6 +331,7 @@ class DispatcherParams:
             "sgpr": unsigned(bits(gpu.sgpr + 1)),
             "lds": unsigned(bits(self.max_waves * gpu.lds + 1)),
             "independent": 1,
+            **self._barrier,
         })
 
     @cached_property
@@ -344,6 +360,12 @@ class DispatcherParams:
     @cached_property
     def config_layout(self) -> data.StructLayout:
         return data.StructLayout({"address": ConfigAddress, "index": 8, "data": 32})
+
+    @property
+    def _barrier(self) -> dict:
+        """The ``barrier`` bit of a WG descriptor, FIFO entry and head, with barriers built
+        (last in each layout, so that the other fields keep their bits)."""
+        return {"barrier": 1} if self.barriers else {}
 
     @property
     def _wg_needs(self) -> dict:
@@ -378,6 +400,7 @@ class DispatcherParams:
             **self._wg_needs,
             "lds": range(gpu.lds + 2),
             "splittable": 1,
+            **self._barrier,
         })
 
     @property
@@ -392,6 +415,7 @@ class DispatcherParams:
             "lds": range(gpu.lds + 2),
             "part_lds": range(gpu.lds + 2),
             "splittable": 1,
+            **self._barrier,
         })
 
     @property
@@ -409,6 +433,7 @@ class DispatcherParams:
             "lds_start": range(max(gpu.lds, 2)),
             "lds_length": range(gpu.lds + 1),
             "power": unsigned(self.widths["ap_power"]),
+            **({"channel": range(max(self.channels, 2))} if self.barriers else {}),
         })
 
 

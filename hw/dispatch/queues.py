@@ -13,6 +13,13 @@ at positions behind those already chosen, so the FIFO is a row of registers, eac
 (``entries``), and the two positions are given as indices into them (``row_part``,
 ``row_entry``), a split head's parts counting as positions of their own.
 
+With in-order barriers built (``DispatcherParams.barriers``) each channel also counts its WGs
+running (``running``: dispatched, ``take``, and not released, ``released``), the model's
+``Queues.inflight``; the matcher holds a barrier head while the count is not zero. A count is
+``running_bits`` wide (up to every WG the GPU can hold at once) and changes at the clock edge:
+a dispatch or release of clock ``t`` is seen from clock ``t + 1``, as the model's cycle sees
+those of the cycle before (a release of cycle ``t`` is taken in clock ``t - 1``).
+
 Model twin: :mod:`model.dispatch.queues`.
 """
 
@@ -61,6 +68,12 @@ class ChannelQueues(wiring.Component):
         ``take`` (valid, independent, two waves or more, not already split).
     reject : Out(channels)
         Bit ``c``: the WG accepted on channel ``c`` in the previous clock was refused.
+    released : In(channels)
+        Barriers built only: bit ``c``: a release of a WG (or part) of channel ``c`` was
+        applied this clock.
+    running : Out(channels)
+        Barriers built only: bit ``c``: channel ``c`` has a WG (or part) running, dispatched
+        in an earlier clock and not released before this clock (registered).
     in_flight : In(ArrayLayout(range(k + 1), channels))
         Pipelined decision only: WGs (or parts) of each channel chosen and not dispatched.
     entries : Out(ArrayLayout(ArrayLayout(params.head_layout, k + 3), channels))
@@ -85,6 +98,7 @@ class ChannelQueues(wiring.Component):
             "heads": Out(data.ArrayLayout(params.head_layout, R)),
             "splittable": Out(R),
             "reject": Out(R),
+            **({"released": In(R), "running": Out(R)} if params.barriers else {}),
             **({"in_flight": In(data.ArrayLayout(range(params.pipeline + 1), R)),
                 "entries": Out(data.ArrayLayout(
                     data.ArrayLayout(params.head_layout, params.pipeline + 3), R)),
@@ -145,6 +159,8 @@ class ChannelQueues(wiring.Component):
             entry.part_lds.eq(part_lds),
             entry.splittable.eq(wg.independent & ~less(waves, 2)),
         ]
+        if p.barriers:
+            m.d.comb += entry.barrier.eq(wg.barrier)
         return admitted, entry
 
     def _present(self, m: Module, head, stored, valid, part, index) -> None:
@@ -177,6 +193,10 @@ class ChannelQueues(wiring.Component):
             head.lds.eq(Mux(part, stored.part_lds, stored.lds)),
             head.splittable.eq(~part & stored.splittable),
         ]
+        if p.barriers:
+            # A part of a split WG is a WG of its own, without the barrier (the model's parts
+            # carry none).
+            m.d.comb += head.barrier.eq(Mux(part, 0, stored.barrier))
 
     def elaborate(self, platform):
         m = Module()
@@ -189,7 +209,20 @@ class ChannelQueues(wiring.Component):
             else:
                 accepted = self._fifo(m, c, source, admitted, entry)
             m.d.sync += self.reject[c].eq(accepted & ~admitted)
+            if p.barriers:
+                self._running(m, c)
         return m
+
+    def _running(self, m: Module, c: int) -> None:
+        """Channel ``c``'s count of running WGs: up by a dispatch, down by a release (both
+        in one clock: unchanged). Never more than the records, so it cannot wrap."""
+        count = Signal(self._params.running_bits, name=f"c{c}_running")
+        up, down = self.take[c], self.released[c]
+        with m.If(up & ~down):
+            m.d.sync += count.eq(count + 1)
+        with m.Elif(down & ~up):
+            m.d.sync += count.eq(count - 1)
+        m.d.comb += self.running[c].eq(count.any())
 
     def _fifo(self, m: Module, c: int, source, admitted, entry):
         """The one-clock decision's channel: a FIFO whose head is read."""

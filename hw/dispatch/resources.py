@@ -48,6 +48,10 @@ class ResourceTable(wiring.Component):
     release : In(stream.Signature(params.release_layout))
         Give back the record ``tag``; always ready.
     history_shift : In, running : In(1)
+    released : Out(channels)
+        In-order barriers built only: bit ``c``: the release applied in this clock gave back
+        a WG of channel ``c`` (the record's ``channel``); the channel's count of running WGs
+        falls at the clock edge.
     error : Out(1)
         Sticky: a release named a tag not in flight, or a WG id other than its record's; such
         a release is ignored.
@@ -68,6 +72,7 @@ class ResourceTable(wiring.Component):
             "history_shift": In(range(p.history_shift_max + 1)),
             "running": In(1),
             "error": Out(1),
+            **({"released": Out(p.channels)} if p.barriers else {}),
         })
 
     @staticmethod
@@ -129,6 +134,9 @@ class ResourceTable(wiring.Component):
                                                   release.payload.wg))
         with m.If(release.valid & ~releasing):
             m.d.sync += self.error.eq(1)
+        if p.barriers:
+            m.d.comb += self.released.eq(Cat(*(releasing & equals(held.channel, c)
+                                               for c in range(p.channels))))
 
         # Tags: pop on an allocation, push on a release (never the same tag).
         m.d.comb += [free_write.addr.eq(tail), free_write.data.eq(release.payload.tag),

@@ -135,6 +135,9 @@ class DispatchShape:
     queue_depth: int = 0
     id_bits: int = 16
     weight_bits: int = 0
+    #: In-order barriers built (:class:`hw.dispatch.params.DispatcherParams`); left out of
+    #: the JSON (and so of the name) when off, so that a build without them is unchanged.
+    barriers: bool = False
 
     @classmethod
     def of(cls, gpu: GpuConfig, policy: PolicyConfig, channels, **options) -> "DispatchShape":
@@ -164,7 +167,7 @@ class DispatchShape:
 
     def dispatcher(self, wrap=None) -> Dispatcher:
         options = {"queue_depth": self.queue_depth, "id_bits": self.id_bits,
-                   "weight_bits": self.weight_bits}
+                   "weight_bits": self.weight_bits, "barriers": self.barriers}
         if wrap is not None:
             options["wrap"] = wrap
         return Dispatcher(self.gpu, self.policy, self.channels, **options)
@@ -175,11 +178,13 @@ class DispatchShape:
         from hw.dispatch import DispatcherParams
         return DispatcherParams.build(self.gpu, self.policy, self.channels,
                                       queue_depth=self.queue_depth, id_bits=self.id_bits,
-                                      weight_bits=self.weight_bits)
+                                      weight_bits=self.weight_bits, barriers=self.barriers)
 
     def to_json(self) -> str:
         fields = asdict(self)
         fields["channels"] = [asdict(c) for c in self.channels]
+        if not self.barriers:
+            del fields["barriers"]
         return json.dumps(fields, sort_keys=True)
 
     @classmethod

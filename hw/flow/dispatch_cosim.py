@@ -11,7 +11,11 @@ it has been at it; the simulator's output goes to ``build.log`` and ``run.log`` 
 directory, not to the terminal. Ctrl-C is one line and status 130.
 
 Shipped co-simulation shapes (``configs/cosim/``) build and run in about a minute or two;
-the full-size dispatch scenarios take a Verilator build of many minutes.
+the full-size dispatch scenarios take a Verilator build of many minutes. A scenario whose
+workload has in-order barriers, every kernel-trace replay among them (each launch after the
+first on a stream waits for the one before), is built with the dispatcher's barriers
+(``DispatchShape.barriers``); its kernel trace is converted first
+(:func:`model.dispatch.kernels.prepare`).
 
 :func:`run_cosim` is the same for a list of jobs on one build (the tests use it).
 """
@@ -35,13 +39,14 @@ from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
 from model.dispatch.config.policy import RTL_SELECTIONS
 
-__all__ = ["REDUCTION", "main", "policy_unsupported", "reduced", "run_cosim", "scenario_shape",
-           "unsupported"]
+__all__ = ["REDUCTION", "main", "policy_unsupported", "prepared", "reduced", "run_cosim",
+           "scenario_shape", "unsupported"]
 
 #: How ``make test`` reduces a shipped scenario (the 16 x 4 GPU of 128-block VGPR files takes
 #: minutes to build and runs at a few clocks per second on Icarus): APs / 8, every block count
 #: and every WG's needs / 4 (rounded up), time / 8 (durations, windows, split threshold,
-#: history length), arrivals unchanged: the same load per AP, on a quarter-size GPU.
+#: history length; a WG's work under the shared execution model too), arrivals unchanged: the
+#: same load per AP, on a quarter-size GPU.
 REDUCTION = {"aps": 8, "blocks": 4, "time": 8}
 
 BLOCK_CACHE = BUILD_ROOT / "verilog_cache"
@@ -73,22 +78,40 @@ def reduced(gpu, policies, workload, reduction=None):
                 for p in policies]
     workload = [replace(wg, vgpr=_down(wg.vgpr, r["blocks"], 0),
                         sgpr=_down(wg.sgpr, r["blocks"], 0), lds=_down(wg.lds, r["blocks"], 0),
-                        duration=_down(wg.duration, t)) for wg in workload]
+                        duration=_down(wg.duration, t),
+                        work=None if wg.work is None else _down(wg.work, t))
+                for wg in workload]
     return gpu, policies, workload
 
 
-def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True
-                   ) -> DispatchShape:
+def prepared(scenario, cycles: int | None = None):
+    """``scenario`` with its kernel trace converted to WGs (those arriving before ``cycles``,
+    default the scenario's limit; :func:`model.dispatch.kernels.prepare`); any other
+    scenario as it is."""
+    if scenario.kernel_trace is None or scenario.workgroups is not None:
+        return scenario
+    from model.dispatch.kernels import prepare
+    return prepare(scenario, cycles)[0]
+
+
+def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True,
+                   seed: int = 1) -> DispatchShape:
     """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (with
     ``pad``, at least 4, so that scenarios of up to 4 channels share a build), reduced with
-    ``reduce``."""
-    channels = tuple(scenario.channels) or max(1, scenario.channel_count)
+    ``reduce``, with in-order barriers when the workload of ``seed`` has any (every
+    kernel-trace replay of more than one launch on a stream)."""
+    barriers = _has_barriers(scenario, seed)
+    scenario = prepared(scenario)
+    channels = tuple(scenario.channels)
+    if len(channels) < scenario.channel_count:
+        channels = scenario.channel_count if not channels else channels + tuple(
+            ChannelConfig() for _ in range(scenario.channel_count - len(channels)))
     if pad and isinstance(channels, tuple) and len(channels) < 4:
         channels = channels + tuple(ChannelConfig() for _ in range(4 - len(channels)))
     gpu = scenario.gpu
     if reduce:
         gpu, (policy,), _ = reduced(gpu, [policy], [])
-    return DispatchShape.of(gpu, policy, channels)
+    return DispatchShape.of(gpu, policy, channels, **({"barriers": True} if barriers else {}))
 
 
 def policy_unsupported(policy) -> str | None:
@@ -110,10 +133,15 @@ def policy_unsupported(policy) -> str | None:
 
 
 def _has_barriers(scenario, seed: int) -> bool:
-    """Whether ``scenario``'s workload of ``seed`` has an in-order barrier. Only a CSV trace or
-    given WGs can (``generate_workload`` draws none: a test keeps it so), so a generated
-    workload is not drawn for the answer: drawing the default mix cost about a second per
-    scenario and policy when the regression is collected."""
+    """Whether ``scenario``'s workload of ``seed`` has an in-order barrier. Only a CSV trace,
+    given WGs or a kernel trace can (``generate_workload`` draws none: a test keeps it so),
+    so a generated workload is not drawn for the answer: drawing the default mix cost about
+    a second per scenario and policy when the regression is collected. A kernel trace
+    replayed in order has one unless every stream launches once: it counts as having them
+    without being converted (a build with barriers runs a workload without any just as
+    well)."""
+    if scenario.kernel_trace is not None and scenario.workgroups is None:
+        return scenario.kernel_trace.in_order
     if scenario.workgroups is None and scenario.trace is None:
         return False
     return any(wg.barrier for wg in scenario.workload(seed))
@@ -121,18 +149,9 @@ def _has_barriers(scenario, seed: int) -> bool:
 
 def unsupported(scenario, policy, seed: int = 1) -> str | None:
     """Why ``policy`` of ``scenario`` cannot be co-simulated (``None``: it can): the RTL
-    places waves by embodiment 8 only and has no in-order barriers."""
-    if scenario.kernel_trace is not None:
-        return ("a kernel-trace replay launches each stream's kernels in order (in-order "
-                "barriers), which the RTL dispatcher does not keep (docs/dispatch_rtl.md, "
-                "'Not built')")
-    reason = policy_unsupported(policy)
-    if reason:
-        return reason
-    if _has_barriers(scenario, seed):
-        return ("its workload has in-order barriers, which the RTL dispatcher does not keep "
-                "(docs/dispatch_rtl.md, 'Not built')")
-    return None
+    places waves by embodiment 8 only (a workload with in-order barriers, a kernel-trace
+    replay among them, is built with the dispatcher's barriers)."""
+    return policy_unsupported(policy)
 
 
 #: Verilator's build flags: its lint and style warnings off (``make verilog`` lints the same
@@ -313,7 +332,7 @@ def main(argv=None) -> int:
         reason = unsupported(scenario, policy, args.seed)
         if reason:
             raise ConfigError(f"{args.config}: policy {name!r}: {reason}")
-        shape = scenario_shape(scenario, policy)
+        shape = scenario_shape(scenario, policy, seed=args.seed)
         _ = shape.params                # every parameter checked before anything is built
     except (ConfigError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -323,7 +342,8 @@ def main(argv=None) -> int:
            "cycles": cycles, "seed": args.seed}
     print(f"{args.config.name} / {name}: {scenario.gpu.aps} APs x {scenario.gpu.peus} PEUs, "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
-          f"{policy.circuit_latency}, {cycles} cycles, on {args.sim}", flush=True)
+          f"{policy.circuit_latency}{', in-order barriers' if shape.barriers else ''}, "
+          f"{cycles} cycles, on {args.sim}", flush=True)
     progress = _Progress()
     try:
         summaries = run_cosim(shape, [job], args.sim, fail=False, progress=progress)

@@ -45,6 +45,8 @@ DISPATCHER_STREAMS = {
             "lds": "LDS blocks of the whole WG",
             "independent": "1: its waves need not start together (embodiment 3 may split it "
                            "into one-wave parts)",
+            "barrier": "1: an in-order barrier, dispatched only when no WG of its channel "
+                       "runs (builds with barriers only)",
         },
     },
     "dispatch": {
