@@ -15,9 +15,12 @@
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -262,3 +265,21 @@ def test_waves_are_written_and_a_failure_names_them(simulator, monkeypatch):
     waves = BUILD_ROOT / "cocotb" / simulator / f"{config.name}_waves" / f"{config.name}.fst"
     assert waves.exists() and waves.stat().st_size
     assert f"waveform: {waves}" in str(failure.value)
+
+
+def test_the_verilog_is_the_same_in_every_python_process():
+    # The exact tree's pieces iterated sets of field names, whose order changes with the
+    # string hash seed of each Python process: the same block gave different Verilog (port
+    # order, wire numbers) from one `make verilog` to the next.
+    script = ("from amaranth.back import verilog\n"
+              "from hw.maxblock import ExactMaxFreeBlock\n"
+              "print(verilog.convert(ExactMaxFreeBlock(16), name='x', emit_src=False,"
+              " strip_internal_attrs=True))\n")
+    root = Path(__file__).resolve().parent.parent
+    texts = set()
+    for seed in ("1", "2", "3"):
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             check=True, cwd=root,
+                             env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)})
+        texts.add(run.stdout)
+    assert len(texts) == 1

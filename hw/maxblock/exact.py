@@ -146,7 +146,7 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
                                   side_by_side=lambda level: parallel or level == k,
                                   request_of=lambda *_: 0, request_widths={0: request_width},
                                   ffs_widths={(k, 0): widths["ffs"]})
-            outputs = {field: ("node", k, 0, field) for field in fields}
+            outputs = {field: ("node", k, 0, field) for field in sorted(fields)}
             return pieces, outputs
         # Power-of-two parts, largest first, joined (and single blocks below four).
         demands = _join_demands(blocks)

@@ -171,7 +171,7 @@ def _leaf_piece(leaves: dict, request_of, request_widths, ffs_widths: dict) -> _
         if "ffs" in fields:
             key = ("request", request_of(_LEAF_LEVEL, index))
             consumes[key] = request_widths[key[1]]
-        for field in fields:
+        for field in sorted(fields):
             produces[("node", _LEAF_LEVEL, index, field)] = (
                 ffs_widths.get((_LEAF_LEVEL, index), 3) if field == "ffs"
                 else _field_width(field, _LEAF_LEVEL))
@@ -252,12 +252,12 @@ def _compare_piece(k: int, nodes: dict, request_of, request_widths) -> _Piece:
     for index, compared in nodes.items():
         left, right, request = _compare_needs(compared)
         for child, fields in ((2 * index, left), (2 * index + 1, right)):
-            for field in fields:
+            for field in sorted(fields):
                 uses[("node", k - 1, child, field)] = _field_width(field, k - 1)
         if request:
             key = ("request", request_of(k, index))
             uses[key] = request_widths[key[1]]
-        for what in compared:
+        for what in sorted(compared):
             produces[("cmp", k, index, what)] = k + 1 if what == "cross" else 1
 
     def build(m, get):
@@ -278,7 +278,7 @@ def _compare_piece(k: int, nodes: dict, request_of, request_widths) -> _Piece:
                     right("pre"), left("sfs"),
                     lambda name, value, index=index: named(m, f"level{k}_node{index}_{name}",
                                                            value)))
-            for what in compared:
+            for what in sorted(compared):
                 values[("cmp", k, index, what)] = (
                     cross if what == "cross" else
                     _capped_at_least(left("best"), cross) if what == "left_first" else
@@ -302,14 +302,14 @@ def _select_piece(k: int, nodes: dict, side_by_side: bool, request_of, request_w
     for index, fields in nodes.items():
         compared, left, right, request = _select_needs(fields, side_by_side)
         for child, child_fields in ((2 * index, left), (2 * index + 1, right)):
-            for field in child_fields:
+            for field in sorted(child_fields):
                 uses[("node", k - 1, child, field)] = _field_width(field, k - 1)
-        for what in compared:
+        for what in sorted(compared):
             uses[("cmp", k, index, what)] = k + 1 if what == "cross" else 1
         if request:
             key = ("request", request_of(k, index))
             uses[key] = request_widths[key[1]]
-        for field in fields:
+        for field in sorted(fields):
             width = ffs_widths.get((k, index), k + 1) if field == "ffs" else _field_width(field, k)
             produces[("node", k, index, field)] = width
 
