@@ -367,7 +367,7 @@ def test_a_shape_is_built_once_and_shared_by_later_runs(tmp_path, monkeypatch):
             return Path(extra_env["DISPATCH_RESULTS"])
 
     monkeypatch.setattr(cosim, "BUILD_ROOT", tmp_path)
-    monkeypatch.setattr(cosim, "_PortsOnlyVerilator", Runner)
+    monkeypatch.setattr(cosim, "_PackagedVerilator", Runner)
     monkeypatch.setattr(cosim, "missing_simulator", lambda simulator: None)
     texts = {"text": "module a; endmodule\n"}
     monkeypatch.setattr(cosim, "_verilog", lambda shape, component: texts["text"])

