@@ -29,11 +29,12 @@ from amaranth.lib.wiring import In
 
 from hw.dispatch import Dispatcher
 from hw.flow.catalog import BlockConfig, SharedConfig
+from hw.flow.verilog_files import netlist, simulation_verilog, verilog_of_netlist
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from hw.shared_maxblock import SharedMaxFreeBlock
 from model.dispatch.config import PRESETS, ChannelConfig, GpuConfig, PolicyConfig, with_policy
 
-__all__ = ["BlockLibrary", "DispatchShape", "block_name", "dispatcher_verilog"]
+__all__ = ["BlockLibrary", "Design", "DispatchShape", "block_name", "dispatcher_verilog"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Sources whose text decides the generated Verilog (part of every cache key).
@@ -124,6 +125,10 @@ class BlockLibrary:
         """Every module of the library."""
         return "\n".join(self._verilog(name) for name in self.modules)
 
+    def netlists(self) -> list[str]:
+        """The RTLIL of every module of the library (for :func:`simulation_verilog`)."""
+        return [netlist(self.modules[name], name) for name in self.modules]
+
 
 @dataclass(frozen=True)
 class DispatchShape:
@@ -210,22 +215,47 @@ class DispatchShape:
                 f"_l{self.policy.circuit_latency}_{digest}")
 
 
-def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None) -> str:
+def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None, *,
+                       simulation: bool = False) -> str:
     """The Verilog of ``shape``'s dispatcher (module :attr:`DispatchShape.name`) and of every
-    distinct free-block circuit in it; ``cache`` keeps the text between runs."""
+    distinct free-block circuit in it; ``cache`` keeps the text between runs.
+
+    ``simulation`` gives the same design as Icarus co-simulates it
+    (:func:`hw.flow.verilog_files.simulation_verilog`) instead of the text users get. One
+    elaboration yields both, and the cache keeps both.
+    """
     key = hashlib.sha256((shape.to_json() + _source_digest()).encode()).hexdigest()[:16]
-    path = cache / f"{shape.name}.{key}.v" if cache else None
-    if path is not None and path.exists():
-        return path.read_text()
-    library = BlockLibrary(cache)
-    # No internal attributes, above all no ``top``: read with a user's design, Yosys must
-    # keep the user's top (it took the dispatcher or a free-block module for it).
-    top = verilog.convert(shape.dispatcher(library.wrap), name=shape.name, emit_src=False,
-                          strip_internal_attrs=True)
-    text = top + "\n" + library.verilog()
-    if path is not None:
-        _write_atomically(path, text)
-    return text
+    paths = ((cache / f"{shape.name}.{key}.v", cache / f"{shape.name}.{key}.sim.v")
+             if cache else None)
+    if paths is not None and paths[simulation].exists():
+        return paths[simulation].read_text()
+    design = Design(shape.dispatcher, shape.name, cache)
+    texts = (design.verilog(), design.simulation_verilog())
+    if paths is not None:
+        for path, text in zip(paths, texts):
+            _write_atomically(path, text)
+    return texts[simulation]
+
+
+class Design:
+    """The design ``build(wrap)`` returns, as module ``name``, elaborated once, its free-block
+    circuits in a :class:`BlockLibrary` (``cache`` keeps their Verilog)."""
+
+    def __init__(self, build, name: str, cache: Path | None = None):
+        self.name = name
+        self.library = BlockLibrary(cache)
+        self.netlist = netlist(build(self.library.wrap), name)
+
+    def verilog(self) -> str:
+        """The text users get."""
+        # No internal attributes, above all no ``top``: read with a user's design, Yosys must
+        # keep the user's top (it took the dispatcher or a free-block module for it).
+        return verilog_of_netlist(self.netlist) + "\n" + self.library.verilog()
+
+    def simulation_verilog(self) -> str:
+        """The same design as Icarus co-simulates it
+        (:func:`hw.flow.verilog_files.simulation_verilog`)."""
+        return simulation_verilog([self.netlist, *self.library.netlists()], self.name)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth.back import verilog
+from amaranth.back import rtlil, verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
@@ -44,15 +44,58 @@ def verilog_text(component: wiring.Component, name: str) -> str:
     return verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
 
 
-def write_verilog(config, directory: Path, component=None) -> Path:
+def netlist(component: wiring.Component, name: str) -> str:
+    """The RTLIL of ``component`` as module ``name`` (its submodules named under it): what
+    :func:`verilog_of_netlist` and :func:`simulation_verilog` turn into Verilog."""
+    return rtlil.convert(component, name=name, emit_src=False)
+
+
+def verilog_of_netlist(text: str) -> str:
+    """The Verilog :func:`verilog_text` gives for the component whose :func:`netlist` is
+    ``text`` (the same Yosys script, byte for byte): a design converted once yields both
+    this and :func:`simulation_verilog`."""
+    return verilog._convert_rtlil_text(text, strip_internal_attrs=True)
+
+
+#: What :func:`simulation_verilog` runs on the netlist: every process as multiplexers and
+#: flip-flops (``proc``, as synthesis reads it), memories as one cell each, then no wire that
+#: only renames another and no logic nothing reads (``opt_clean``).
+SIMULATION_PASSES = ("proc", "memory_collect", "opt_clean")
+
+
+def simulation_verilog(netlists: list[str], top: str) -> str:
+    """Verilog of the design ``top`` for an event-driven simulator (Icarus), from the RTLIL of
+    its modules (``netlists``: :func:`netlist` of the top and of every module it instantiates).
+
+    The same circuit as :func:`verilog_text`'s, after the Yosys passes
+    :data:`SIMULATION_PASSES`; hierarchy and named signals are kept, attributes are dropped.
+    Icarus runs it 3-5 times faster: in Amaranth's own Verilog it spends most of a clock
+    re-evaluating ``always @*`` blocks and the wires between them (the 4 x 2 x 3 dispatcher:
+    17.7 s of ``vvp`` for one random co-simulation job, 3.8 s on this text; the exact
+    free-block circuit at n = 128: 28.9 s against 19.0 s for its whole bench). Verilator and
+    every user get :func:`verilog_text`'s text; the co-simulations on Icarus hold this one to
+    the model, so the regression also checks that Yosys's reading of the design (what
+    synthesis sees) behaves as the RTL.
+    """
+    reads = "\n".join(f"read_rtlil <<rtlil\n{text}\nrtlil" for text in netlists)
+    script = "\n".join([reads, f"hierarchy -top {top}", *SIMULATION_PASSES,
+                        "write_verilog -noattr"])
+    return verilog.find_yosys(lambda version: version >= (0, 40)).run(
+        ["-q", "-"], script)
+
+
+def write_verilog(config, directory: Path, component=None, *, simulation: bool = False) -> Path:
     """Write ``<module name>.v`` for ``config`` into ``directory`` and return its path.
 
-    ``component`` replaces ``config.component()`` (the regression's mutants use this).
+    ``component`` replaces ``config.component()`` (the regression's mutants use this);
+    ``simulation`` writes the text Icarus simulates (:func:`simulation_verilog`) instead of
+    the one users get.
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{config.name}.v"
     component = config.component() if component is None else component
-    path.write_text(verilog_text(component, config.name))
+    path.write_text(simulation_verilog([netlist(component, config.name)], config.name)
+                    if simulation else verilog_text(component, config.name))
     return path
 
 
