@@ -174,10 +174,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def _verilog(shape: DispatchShape, component, simulator: str) -> str:
-    # Icarus runs the same design after Yosys's proc and opt_clean, 3-5 times faster
-    # (hw.flow.verilog_files.simulation_verilog); Verilator the text users get.
-    simulation = simulator == "icarus"
+def _verilog(shape: DispatchShape, component, simulation: bool) -> str:
     if component is None:
         return dispatcher_verilog(shape, BLOCK_CACHE, simulation=simulation)
     design = Design(component, shape.name, BLOCK_CACHE)
@@ -185,9 +182,15 @@ def _verilog(shape: DispatchShape, component, simulator: str) -> str:
 
 
 def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, component=None,
-              tag: str = "", fail: bool = True, progress=None) -> list[dict]:
+              tag: str = "", fail: bool = True, progress=None,
+              users_text: bool = False) -> list[dict]:
     """Build ``shape`` (or ``component``, a variant of it, under ``tag``) for ``simulator``,
     run ``jobs`` (see ``tb/test_dispatch.py``) and return their summaries.
+
+    Verilator builds the Verilog users get (:func:`hw.flow.dispatch_build.dispatcher_verilog`);
+    Icarus the same design after Yosys's ``proc`` and ``opt_clean``
+    (:func:`hw.flow.verilog_files.simulation_verilog`), 3-5 times faster; with
+    ``users_text``, Icarus too simulates the users' text (its build under the tag ``_users``).
 
     The build is kept in ``build/cocotb/<simulator>/<shape name><tag>`` and redone only when
     the Verilog changed; its output goes to ``build.log`` there and the simulation's to
@@ -199,11 +202,14 @@ def run_cosim(shape: DispatchShape, jobs: list[dict], simulator: str, *, compone
     reason = missing_simulator(simulator)
     if reason:
         raise RuntimeError(reason)
+    simulation = simulator == "icarus" and not users_text
+    if simulator == "icarus" and users_text:
+        tag += "_users"
     build_dir = BUILD_ROOT / "cocotb" / simulator / (shape.name + tag)
     build_dir.mkdir(parents=True, exist_ok=True)
     if progress is not None:
         progress(f"generating the Verilog of {shape.name} (cached in {BLOCK_CACHE})")
-    text = _verilog(shape, component, simulator)
+    text = _verilog(shape, component, simulation)
     source = build_dir / f"{shape.name}.v"
     if not source.exists() or source.read_text() != text:
         source.write_text(text)           # unchanged text keeps the last build
