@@ -470,3 +470,15 @@ def test_a_generated_workload_has_no_barrier_and_a_barrier_workload_builds_them(
     trace = load_scenario(CONFIGS / "llamacpp_rdna4.toml")
     shape = scenario_shape(trace, trace.policies[0], reduce=True)
     assert shape.barriers and shape.gpu.aps == 4 and len(shape.channels) == 2  # 2 streams
+
+
+def test_the_build_time_said_before_a_build_is_that_of_measured_builds():
+    # make cosim says how long a build will take; the figures are CPU seconds of this
+    # project's builds with the bench's flags (hw.flow.dispatch_cosim.BUILD_SECONDS).
+    from hw.flow.dispatch_cosim import expected_build_seconds
+
+    for kib, seconds in ((1_686, 28), (7_395, 78)):
+        assert 0.8 * seconds <= expected_build_seconds("x" * kib * 1024, "verilator") \
+            <= 1.25 * seconds
+    assert 4 * 60 <= expected_build_seconds("x" * 36 * 2**20, "verilator") <= 7 * 60
+    assert expected_build_seconds("x" * 1_200 * 1024, "icarus") <= 5
