@@ -10,9 +10,9 @@ scenarios' claims over ``--seeds`` workload seeds at each of their loads and exe
 with 95 % intervals and a verdict (:mod:`model.dispatch.claims`; ``--generated-cycles``
 shortens every run on a generated workload, tables and claims alike, so that the claims reuse
 the tables' runs; ``--quick`` cuts them, tables and claims alike, to at most
-:data:`QUICK_CYCLES`; traces run whole; ``--no-claims`` skips the claims). ``--policy NAME`` alone
-runs that policy's table only: the claims (and the capacity they measure) then run only with
-``--claims``.
+:data:`QUICK_CYCLES` and judges the claims over :data:`QUICK_SEEDS` seeds; traces run whole;
+``--no-claims`` skips the claims). ``--policy NAME`` alone runs that policy's table only: the
+claims (and the capacity they measure) then run only with ``--claims``.
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
 A kernel trace's per-launch results (:mod:`model.dispatch.launches`) go to ``--launches CSV``
 (default: beside ``--json``, else in ``--plots``), with a table of the kernels that differ
@@ -45,6 +45,10 @@ __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
 
 QUICK_CYCLES = 3000
 
+#: The claims' workload seeds when ``--seeds`` is not given; under ``--quick`` the fewest an
+#: interval needs (every claim is still measured and judged, on fewer runs).
+SEEDS, QUICK_SEEDS = 5, 2
+
 
 def add_arguments(parser) -> None:
     """The dispatcher's own options (``--policy`` is common to every subcommand)."""
@@ -60,8 +64,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--execution", choices=EXECUTIONS,
                         help="run the scenarios under this execution model (default: each "
                              "scenario's; claims keep their own)")
-    parser.add_argument("--seeds", type=int, default=5, metavar="N",
-                        help="workload seeds of the claims, from --seed (default 5, at least 2)")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help=f"workload seeds of the claims, from --seed (default {SEEDS}, "
+                             f"{QUICK_SEEDS} with --quick; at least 2)")
     parser.add_argument("--jobs", type=positive_int, metavar="N",
                         help="processes the claims' runs are spread over (default: every "
                              "core; 1: one after the other in this process); the results "
@@ -252,6 +257,9 @@ def run(args) -> int:
     # The claims over seeds run by default, but not for --policy alone (one policy's table
     # in about a second): --claims asks for them, --no-claims never.
     measure = not args.no_claims and (getattr(args, "claims", False) or not args.policy)
+    if args.seeds is None:
+        args.seeds = QUICK_SEEDS if args.quick else SEEDS
+        record.options["seeds"] = args.seeds        # the JSON records the seeds used
     if measure:                  # checked before anything runs
         if args.seeds < 2:
             raise ConfigError(f"--seeds must be at least 2 (an interval needs two runs), not "
