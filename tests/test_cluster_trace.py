@@ -25,6 +25,7 @@ from model.cluster.trace import (
     SKIP_BEYOND_LIMIT,
     SKIP_CPU_ONLY,
     SKIP_NEVER_RAN,
+    SKIP_QUICK_NODES,
     SKIP_SHARED,
     TraceError,
     pod_list_format,
@@ -279,7 +280,7 @@ def test_quick_nodes_spreads_the_quick_cluster_over_the_node_list(tmp_path):
                                              'quick_nodes = 4\n', "s.toml"))
     quick = prepare(scenario, 1, quick=True)
     assert [node.name for node in quick.nodes] == ["n0", "n2", "n5", "n7"]
-    assert quick.input_notes["node list: left out under --quick (trace.quick_nodes = 4)"] == 6
+    assert quick.input_notes[f"node list: {SKIP_QUICK_NODES}"] == 6
     assert len(prepare(scenario, 1).nodes) == 10
 
 
@@ -291,7 +292,7 @@ def test_quick_nodes_must_keep_a_gpu_node(tmp_path):
     write(tmp_path, POD_HEADER + "p,1000,1024,1,1000,,LS,Running,1,9,1\n", "pods.csv")
     scenario = load_scenario(write(tmp_path, '[trace]\npods = "pods.csv"\nnodes = "nodes.csv"\n'
                                              'quick_nodes = 1\n', "s.toml"))
-    with pytest.raises(ConfigError, match="trace.quick_nodes = 1 keeps no GPU node"):
+    with pytest.raises(TraceError, match="trace.quick_nodes = 1 keeps no GPU node"):
         prepare(scenario, 1, quick=True)
     with pytest.raises(ConfigError, match="quick_nodes must be an integer >= 0"):
         load_scenario(write(tmp_path, '[trace]\npods = "pods.csv"\nquick_nodes = -1\n', "t.toml"))

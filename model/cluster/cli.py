@@ -90,20 +90,15 @@ def add_arguments(parser) -> None:
 
 
 def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedScenario:
-    """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read
-    here)."""
+    """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read here)."""
     from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
 
     notes: dict[str, int] = {}
     trace = scenario.trace
     if trace is not None and trace.nodes is not None:
-        nodes, skipped = read_nodes(trace.nodes, scenario.card_types, scenario.hosts, trace)
+        nodes, skipped = read_nodes(trace.nodes, scenario.card_types, scenario.hosts, trace,
+                                    quick=quick)
         notes.update({f"node list: {reason}": count for reason, count in skipped.items()})
-        if quick and 0 < trace.quick_nodes < len(nodes):
-            kept = _spread(nodes, trace.quick_nodes, scenario)
-            notes[f"node list: left out under --quick (trace.quick_nodes = "
-                  f"{trace.quick_nodes})"] = len(nodes) - len(kept)
-            nodes = kept
     elif scenario.cluster is not None:
         nodes = alibaba_nodes(scenario.cluster.quick_scale if quick else scenario.cluster.scale,
                               hosts=scenario.hosts)
@@ -130,16 +125,6 @@ def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedSc
                   node.cards.count(card) for node in nodes for card in undisclosed)
     return PreparedScenario(scenario, tuple(nodes), jobs, notes,
                             typical_pods(jobs, scenario.fgd_popularity))
-
-
-def _spread(nodes: tuple, count: int, scenario: Scenario) -> tuple:
-    """``count`` of ``nodes`` spread evenly over the list (``trace.quick_nodes``), so that
-    the quick cluster keeps roughly the list's mix of GPU types."""
-    kept = tuple(nodes[index * len(nodes) // count] for index in range(count))
-    if not any(node.cards for node in kept):
-        raise ConfigError(f"{scenario.source}: trace.quick_nodes = {count} keeps no GPU node "
-                          f"of the node list")
-    return kept
 
 
 def _policy_rng(scenario: Scenario, seed: int, policy: str) -> random.Random:
