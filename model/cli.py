@@ -9,7 +9,8 @@ records. Options every subcommand has:
 ``--config FILE`` (repeatable; default: every ``configs/<subcommand>/*.toml``),
 ``--policy NAME`` (repeatable; default: every policy a scenario lists), ``--seed S``,
 ``--json OUT``, ``--plots DIR`` (default ``build/sim``), ``--quick`` (shorter runs, as the
-tests use) and ``--quiet`` (no progress bar).
+tests use, and quick PNGs: :func:`model.report.quick_figures`) and ``--quiet`` (no progress
+bar).
 
 What every subcommand shares, so that each model's ``run`` only runs its model:
 
@@ -40,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from model.config import ConfigError
-from model.report import RunRecord, tool_version
+from model.report import RunRecord, quick_figures, tool_version
 
 __all__ = ["ALIASES", "CLAIMS_SKIPPED", "CONFIG_ROOT", "SUBCOMMANDS", "TOOLS",
            "add_claims_options", "default_configs", "main", "positive_int", "select_policies",
@@ -191,7 +192,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                          help="write the results as JSON (also on Ctrl-C: what finished)")
         sub.add_argument("--plots", type=Path, default=Path("build/sim"), metavar="DIR",
                          help="where PNG plots go (default build/sim)")
-        sub.add_argument("--quick", action="store_true", help="shorter runs")
+        sub.add_argument("--quick", action="store_true", help="shorter runs and quick plots")
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
         if name == command:
             importlib.import_module(module).add_arguments(sub)
@@ -298,7 +299,8 @@ def _main(argv) -> int:
         record.input_file(path)
     try:
         _check_outputs(args)
-        status = module.run(args)
+        with quick_figures(getattr(args, "quick", False)):
+            status = module.run(args)
         if args.json is not None:
             record.write(args.json)
     except KeyboardInterrupt as stop:

@@ -11,6 +11,8 @@ non-interactive Agg backend, so ``make sim`` works on a machine without a displa
 * :class:`RunProgress` is the progress bar of a command that runs several simulations: it
   advances with each run's *simulated* time (``tracker(now)`` from the model's event loop),
   not only once per run.
+* :func:`save_figure` writes a PNG; within :func:`quick_figures` (a ``--quick`` command,
+  :mod:`model.cli`) it writes a smoke test's PNG instead: no tight layout, 40 dpi.
 * :class:`RunRecord` is the JSON every subcommand writes: who and what produced it (tool
   version, git commit, command line, seed, every input file with its SHA-256, start and end
   time, whether it was interrupted), then the results, scenario by scenario and policy by
@@ -18,6 +20,7 @@ non-interactive Agg backend, so ``make sim`` works on a machine without a displa
   it finished.
 """
 
+import contextvars
 import datetime
 import hashlib
 import json
@@ -36,9 +39,9 @@ from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-__all__ = ["RunProgress", "RunRecord", "console", "figure", "format_cell", "print_table",
-           "progress", "progress_bar", "save_figure", "table_width", "tool_version",
-           "write_json"]
+__all__ = ["QUICK_DPI", "RunProgress", "RunRecord", "console", "figure", "format_cell",
+           "print_table", "progress", "progress_bar", "quick_figures", "save_figure",
+           "table_width", "tool_version", "write_json"]
 
 #: The width tables are rendered at when stdout is not a terminal (a pipe, a CI log).
 PIPE_WIDTH = 100
@@ -479,13 +482,38 @@ def figure(*args, **kwargs):
     return pyplot.subplots(*args, **kwargs)
 
 
+#: The resolution of a PNG written within :func:`quick_figures` (else 110 dpi).
+QUICK_DPI = 40
+
+# Whether save_figure writes quick PNGs: a context variable, so that commands run in threads
+# of one process (a sweep's) each keep their own.
+_quick_figures = contextvars.ContextVar("quick_figures", default=False)
+
+
+@contextmanager
+def quick_figures(enabled: bool = True):
+    """Within it (when ``enabled``), :func:`save_figure` writes a smoke test's PNG: the same
+    figure without the tight layout, at :data:`QUICK_DPI`. Matplotlib's text layout is most
+    of a figure's cost, and the tight layout lays every text out once more: a quick PNG takes
+    about half the time (``--quick`` runs, :mod:`model.cli`)."""
+    token = _quick_figures.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _quick_figures.reset(token)
+
+
 def save_figure(fig, path) -> Path:
-    """Save ``fig`` as a PNG (folder created) and close it."""
+    """Save ``fig`` as a PNG (folder created) and close it: laid out tight, at 110 dpi, or
+    as a quick PNG within :func:`quick_figures`."""
     from matplotlib import pyplot
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    if _quick_figures.get():
+        fig.savefig(path, dpi=QUICK_DPI)
+    else:
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
     pyplot.close(fig)
     return path

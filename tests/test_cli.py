@@ -403,6 +403,30 @@ def test_cluster_energy_bars_show_every_part_in_colours_no_policy_uses(tmp_path,
             assert f"{part} {result[f'{part}_kwh']:.3g}" in label
 
 
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()             # the IHDR chunk: width, height, big-endian
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_a_quick_run_writes_quick_pngs_and_only_it(tmp_path, monkeypatch):
+    # A 2 x 1 inch figure: 220 x 110 pixels at 110 dpi; 80 x 40 at QUICK_DPI (40) in a
+    # --quick run, whose setting ends with the command.
+    import importlib
+
+    def run(args):
+        fig, _ = report.figure(figsize=(2, 1))
+        report.save_figure(fig, tmp_path / f"quick_{args.quick}.png")
+        return 0
+
+    monkeypatch.setattr(importlib.import_module("model.procsched.cli"), "run", run)
+    for quick in (["--quick"], []):
+        assert cli.main(["procsched", "--quiet", "--plots", str(tmp_path), *quick]) == 0
+    assert _png_size(tmp_path / "quick_True.png") == (80, 40)
+    assert _png_size(tmp_path / "quick_False.png") == (220, 110)
+    fig, _ = report.figure(figsize=(2, 1))
+    assert _png_size(report.save_figure(fig, tmp_path / "after.png")) == (220, 110)
+
+
 @pytest.mark.parametrize("columns", [100, 80])
 def test_print_table_never_breaks_a_word(columns, capsys, monkeypatch):
     # The claims table as the dispatcher prints it: several wrapping text columns, one with a

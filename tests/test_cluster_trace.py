@@ -25,6 +25,7 @@ from model.cluster.trace import (
     SKIP_BEYOND_LIMIT,
     SKIP_CPU_ONLY,
     SKIP_NEVER_RAN,
+    SKIP_QUICK_NODES,
     SKIP_SHARED,
     TraceError,
     pod_list_format,
@@ -265,6 +266,36 @@ def test_header_only_and_bad_headers_are_reported(tmp_path, text, message):
 def test_missing_trace_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         read_pods(tmp_path / "absent.csv", source(tmp_path / "absent.csv"))
+
+
+def test_quick_nodes_spreads_the_quick_cluster_over_the_node_list(tmp_path):
+    # Ten GPU nodes n0..n9; quick_nodes = 4 keeps index 10 * i // 4 for i = 0..3: n0, n2, n5,
+    # n7, and the note counts the 6 left out. Without --quick every node is kept.
+    from model.cluster.cli import prepare
+
+    write(tmp_path, NODE_HEADER + "".join(f"n{i},1000,1024,1,T4\n" for i in range(10)),
+          "nodes.csv")
+    write(tmp_path, POD_HEADER + "p,1000,1024,1,1000,,LS,Running,1,9,1\n", "pods.csv")
+    scenario = load_scenario(write(tmp_path, '[trace]\npods = "pods.csv"\nnodes = "nodes.csv"\n'
+                                             'quick_nodes = 4\n', "s.toml"))
+    quick = prepare(scenario, 1, quick=True)
+    assert [node.name for node in quick.nodes] == ["n0", "n2", "n5", "n7"]
+    assert quick.input_notes[f"node list: {SKIP_QUICK_NODES}"] == 6
+    assert len(prepare(scenario, 1).nodes) == 10
+
+
+def test_quick_nodes_must_keep_a_gpu_node(tmp_path):
+    from model.cluster.cli import prepare
+
+    write(tmp_path, NODE_HEADER + "c0,1000,1024,0,\nc1,1000,1024,0,\nn2,1000,1024,1,T4\n",
+          "nodes.csv")
+    write(tmp_path, POD_HEADER + "p,1000,1024,1,1000,,LS,Running,1,9,1\n", "pods.csv")
+    scenario = load_scenario(write(tmp_path, '[trace]\npods = "pods.csv"\nnodes = "nodes.csv"\n'
+                                             'quick_nodes = 1\n', "s.toml"))
+    with pytest.raises(TraceError, match="trace.quick_nodes = 1 keeps no GPU node"):
+        prepare(scenario, 1, quick=True)
+    with pytest.raises(ConfigError, match="quick_nodes must be an integer >= 0"):
+        load_scenario(write(tmp_path, '[trace]\npods = "pods.csv"\nquick_nodes = -1\n', "t.toml"))
 
 
 def test_synthetic_files_round_trip_in_every_format(tmp_path):

@@ -319,6 +319,21 @@ def test_cli_prints_the_claims_over_seeds_and_writes_them(tmp_path, capsys):
                for row in claims["rows"])
 
 
+def test_quick_claims_run_two_seeds_and_the_json_records_the_seeds_used(tmp_path, capsys):
+    # --quick judges the claims over 2 seeds unless --seeds says; without --quick the default
+    # stays 5 and the JSON's options say 5, as before --seeds had a quick default.
+    out = tmp_path / "d.json"
+    assert gpusched(["dispatch", "--config", str(CONFIGS / "hol_blocking.toml"), "--quick",
+                     "--quiet", "--plots", str(tmp_path), "--json", str(out)]) == 0
+    assert "The seed's claims over seeds 1..2" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["options"]["seeds"] == 2 and data["claims"]["settings"]["seeds"] == 2
+    assert gpusched(["dispatch", "--config", str(CONFIGS / "hol_blocking.toml"), "--no-claims",
+                     "--cycles", "200", "--quiet", "--plots", str(tmp_path), "--json",
+                     str(out)]) == 0
+    assert json.loads(out.read_text())["options"]["seeds"] == 5
+
+
 def test_cli_refuses_a_single_seed(capsys):
     assert gpusched(["dispatch", "--config", str(CONFIGS / "hol_blocking.toml"), "--quick",
                      "--quiet", "--seeds", "1"]) == 2

@@ -187,10 +187,11 @@ def test_stopping_the_claims_pool_keeps_the_tables_and_leaves_no_worker(tmp_path
     config = tmp_path / "small.toml"
     config.write_text(SMALL)               # three short table runs, then many claim runs
     # A new session, and the signal sent to all of it, as a terminal's Ctrl-C is: the
-    # workers must ignore it and the driver stop them.
+    # workers must ignore it and the driver stop them. 40 seeds: the claims' runs last well
+    # beyond the signal (on 5 they could all be done a second after the pool started).
     process = subprocess.Popen(
         [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--config",
-         str(config), "--cycles", "20000", "--jobs", "2",
+         str(config), "--cycles", "20000", "--jobs", "2", "--seeds", "40",
          "--json", str(out), "--plots", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,

@@ -90,14 +90,14 @@ def add_arguments(parser) -> None:
 
 
 def prepare(scenario: Scenario, seed: int, *, quick: bool = False) -> PreparedScenario:
-    """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read
-    here)."""
+    """Build the cluster and the pods of ``scenario`` for ``seed`` (trace files are read here)."""
     from model.cluster.synthetic import alibaba_jobs, alibaba_nodes
 
     notes: dict[str, int] = {}
     trace = scenario.trace
     if trace is not None and trace.nodes is not None:
-        nodes, skipped = read_nodes(trace.nodes, scenario.card_types, scenario.hosts, trace)
+        nodes, skipped = read_nodes(trace.nodes, scenario.card_types, scenario.hosts, trace,
+                                    quick=quick)
         notes.update({f"node list: {reason}": count for reason, count in skipped.items()})
     elif scenario.cluster is not None:
         nodes = alibaba_nodes(scenario.cluster.quick_scale if quick else scenario.cluster.scale,

@@ -215,8 +215,10 @@ class TraceSource:
 
     ``pods`` is a pod list (11 columns, or the 5-column ``multigpu`` lists), ``nodes`` a node
     list (``None``: the scenario's cluster). ``limit`` keeps the first pods (0: all),
-    ``quick_limit`` under ``--quick``. ``shared_gpu``: a pod asking for part of one GPU shares
-    a card (``"share"``), takes a whole card (``"whole"``) or is skipped (``"skip"``).
+    ``quick_limit`` under ``--quick``. ``quick_nodes``: under ``--quick``, that many nodes of
+    the node list, spread evenly over it (0: all). ``shared_gpu``: a pod asking for part of
+    one GPU shares a card (``"share"``), takes a whole card (``"whole"``) or is skipped
+    (``"skip"``).
     ``cpu_only``: CPU-only pods are placed (``"place"``) or skipped. ``arrival_speedup``
     divides the gaps between creation times (timed experiment). ``sleep_w``: host power of
     trace nodes in low-power standby.
@@ -226,6 +228,7 @@ class TraceSource:
     nodes: Path | None = None
     limit: int = 0
     quick_limit: int = 0
+    quick_nodes: int = 0
     shared_gpu: str = "share"
     cpu_only: str = "place"
     arrival_speedup: float = 1.0
@@ -404,6 +407,7 @@ def _trace(table: Fields, base: Path) -> TraceSource:
         nodes=base / nodes if nodes is not None else None,
         limit=table.int("limit", 0, minimum=0),
         quick_limit=table.int("quick_limit", 0, minimum=0),
+        quick_nodes=table.int("quick_nodes", 0, minimum=0),
         shared_gpu=table.str("shared_gpu", "share", choices=("share", "whole", "skip")),
         cpu_only=table.str("cpu_only", "place", choices=("place", "skip")),
         arrival_speedup=table.float("arrival_speedup", 1.0, minimum=1e-6),

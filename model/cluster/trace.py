@@ -44,6 +44,7 @@ __all__ = [
     "SKIP_BEYOND_LIMIT",
     "SKIP_CPU_ONLY",
     "SKIP_NEVER_RAN",
+    "SKIP_QUICK_NODES",
     "SKIP_SHARED",
     "TraceError",
     "pod_list_format",
@@ -61,6 +62,7 @@ SKIP_CPU_ONLY = "CPU-only pod (num_gpu = 0) with trace.cpu_only = 'skip'"
 SKIP_NEVER_RAN = "never ran (no scheduled_time; pod_phase Pending)"
 SKIP_SHARED = "GPU-sharing pod (gpu_milli < 1000) with trace.shared_gpu = 'skip'"
 SKIP_BEYOND_LIMIT = "beyond trace.limit"
+SKIP_QUICK_NODES = "left out under --quick (trace.quick_nodes)"
 ROUNDED_SHARED = "GPU-sharing pod (gpu_milli < 1000) given a whole card (shared_gpu = 'whole')"
 CPU_ONLY_NODE = "CPU-only node (gpu = 0): runs CPU-only pods"
 
@@ -176,11 +178,15 @@ def _fields_count(row: _Row, values: dict, columns: tuple[str, ...]) -> None:
 
 
 def read_nodes(path, card_types: Mapping[str, CardType], hosts: Mapping[str, HostType],
-               source: TraceSource) -> tuple[tuple[NodeSpec, ...], Counter]:
+               source: TraceSource, *, quick: bool = False
+               ) -> tuple[tuple[NodeSpec, ...], Counter]:
     """The nodes of a node list and notes by reason (CPU-only nodes are kept and counted).
 
     Every GPU ``model`` needs a power entry: the scenario's ``[card_types.<model>]`` or the
     built-in table (:mod:`model.cluster.power`). Host power comes from the model's host CPU.
+    ``quick`` with ``source.quick_nodes``: that many nodes spread evenly over the list (node
+    ``i * len // quick_nodes``), so that the quick cluster keeps roughly the list's mix of GPU
+    types; the others are counted as left out.
     """
     path = Path(path)
     errors = _Errors(path)
@@ -232,6 +238,13 @@ def read_nodes(path, card_types: Mapping[str, CardType], hosts: Mapping[str, Hos
         raise TraceError(f"{path}: has a header but no node rows")
     if not any(node.cards for node in nodes):
         raise TraceError(f"{path}: no GPU node in the node list")
+    count = source.quick_nodes
+    if quick and 0 < count < len(nodes):
+        nodes = [nodes[index * len(nodes) // count] for index in range(count)]
+        notes[SKIP_QUICK_NODES] = len(seen) - count
+        if not any(node.cards for node in nodes):
+            raise TraceError(f"{path}: trace.quick_nodes = {count} keeps no GPU node of the "
+                             f"node list")
     return tuple(nodes), notes
 
 

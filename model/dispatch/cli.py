@@ -9,9 +9,10 @@ the policies, notes on anything not used or not submitted, a PNG
 scenarios' claims over ``--seeds`` workload seeds at each of their loads and execution models,
 with 95 % intervals and a verdict (:mod:`model.dispatch.claims`; ``--generated-cycles``
 shortens every run on a generated workload, tables and claims alike, so that the claims reuse
-the tables' runs; traces run whole; ``--no-claims`` skips the claims). ``--policy NAME`` alone
-runs that policy's table only: the claims (and the capacity they measure) then run only with
-``--claims``.
+the tables' runs; ``--quick`` cuts them, tables and claims alike, to at most
+:data:`QUICK_CYCLES` and judges the claims over :data:`QUICK_SEEDS` seeds; traces run whole;
+``--no-claims`` skips the claims). ``--policy NAME`` alone runs that policy's table only: the
+claims (and the capacity they measure) then run only with ``--claims``.
 ``--events FILE.csv`` writes the per-WG event log of each run (docs/dispatch.md).
 A kernel trace's per-launch results (:mod:`model.dispatch.launches`) go to ``--launches CSV``
 (default: beside ``--json``, else in ``--plots``), with a table of the kernels that differ
@@ -44,6 +45,10 @@ __all__ = ["add_arguments", "claim_rows", "events_path", "run", "run_scenario",
 
 QUICK_CYCLES = 3000
 
+#: The claims' workload seeds when ``--seeds`` is not given; under ``--quick`` the fewest an
+#: interval needs (every claim is still measured and judged, on fewer runs).
+SEEDS, QUICK_SEEDS = 5, 2
+
 
 def add_arguments(parser) -> None:
     """The dispatcher's own options (``--policy`` is common to every subcommand)."""
@@ -59,8 +64,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--execution", choices=EXECUTIONS,
                         help="run the scenarios under this execution model (default: each "
                              "scenario's; claims keep their own)")
-    parser.add_argument("--seeds", type=int, default=5, metavar="N",
-                        help="workload seeds of the claims, from --seed (default 5, at least 2)")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help=f"workload seeds of the claims, from --seed (default {SEEDS}, "
+                             f"{QUICK_SEEDS} with --quick; at least 2)")
     parser.add_argument("--jobs", type=positive_int, metavar="N",
                         help="processes the claims' runs are spread over (default: every "
                              "core; 1: one after the other in this process); the results "
@@ -68,7 +74,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--generated-cycles", type=int, metavar="N",
                         help="cycle limit of every run on a generated workload, the scenario "
                              "tables and the claims (default: each scenario's; --quick: "
-                             f"{QUICK_CYCLES}); trace scenarios run whole")
+                             f"at most {QUICK_CYCLES}); trace scenarios run whole")
     claims = parser.add_mutually_exclusive_group()
     # --claims is left out of the JSON's options unless given (default SUPPRESS), so that the
     # options of every earlier command line are recorded as before.
@@ -148,6 +154,15 @@ def _load(args) -> list:
     else:
         loaded = [(path, load_scenario(path)) for path in args.config]
     return loaded
+
+
+def _generated_cycles(args) -> int | None:
+    """The cycle limit of a run on a generated workload when ``--cycles`` is not given:
+    ``--generated-cycles``, at most :data:`QUICK_CYCLES` under ``--quick`` (the tables'
+    limit, so that the claims reuse the tables' runs there too); ``None``: the scenario's."""
+    if args.quick:
+        return min(args.generated_cycles or QUICK_CYCLES, QUICK_CYCLES)
+    return args.generated_cycles
 
 
 def _converted(args, scenario):
@@ -242,14 +257,16 @@ def run(args) -> int:
     # The claims over seeds run by default, but not for --policy alone (one policy's table
     # in about a second): --claims asks for them, --no-claims never.
     measure = not args.no_claims and (getattr(args, "claims", False) or not args.policy)
+    if args.seeds is None:
+        args.seeds = QUICK_SEEDS if args.quick else SEEDS
+        record.options["seeds"] = args.seeds        # the JSON records the seeds used
     if measure:                  # checked before anything runs
         if args.seeds < 2:
             raise ConfigError(f"--seeds must be at least 2 (an interval needs two runs), not "
                               f"{args.seeds}")
         settings = claims_over_seeds.Settings(
             seeds=args.seeds, first_seed=args.seed,
-            cycles=(args.cycles or args.generated_cycles
-                    or (QUICK_CYCLES if args.quick else None)))
+            cycles=args.cycles or _generated_cycles(args))
     if args.generated_cycles is not None and args.generated_cycles < 1:
         raise ConfigError(f"--generated-cycles must be at least 1, not {args.generated_cycles}")
     # Load (and check) every file before anything runs.
@@ -268,11 +285,12 @@ def run(args) -> int:
             for source in (scenario.trace, getattr(scenario.kernel_trace, "path", None)):
                 if source is not None:
                     record.input_file(source)
-            cycles = args.cycles or (min(scenario.cycles, QUICK_CYCLES) if args.quick
-                                     else None)
-            if cycles is None and args.generated_cycles and scenario.workgroups is None and \
+            cycles = args.cycles
+            if cycles is None and _generated_cycles(args) and scenario.workgroups is None and \
                     scenario.trace is None:
-                cycles = min(args.generated_cycles, scenario.cycles)
+                cycles = min(_generated_cycles(args), scenario.cycles)
+            if cycles is None and args.quick:
+                cycles = min(scenario.cycles, QUICK_CYCLES)
             # Per-launch results of a trace (model.dispatch.launches), from each run's events.
             events = {} if args.events or spans else None
             collect = LaunchCollector(spans, events, bool(args.events)) if spans else None
