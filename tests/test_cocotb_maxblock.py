@@ -27,8 +27,9 @@ SHARED_TESTS = ("boundaries", "seeded_random", "stalls_and_resets")
 
 
 #: Icarus is the four-state cross-check of benches Verilator runs in full. On the wide circuits
-#: (64 blocks or more) vvp takes about 9 ms a clock (110 of the 134 s of the n = 128 exact
-#: bench, cocotb's profiler: the bench's Python is 13 s), so there it draws a quarter of the
+#: (64 blocks or more) vvp took about 9 ms a clock (110 of the 134 s of the n = 128 exact
+#: bench, cocotb's profiler: the bench's Python is 13 s; two thirds of that on the netlist
+#: Yosys cleans for Icarus, hw.flow.runner.run_bench), so there it draws a quarter of the
 #: random words, from another seed: the two simulators together see 12,500 different words
 #: instead of the same 10,000 twice. The directed, exhaustive and stall/hold/reset tests run
 #: whole on both. ``TB_SEED`` or ``TB_RANDOM_VECTORS`` set by the user win.
