@@ -290,7 +290,7 @@ def test_the_kernel_trace_cosim_scenario_matches_the_model(simulator):
     assert shape.barriers and {scenario_shape(scenario, p).name for p in scenario.policies} \
         == {shape.name}
     jobs = [{"kind": "scenario", "path": str(path), "policy": "seed", "cycles": 1000}]
-    summaries = run_cosim(shape, jobs, simulator, users_text=True)    # the Verilog users get
+    summaries = run_cosim(shape, jobs, simulator)
     _checked(summaries, jobs)
     assert summaries[0]["dispatches"] >= 40 and summaries[0]["releases"] > 0, summaries[0]
 
