@@ -94,36 +94,46 @@ class SharedBench:
         # where the model gives a value.
         actual = {}
         for port, value in raw.items():
+            fields = self.fields[port]
+            if value.is_resolvable:
+                # Every bit 0 or 1: the fields are slices of one integer (slicing the
+                # LogicArray field by field was most of the bench's Python).
+                word = value.to_unsigned()
+                actual[port] = {name: (word >> offset) & ((1 << width) - 1)
+                                for name, (offset, width) in fields.items()}
+                continue
             actual[port] = {}
-            for name, (offset, width) in self.fields[port].items():
+            for name, (offset, width) in fields.items():
                 field = value[offset + width - 1:offset]
                 required = port == "result_valid" or expected[port][name] is not None
                 assert field.is_resolvable or not required, (
                     f"{config.name}: in clock {self.clock}, {name}'s {port} is unresolved "
                     f"({field}) where the model says {expected[port][name]}; outputs {raw}")
                 actual[port][name] = field.to_unsigned() if field.is_resolvable else None
-        context = (f"{config.name}: in clock {self.clock} with status "
-                   f"{ {name: hex(word) for name, word in statuses.items()} }, requests "
-                   f"{requests}, valid {valid}, enable {enable}, reset {int(reset)}: outputs "
-                   f"{actual}")
-        replay = (f"Replay with: TB_SEED={self.seed} make regress "
-                  f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}")
+
+        def context():               # formatted only for a failure's message
+            return (f"{config.name}: in clock {self.clock} with status "
+                    f"{ {name: hex(word) for name, word in statuses.items()} }, requests "
+                    f"{requests}, valid {valid}, enable {enable}, reset {int(reset)}: outputs "
+                    f"{actual}; Replay with: TB_SEED={self.seed} make regress "
+                    f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}")
+
         for port in self.outputs:
             for name in self.types:
                 if expected[port][name] is not None:
                     assert actual[port][name] == expected[port][name], (
-                        f"{context}; the model says {expected}. {replay}")
-        self._protocol(statuses, requests, valid, enable, reset, actual, context, replay)
+                        f"{context()}; the model says {expected}")
+        self._protocol(statuses, requests, valid, enable, reset, actual, context)
         self.clock += 1
         await RisingEdge(dut.clk)
 
-    def _protocol(self, statuses, requests, valid, enable, reset, actual, context, replay):
+    def _protocol(self, statuses, requests, valid, enable, reset, actual, context):
         assert actual["result_valid"] == self.expected_strobes, (
-            f"{context}; the strobes should be {self.expected_strobes}. {replay}")
+            f"{context()}; the strobes should be {self.expected_strobes}")
         for name, answer in self.expected_answers.items():
             for port, value in answer.items():
                 assert actual[port][name] == value, (
-                    f"{context}; {name}'s {port} should be {value}. {replay}")
+                    f"{context()}; {name}'s {port} should be {value}")
         if enable:
             served = dict(self.config.schedule.periods[self.period])
             self.expected_strobes = {name: int(bool(valid) and name in served)
