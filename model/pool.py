@@ -81,6 +81,14 @@ def stop(pool: ProcessPoolExecutor) -> None:
         except (OSError, AttributeError):
             pass
     pool.shutdown(wait=False, cancel_futures=True)
+    # Python 3.11's pool races at exit: its exit hook wakes the pool's manager thread through
+    # a pipe that the thread, seeing its workers gone, may be closing at that moment
+    # (``OSError: Bad file descriptor``, printed as an ignored exception with its traceback
+    # after the command's one line). Once the manager thread has ended, its pipe is marked
+    # closed and the hook leaves it alone; it ends within moments of the workers.
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
