@@ -26,10 +26,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 
-__all__ = ["default_jobs", "executor", "run_all", "stop", "worker_start"]
+__all__ = ["default_jobs", "deferred_signals", "executor", "run_all", "stop", "worker_start"]
 
 
 def default_jobs() -> int:
@@ -73,6 +74,32 @@ def executor(workers: int, preload: Sequence[str] = ()) -> ProcessPoolExecutor:
                                initargs=(os.getpid(),))
 
 
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while the pool starts workers (``submit`` forks them through the
+    fork server): a signal raised in the middle would leave a half-started worker or the fork
+    server to print a traceback of its own (``EOFError`` from a cut message, a semaphore gone).
+    The held signal's handler runs at the end of the block, where the pool can be stopped
+    cleanly. Outside the main thread (where Python runs signal handlers) it holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {number: signal.signal(number, lambda number, frame: held.append(number))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if held:
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(held[0])
+
+
 def stop(pool: ProcessPoolExecutor) -> None:
     """Abandon the running tasks: terminate the workers, cancel what has not started."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
@@ -85,10 +112,11 @@ def stop(pool: ProcessPoolExecutor) -> None:
     # a pipe that the thread, seeing its workers gone, may be closing at that moment
     # (``OSError: Bad file descriptor``, printed as an ignored exception with its traceback
     # after the command's one line). Once the manager thread has ended, its pipe is marked
-    # closed and the hook leaves it alone; it ends within moments of the workers.
+    # closed and the hook leaves it alone; it ends within moments of the workers. No time
+    # limit: the exit hook would wait for it as long (a second Ctrl-C still interrupts).
     manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
-        manager.join(timeout=10)
+        manager.join()
 
 
 def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
@@ -111,7 +139,8 @@ def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
         return results
     pool = executor(min(jobs, len(tasks)), preload)
     try:
-        futures = {pool.submit(function, *task): index for index, task in enumerate(tasks)}
+        with deferred_signals():
+            futures = {pool.submit(function, *task): index for index, task in enumerate(tasks)}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -122,8 +151,10 @@ def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
                 results[index] = future.result()
                 if done is not None:
                     done(index, results[index])
+        # Inside the try: a Ctrl-C while the pool shuts down (its last task just finished)
+        # must stop it as one in a task does, or the exit hook races its manager thread.
+        pool.shutdown(wait=True)
     except BaseException:
         stop(pool)
         raise
-    pool.shutdown(wait=True)
     return results

@@ -96,7 +96,8 @@ class LocalPool:
                         task = pending.popleft()
                     else:
                         break
-                    inflight[executor.submit(run_task, task.payload)] = task
+                    with pool.deferred_signals():         # submit may start a worker
+                        inflight[executor.submit(run_task, task.payload)] = task
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 lost = []
                 for future in finished:
@@ -120,10 +121,10 @@ class LocalPool:
                             self.reruns -= 1
                             continue
                     suspects.extend(lost)
+            executor.shutdown(wait=True)       # inside the try, as in model.pool.run_all
         except BaseException:
             pool.stop(executor)
             raise
-        executor.shutdown(wait=True)
 
     @staticmethod
     def _settle(future, task, done, failed, lost) -> None:
