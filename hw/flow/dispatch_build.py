@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (``hw/maxblock.py`` or, once split, the package ``hw/maxblock/``.)
 SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"),
                   *(ROOT / "hw").glob("maxblock.py"), *(ROOT / "hw" / "maxblock").glob("*.py"),
-                  ROOT / "hw" / "shared_maxblock.py", ROOT / "hw" / "flow" / "dispatch_build.py"])
+                  ROOT / "hw" / "shared_maxblock.py", ROOT / "hw" / "flow" / "dispatch_build.py",
+                  ROOT / "hw" / "flow" / "verilog_files.py"])
 
 
 def block_name(component) -> str:
