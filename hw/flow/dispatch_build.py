@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"),
                   *(ROOT / "hw").glob("maxblock.py"), *(ROOT / "hw" / "maxblock").glob("*.py"),
                   ROOT / "hw" / "shared_maxblock.py", ROOT / "hw" / "flow" / "dispatch_build.py",
-                  ROOT / "hw" / "flow" / "verilog_files.py"])
+                  ROOT / "hw" / "flow" / "verilog_files.py", ROOT / "hw" / "flow" / "catalog.py"])
 
 
 def block_name(component) -> str:
