@@ -102,7 +102,7 @@ def test_the_dispatcher_verilog_cache_key_covers_every_hw_module_the_build_impor
              "print('\\n'.join(str(Path(m.__file__).resolve()) for m in list(sys.modules.values())"
              " if getattr(m, '__file__', None)))")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=dispatch_build.ROOT, check=True,
-                            capture_output=True, text=True).stdout.split()
+                            capture_output=True, text=True).stdout.splitlines()
     hw = dispatch_build.ROOT / "hw"
     generating = {Path(path) for path in loaded if Path(path).is_relative_to(hw)
                   and Path(path).name != "__init__.py"} - {hw / "arbiter.py"}  # not in it
