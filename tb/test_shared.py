@@ -111,29 +111,29 @@ class SharedBench:
                     f"({field}) where the model says {expected[port][name]}; outputs {raw}")
                 actual[port][name] = field.to_unsigned() if field.is_resolvable else None
 
-        def context():               # formatted only for a failure's message
+        def context(finding: str) -> str:     # formatted only for a failure's message
             return (f"{config.name}: in clock {self.clock} with status "
                     f"{ {name: hex(word) for name, word in statuses.items()} }, requests "
                     f"{requests}, valid {valid}, enable {enable}, reset {int(reset)}: outputs "
-                    f"{actual}; Replay with: TB_SEED={self.seed} make regress "
+                    f"{actual}; {finding}. Replay with: TB_SEED={self.seed} make regress "
                     f"SIM={os.environ.get('TB_SIMULATOR', '')} K={config.name}")
 
         for port in self.outputs:
             for name in self.types:
                 if expected[port][name] is not None:
                     assert actual[port][name] == expected[port][name], (
-                        f"{context()}; the model says {expected}")
+                        context(f"the model says {expected}"))
         self._protocol(statuses, requests, valid, enable, reset, actual, context)
         self.clock += 1
         await RisingEdge(dut.clk)
 
     def _protocol(self, statuses, requests, valid, enable, reset, actual, context):
         assert actual["result_valid"] == self.expected_strobes, (
-            f"{context()}; the strobes should be {self.expected_strobes}")
+            context(f"the strobes should be {self.expected_strobes}"))
         for name, answer in self.expected_answers.items():
             for port, value in answer.items():
                 assert actual[port][name] == value, (
-                    f"{context()}; {name}'s {port} should be {value}")
+                    context(f"{name}'s {port} should be {value}"))
         if enable:
             served = dict(self.config.schedule.periods[self.period])
             self.expected_strobes = {name: int(bool(valid) and name in served)

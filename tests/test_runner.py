@@ -2,8 +2,11 @@
 public, small designs as one C++ file; Icarus given the netlist Yosys cleaned."""
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
-from hw.flow import runner
+from hw.flow import dispatch_build, runner
 
 
 def test_verilator_compiles_go_through_ccache_in_the_build_tree(monkeypatch):
@@ -93,11 +96,6 @@ def test_one_netlist_gives_the_users_verilog_byte_for_byte():
 def test_the_dispatcher_verilog_cache_key_covers_every_hw_module_the_build_imports():
     # The cached Verilog is keyed by hw.flow.dispatch_build.SOURCES: a generating module left
     # out (verilog_files.py, whose passes make the Icarus text) kept a stale text after a change.
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from hw.flow import dispatch_build
     probe = ("import sys; from pathlib import Path; import hw.flow.dispatch_build; "
              "print('\\n'.join(str(Path(m.__file__).resolve()) for m in list(sys.modules.values())"
              " if getattr(m, '__file__', None)))")
