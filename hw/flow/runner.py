@@ -14,11 +14,13 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from cocotb_tools.runner import Verilator, get_runner
 
+from hw.flow import verilator_pch
 from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.flow.verilog_files import use_packaged_verilator, write_verilog
 
@@ -95,7 +97,9 @@ class _PackagedVerilator(Verilator):
     compile goes through it (Verilator's ``OBJCACHE``), its cache in ``build/ccache``: the
     Verilator and cocotb runtime (``verilated.cpp``, ``verilated_vpi.cpp``,
     ``verilated_threads.cpp``, about 11 s of CPU) is the same in every build and is compiled
-    once, not once per bench (the regression builds about fifty).
+    once, not once per bench (the regression builds about fifty). What every build still
+    compiles, its model and cocotb's ``verilator.cpp``, gets the runtime's headers
+    precompiled once for all builds (:mod:`hw.flow.verilator_pch`).
     """
 
     def _build_command(self):
@@ -103,8 +107,19 @@ class _PackagedVerilator(Verilator):
         verilate = commands[0]
         commands[0] = [argument for argument in verilate if argument != "--public-flat-rw"]
         commands[0][1:1] = ["--public-depth", "1"]
-        commands[-1] = [*commands[-1], "CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O0",
-                        "OPT_GLOBAL=-O0", *object_cache()]
+        make = [*commands[-1], "CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O0",
+                "OPT_GLOBAL=-O0", *object_cache()]
+        commands[-1] = make
+        split = verilate.index("--output-split") if "--output-split" in verilate else None
+        if split is not None and verilate[split + 1] == "0":
+            # One C++ file: the shared runtime header (hw.flow.verilator_pch), made between
+            # Verilator and make. (Split, Verilator's own per-build header is used instead:
+            # g++ takes one precompiled header per file.)
+            variables = [argument for argument in make
+                         if "=" in argument and not argument.startswith("-")]
+            build_dir = make[make.index("-C") + 1]
+            commands[-1:] = [[sys.executable, verilator_pch.__file__, build_dir, *variables],
+                             [*make, "-f", verilator_pch.MAKEFILE]]
         return commands
 
 
