@@ -46,6 +46,7 @@ from model.arbiter import (
     WriteOp,
 )
 from tb.stimulus import bench_seed, packed_fields
+from tb.values import resolved
 
 __all__ = ["ArbiterDriver", "GrantChecker", "LevelRequestArbiter", "Phase", "Write",
            "directed_cases", "field_bits", "random_phases"]
@@ -571,12 +572,13 @@ class ArbiterBench:
         dut = self.dut
         raw = {"write__ready": dut.write__ready.value, "grant__valid": dut.grant__valid.value,
                "grant__payload": dut.grant__payload.value}
-        assert all(value.is_resolvable for value in raw.values()), (
+        numbers = {name: resolved(value) for name, value in raw.items()}
+        assert None not in numbers.values(), (
             f"{self.config.name}: in clock {self.clock}, unresolved outputs {raw}")
-        payload = raw["grant__payload"].to_unsigned()
+        payload = numbers["grant__payload"]
         fields = {name: payload >> offset & ((1 << width) - 1)
                   for name, (offset, width) in self.grant_fields.items()}
-        return ArbiterOutputs(int(raw["write__ready"]), int(raw["grant__valid"]),
+        return ArbiterOutputs(numbers["write__ready"], numbers["grant__valid"],
                               fields["slot"], fields["job_class"])
 
     async def run(self, phases, case: str):

@@ -25,6 +25,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from hw.flow.catalog import SharedConfig
 from model.maxblock import exact_free_block, max_free_run
 from tb.stimulus import bench_seed, packed_fields, random_free_masks
+from tb.values import resolved
 
 
 class SharedBench:
@@ -95,10 +96,10 @@ class SharedBench:
         actual = {}
         for port, value in raw.items():
             fields = self.fields[port]
-            if value.is_resolvable:
+            word = resolved(value)
+            if word is not None:
                 # Every bit 0 or 1: the fields are slices of one integer (slicing the
                 # LogicArray field by field was most of the bench's Python).
-                word = value.to_unsigned()
                 actual[port] = {name: (word >> offset) & ((1 << width) - 1)
                                 for name, (offset, width) in fields.items()}
                 continue
