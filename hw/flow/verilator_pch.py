@@ -63,9 +63,11 @@ def _key(compiler: list[str], flags: list[str]) -> str:
     return digest.hexdigest()[:20]
 
 
-def prepare(build_dir: Path, variables: list[str]) -> Path | None:
-    """Make sure the shared header for ``build_dir``'s flags exists and write ``pch.mk``
-    there; return the header (None when it could not be made: ``pch.mk`` is then empty)."""
+def prepare(build_dir: Path, variables: list[str]) -> Path:
+    """Make sure the shared header for ``build_dir``'s flags exists, write ``pch.mk`` there
+    and return the header. When it cannot be made, ``pch.mk`` is left empty and the error
+    (``OSError``, ``subprocess.CalledProcessError``, ``ValueError``) passes to the caller:
+    :func:`main` reports it in one line."""
     makefile = build_dir / MAKEFILE
     makefile.write_text("")
     compiler, flags = _build_flags(build_dir, variables)
