@@ -2,12 +2,17 @@
 incrementally) change no result: every policy, timed and inflation, on a slice of the real
 Alibaba v2023 trace gives the placements and figures it gave before them (digests recorded
 with the code of commit 14b9f70, before the speed-ups), and the caches equal fresh
-computations after random placements and releases.
+computations after random placements and releases. The figures are the same bits on every
+CPU: numpy's BLAS picks its kernel per CPU at run time, and no result goes through it.
 """
 
 import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,21 +28,27 @@ from model.cluster.state import ClusterState
 from model.cluster.trace import read_nodes, read_pods
 
 #: sha256 (first 16 hex digits) of each policy's results and placements on the slice below,
-#: timed then inflation, from the code before the speed-ups (commit 14b9f70).
+#: timed then inflation. The timed digests are those of the code before the speed-ups (commit
+#: 14b9f70). The inflation digests were re-recorded when the fragmentation's weighted sums
+#: stopped going through the BLAS (model.cluster.fragmentation.weighted_sum): against the
+#: digests of 14b9f70 (taken where OpenBLAS ran its Haswell kernel) every placement and every
+#: integer is the same, and the fragmentation figures differ in the last bit only (relative
+#: difference at most 4.8e-16); on a CPU where OpenBLAS picks its SkylakeX kernel the old sums
+#: gave other digests, and pwr-fgd other placements (test_results_do_not_depend_on_the_blas).
 PINNED = {
-    'best-fit': ['1c67c2292ca56e11', '19ee78bf0155c36b'],
-    'bin-pack': ['27d2f12e1c20ebd3', '6e360d791d84fe7d'],
-    'dot-product': ['1eaecafc4dc12d3b', 'db15c1df0c2c1169'],
-    'fgd': ['225580059f4e9aac', 'ae208264ec8ee7f8'],
-    'fgd-seed': ['949f3c4c68008b69', '586596168aec2b8c'],
-    'gpu-clustering': ['fe0f76e895854b9d', 'cb9450ce8112b856'],
-    'gpu-packing': ['1bf0beaba067f73b', '806e2ec3097fba08'],
-    'power-first': ['84aebebadb7c49e8', 'b799459f68f03c3b'],
-    'pwr': ['306f96c9c1cba721', 'a70621f072cb8c45'],
-    'pwr-fgd': ['31479712cf0164eb', '3a9b388eef038986'],
-    'random': ['6ce7c35dfd46fcd6', '16d948b05d20d042'],
+    'best-fit': ['1c67c2292ca56e11', 'dfd537547b47fe4d'],
+    'bin-pack': ['27d2f12e1c20ebd3', 'bd618a752a2ce85f'],
+    'dot-product': ['1eaecafc4dc12d3b', '0f5a91948a23478f'],
+    'fgd': ['225580059f4e9aac', 'cdc897d75ef2d6ee'],
+    'fgd-seed': ['949f3c4c68008b69', 'c3fc6147d3e82b5e'],
+    'gpu-clustering': ['fe0f76e895854b9d', 'edd22175572aac77'],
+    'gpu-packing': ['1bf0beaba067f73b', 'ac92462934091362'],
+    'power-first': ['84aebebadb7c49e8', '7329969d8c1662e3'],
+    'pwr': ['306f96c9c1cba721', 'be21d976e17ca86b'],
+    'pwr-fgd': ['31479712cf0164eb', 'ae3b3737518b621c'],
+    'random': ['6ce7c35dfd46fcd6', 'a3562bfe5a32acc3'],
     'seed-004': ['7b5aac5967a505a9', '3b9893b01b55f88e'],
-    'spread': ['2081561a83b2748e', '00a4241487bb551e'],
+    'spread': ['2081561a83b2748e', '1bf8a0d53ef2b632'],
 }
 
 
@@ -79,6 +90,35 @@ def digests(policy: str) -> list[str]:
 @pytest.mark.parametrize("policy", sorted(POLICY_CLASSES))
 def test_results_are_those_from_before_the_speed_ups(policy):
     assert digests(policy) == PINNED[policy]
+
+
+#: OpenBLAS kernels every x86-64 CPU runs (generic and SSE4.2), whose dot products add in different
+#: orders: with the fragmentation's sums as ``@`` (before weighted_sum), pwr-fgd's inflation
+#: digest differed between them, as it did between Haswell and SkylakeX.
+BLAS_KERNELS = ("Katmai", "Nehalem")
+
+
+def _openblas() -> bool:
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    return "openblas" in str(blas.get("name", "")).lower()
+
+
+@pytest.mark.skipif(not _openblas(), reason="numpy is not built on OpenBLAS here: "
+                    "OPENBLAS_CORETYPE cannot choose a kernel")
+def test_results_do_not_depend_on_the_blas():
+    # The same run in fresh interpreters, each with OpenBLAS forced to another kernel.
+    tests = Path(__file__).parent
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import test_cluster_speed as t; "
+              "print(t.digests('pwr-fgd')[1])")
+    found = {}
+    for kernel in BLAS_KERNELS:
+        env = dict(os.environ, OPENBLAS_CORETYPE=kernel, OPENBLAS_VERBOSE="2")
+        run = subprocess.run([sys.executable, "-c", script, str(tests)], env=env,
+                             cwd=tests.parent, capture_output=True, text=True, check=True)
+        # OPENBLAS_VERBOSE=2 makes OpenBLAS name the kernel it runs: the one asked for.
+        assert f"Core: {kernel}" in run.stdout + run.stderr, (kernel, run.stderr)
+        found[kernel] = run.stdout.split()[-1]
+    assert set(found.values()) == {PINNED["pwr-fgd"][1]}, found
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -88,6 +88,14 @@ def typical_pods(jobs: Sequence[Job], popularity: float = 0.95) -> TypicalPods:
     )
 
 
+def weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` over the last axis, the same bits on every machine: numpy's
+    elementwise product and its pairwise sum along each row, whose order is fixed, where
+    ``@`` calls the BLAS, whose kernel (chosen per CPU at run time: OpenBLAS's Haswell and
+    SkylakeX kernels differ) sets the order of the additions and so the last bits."""
+    return (values * weights).sum(axis=-1)
+
+
 class Fragmentation:
     """The FGD fragmentation of every node of ``state``, kept current by :meth:`update`.
 
@@ -131,7 +139,7 @@ class Fragmentation:
         """Fragmentation (milli-GPU) of nodes ``rows`` in a state given by its terms."""
         hostable = (self.asks_gpu & self.access[rows] & (fitting >= self.cards)
                     & (cpu_free[:, None] >= self.cpu))
-        return np.where(hostable, below, free_total[:, None]) @ self.frequency
+        return weighted_sum(np.where(hostable, below, free_total[:, None]), self.frequency)
 
     def update(self, rows) -> None:
         """Recompute the terms of nodes ``rows`` (an index or an array) from the state."""
@@ -156,7 +164,8 @@ class Fragmentation:
                 hostable = (self.asks_gpu & self.access[node] & (fitting >= self.cards)
                             & (cpu_free >= self.cpu))
                 terms = (np.stack([below, fitting]),
-                         float(np.where(hostable, below, sum(left)) @ self.frequency))
+                         float(weighted_sum(np.where(hostable, below, sum(left)),
+                                            self.frequency)))
                 if len(self._memo) > 500_000:
                     self._memo.clear()
                 self._memo[key] = terms

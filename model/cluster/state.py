@@ -191,7 +191,8 @@ class ClusterState:
             return getattr(self, _TOTALS[name])
         columns = self.columns(types)
         if name == "power":
-            return self.idle_by_type[:, columns] @ self.type_busy_w[columns]
+            # Not ``@``: the BLAS's kernel, chosen per CPU, would set the order of the sum.
+            return (self.idle_by_type[:, columns] * self.type_busy_w[columns]).sum(axis=1)
         table = {"idle": self.idle_by_type, "free": self.free_by_type,
                  "max_left": self.max_left_by_type, "max_partial": self.max_partial_by_type,
                  "cards": self.cards_by_type}[name][:, columns]
