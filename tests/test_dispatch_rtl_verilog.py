@@ -223,6 +223,26 @@ def test_command_line_refuses_a_policy_the_rtl_does_not_build(capsys, tmp_path):
     assert "--config" in capsys.readouterr().err
 
 
+def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
+    # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
+    # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.
+    import hw.flow.generate_dispatcher as generate_dispatcher
+    from amaranth._toolchain.yosys import YosysError
+
+    def out_of_memory(*args, **kwargs):
+        raise YosysError("Error: failed to run main module `yosys.wasm`\n\nCaused by:\n"
+                         "    0: failed to invoke command default\n"
+                         "    1: error while executing at wasm backtrace:\n"
+                         "           0:  0xc4aba - yosys.wasm!Yosys::Frontend::execute\n\n"
+                         "Caused by:\n    wasm trap: wasm `unreachable` instruction executed")
+
+    monkeypatch.setattr(generate_dispatcher, "write_dispatcher", out_of_memory)
+    status = main(["--block", "dispatcher", "--config", str(SMALL), "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1 and len(err) == 1, err
+    assert "wasm trap" in err[0] and "4 GiB" in err[0] and str(SMALL) in err[0], err
+
+
 def test_the_readme_section_starts_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## The RTL dispatcher (seed 002)"):]

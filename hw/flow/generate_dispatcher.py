@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from amaranth._toolchain.yosys import YosysError
+
 from hw.flow.verilog_files import (
     BlockFiles,
     Port,
@@ -445,7 +447,20 @@ def _main_dispatcher(parser, args) -> int:
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
           f"{policy.circuit_latency}, decision pipeline {policy.decision_pipeline}", flush=True)
     start = time.perf_counter()
-    files = write_dispatcher(shape, args.out, policy, scenario.gpu, scenario.channels)
+    try:
+        files = write_dispatcher(shape, args.out, policy, scenario.gpu, scenario.channels)
+    except YosysError as error:
+        # Amaranth's own Yosys is WebAssembly (32-bit: at most 4 GiB of memory); a build
+        # whose netlist outgrows that ends in a wasm trap and a page of backtrace.
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        cause = next((line for line in reversed(lines) if "trap" in line or "memory" in line),
+                     lines[-1] if lines else "no message")
+        print(f"error: {args.config}: Amaranth's Yosys stopped converting the {gpu.aps} APs x "
+              f"{gpu.peus} PEUs x {len(shape.channels)} channels dispatcher to Verilog after "
+              f"{time.perf_counter() - start:.0f} s ({cause}); it runs as WebAssembly with at "
+              f"most 4 GiB of memory, which a build this size outgrows (the default 16 x 4 x 4 "
+              f"converts): build fewer APs or channels", file=sys.stderr)
+        return 1
     elapsed = time.perf_counter() - start
     status = ""
     if args.lint:
