@@ -6,7 +6,7 @@ never from the model's own output.
 """
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -465,7 +465,7 @@ def test_trace_round_trip_and_errors(tmp_path):
     workload = scenario.workload(3)[:50]
     path = write_trace(tmp_path / "trace.csv", workload)
     again = read_trace(path, scenario.gpu, 4)
-    assert [vars(w) for w in again] == [vars(w) for w in workload]
+    assert [asdict(w) for w in again] == [asdict(w) for w in workload]
     bad = tmp_path / "bad.csv"
     bad.write_text("arrival,channel,priority,waves,vgpr,sgpr,lds,duration,independent\n"
                    "0,0,0,4,8,4,0,100,0\n0,1,9,4,8,4,0,100,0\n")

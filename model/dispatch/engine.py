@@ -63,6 +63,7 @@ count time; a pipelined decision's score ring goes on too). The held cycles are 
 
 import heapq
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 
@@ -167,9 +168,7 @@ class DispatchSimulator:
         self.held_cycles: list[int] = []
         self.events = events
         self.observer = observer
-        copies = [WorkGroup(**{k: v for k, v in vars(wg).items()
-                               if k not in ("dispatched", "completed", "ap")})
-                  for wg in workload]
+        copies = [replace(wg, dispatched=None, completed=None, ap=None) for wg in workload]
         self.workload = [wg for wg in copies if wg.arrival < cycles]
         self.after_end = len(copies) - len(self.workload)
         self.P, self.Q = gpu.aps, gpu.peus

@@ -53,9 +53,10 @@ class ChannelConfig:
     work: tuple[int, int] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class WorkGroup:
-    """One workgroup as submitted (or one of its per-wave sub-WGs after a split).
+    """One workgroup as submitted (or one of its per-wave sub-WGs after a split). Slotted: a
+    whole-trace replay holds millions (about 170 bytes each instead of about 450).
 
     ``duration`` is its run time under the fixed execution model; ``work`` the
     wave-instructions each of its waves issues under the shared-issue model (``None``: the
