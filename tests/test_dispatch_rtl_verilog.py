@@ -226,8 +226,9 @@ def test_command_line_refuses_a_policy_the_rtl_does_not_build(capsys, tmp_path):
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.
-    import hw.flow.generate_dispatcher as generate_dispatcher
     from amaranth._toolchain.yosys import YosysError
+
+    import hw.flow.generate_dispatcher as generate_dispatcher
 
     def out_of_memory(*args, **kwargs):
         raise YosysError("Error: failed to run main module `yosys.wasm`\n\nCaused by:\n"
