@@ -56,7 +56,7 @@ class ChannelConfig:
 @dataclass(slots=True)
 class WorkGroup:
     """One workgroup as submitted (or one of its per-wave sub-WGs after a split). Slotted: a
-    whole-trace replay holds millions (about 170 bytes each instead of about 450).
+    whole-trace replay holds millions (about 190 bytes each instead of about 250).
 
     ``duration`` is its run time under the fixed execution model; ``work`` the
     wave-instructions each of its waves issues under the shared-issue model (``None``: the
