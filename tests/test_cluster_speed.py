@@ -31,7 +31,7 @@ from model.cluster.trace import read_nodes, read_pods
 #: sha256 (first 16 hex digits) of each policy's results and placements on the slice below,
 #: timed then inflation. The timed digests are those of the code before the speed-ups (commit
 #: 14b9f70). The inflation digests were re-recorded when the fragmentation's weighted sums
-#: stopped going through the BLAS (model.cluster.fragmentation.weighted_sum): against the
+#: stopped going through the BLAS (model.cluster.state.weighted_sum): against the
 #: digests of 14b9f70 (taken where OpenBLAS ran its Haswell kernel) every placement and every
 #: integer is the same, and the fragmentation figures differ in the last bit only (relative
 #: difference at most 4.8e-16); on a CPU where OpenBLAS picks its SkylakeX kernel the old sums

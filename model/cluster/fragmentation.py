@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.cluster.state import ClusterState
+from model.cluster.state import ClusterState, weighted_sum
 from model.cluster.workload import Job
 
 __all__ = ["Fragmentation", "TypicalPods", "typical_pods"]
@@ -86,14 +86,6 @@ def typical_pods(jobs: Sequence[Job], popularity: float = 0.95) -> TypicalPods:
         frequency=tuple(counts[shape] / covered for shape in chosen),
         covered=covered / total,
     )
-
-
-def weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``values @ weights`` over the last axis, the same bits on every machine: numpy's
-    elementwise product and its pairwise sum along each row, whose order is fixed, where
-    ``@`` calls the BLAS, whose kernel (chosen per CPU at run time: OpenBLAS's Haswell and
-    SkylakeX kernels differ) sets the order of the additions and so the last bits."""
-    return (values * weights).sum(axis=-1)
 
 
 class Fragmentation:

@@ -27,7 +27,7 @@ from model.cluster.config import NodeSpec
 from model.cluster.power import CardType, sockets_of
 from model.cluster.workload import MILLI, Job
 
-__all__ = ["TAGS", "ClusterState", "gpu_tag"]
+__all__ = ["TAGS", "ClusterState", "gpu_tag", "weighted_sum"]
 
 #: The attribute holding each :meth:`ClusterState.accepted_summary` over every type.
 _TOTALS = {"idle": "idle_count", "free": "free_total", "power": "idle_power",
@@ -43,6 +43,14 @@ def gpu_tag(job: Job) -> int | None:
     if job.cards == 0:
         return None
     return 0 if job.shared else min(job.cards, TAGS - 1)
+
+
+def weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` over the last axis, the same bits on every machine: numpy's
+    elementwise product and its pairwise sum along each row, whose order is fixed, where
+    ``@`` calls the BLAS, whose kernel (chosen per CPU at run time: OpenBLAS's Haswell and
+    SkylakeX kernels differ) sets the order of the additions and so the last bits."""
+    return (values * weights).sum(axis=-1)
 
 
 class ClusterState:
@@ -191,8 +199,7 @@ class ClusterState:
             return getattr(self, _TOTALS[name])
         columns = self.columns(types)
         if name == "power":
-            # Not ``@``: the BLAS's kernel, chosen per CPU, would set the order of the sum.
-            return (self.idle_by_type[:, columns] * self.type_busy_w[columns]).sum(axis=1)
+            return weighted_sum(self.idle_by_type[:, columns], self.type_busy_w[columns])
         table = {"idle": self.idle_by_type, "free": self.free_by_type,
                  "max_left": self.max_left_by_type, "max_partial": self.max_partial_by_type,
                  "cards": self.cards_by_type}[name][:, columns]
