@@ -12,7 +12,13 @@ from model.dispatch import plots
 from model.dispatch.api import run_scenario
 from model.dispatch.config import Claim, load_scenario
 from model.dispatch.kernels import prepare, trace_scenario
-from model.dispatch.launches import COLUMNS, differing_kernels, launch_rows
+from model.dispatch.launches import (
+    COLUMNS,
+    LaunchCollector,
+    LaunchTally,
+    differing_kernels,
+    launch_rows,
+)
 
 DATA = Path(__file__).parent / "data" / "nvprof-magus"
 LUD = DATA / "traces_rodinia_lud.csv"          # 46 launches, 1,376 WGs, in order on a stream
@@ -74,6 +80,37 @@ def test_unfinished_launches_are_counted_not_timed():
     assert cut, "150,000 cycles end inside the third launch"
     for row in cut:
         assert row["finish"] is None and row["duration"] is None and row["slowdown"] is None
+
+
+def test_a_tally_kept_during_the_run_gives_the_rows_of_the_event_log(lud):
+    # Without --events the command line keeps no event row: a LaunchTally is told each
+    # event as it happens. Its rows and the run's results are those of the event log.
+    scenario, converted, results, events = lud
+    collect = LaunchCollector(converted.launches, {})
+    tallied = run_scenario(scenario, policies=["seed", "miaow"], events=collect.events,
+                           event_sink=collect.sink,
+                           done=lambda policy, result: collect(policy))
+    assert collect.events == {}, "the tallies are dropped once read"
+    for policy in ("seed", "miaow"):
+        assert collect.by_policy[policy] == launch_rows(converted.launches, events[policy],
+                                                        policy)
+        assert {**tallied[policy], "seconds": 0} == {**results[policy], "seconds": 0}
+    # Split parts count for their parent; a part's release does not release the parent.
+    spans = converted.launches
+    tally = LaunchTally(spans)
+    first = spans[1].first_wg
+
+    class Part:
+        def __init__(self, ident, parent=None):
+            self.id, self.parent = ident, parent
+
+    tally.record(7, "dispatch", Part(10**9, parent=first), 0, None, None)
+    tally.record(9, "release", Part(10**9, parent=first), 0, None, None)
+    tally.record(3, "arrive", Part(first))
+    row = tally.rows("seed")[1]
+    assert (row["start"], row["unfinished"]) == (7, spans[1].workgroups)
+    with pytest.raises(ValueError, match="no launch made"):
+        tally.record(1, "dispatch", Part(spans[-1].first_wg + spans[-1].workgroups))
 
 
 def test_events_of_another_workload_are_refused(lud):

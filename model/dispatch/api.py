@@ -50,11 +50,13 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
                  debug: bool = False, quiet: bool = True, strict: bool = False,
                  events: dict | None = None, skip: bool = True,
                  execution: str | None = None, bar: RunProgress | None = None,
-                 done=None, warmup: int | None = None) -> dict:
+                 done=None, warmup: int | None = None, event_sink=None) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
     wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
     limit are not submitted; each result counts them (``workgroups_after_end``). With
-    ``events`` (a dict), ``events[policy name]`` receives each run's event rows.
+    ``events`` (a dict), ``events[policy name]`` receives each run's event rows (or what
+    ``event_sink(policy name)`` gives the run to record its events in, e.g. a
+    :class:`~model.dispatch.launches.LaunchTally`).
     ``execution`` overrides the scenario's execution model; its warm-up is scaled to
     ``cycles`` unless ``warmup`` gives it. ``bar`` shows the simulated cycles;
     ``done(policy, result)`` is called after each policy."""
@@ -70,7 +72,8 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
                                                   quiet=quiet))
         for policy in chosen:
             started = time.perf_counter()
-            rows = [] if events is not None else None
+            rows = None if events is None else [] if event_sink is None \
+                else event_sink(policy.name)
             with bar.run(f"{scenario.name} {policy.name}", expected=limit,
                          unit="cycles") as tick:
                 simulator = DispatchSimulator(

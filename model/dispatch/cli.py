@@ -291,12 +291,14 @@ def run(args) -> int:
                 cycles = min(_generated_cycles(args), scenario.cycles)
             if cycles is None and args.quick:
                 cycles = min(scenario.cycles, QUICK_CYCLES)
-            # Per-launch results of a trace (model.dispatch.launches), from each run's events.
+            # Per-launch results of a trace (model.dispatch.launches), from each run's events
+            # (tallied as they happen unless the event log is written).
             events = {} if args.events or spans else None
             collect = LaunchCollector(spans, events, bool(args.events)) if spans else None
             results = run_scenario(
                 scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
                 debug=args.debug, events=events, execution=args.execution, bar=bar,
+                event_sink=collect.sink if collect is not None else None,
                 done=lambda policy, result, name=scenario.name, path=path, c=collect: (
                     record.add(name, policy, result, file=path), c and c(policy)))
             notes = workload_notes(scenario, results, cycles or scenario.cycles)

@@ -58,7 +58,9 @@ values), while steps 1-3, embodiment 2's window position and the power history g
 count time; a pipelined decision's score ring goes on too). The held cycles are listed in
 ``held_cycles``. Without ``dispatch_ready`` the port is always ready (nothing is held).
 
-``events`` (a list) receives one row per event for the event log (:func:`write_events`).
+``events`` (a list) receives one row per event for the event log (:func:`write_events`);
+an object with a ``record`` method (a :class:`~model.dispatch.launches.LaunchTally`) is told
+each event instead, and no row is made.
 """
 
 import heapq
@@ -130,8 +132,9 @@ class DispatchSimulator:
     power_window : int
         Sliding window, in cycles, of the ``ap_imbalance.power`` metric (the same for every
         policy).
-    events : list, optional
-        Receives the event log's rows (see :func:`write_events`).
+    events : list or LaunchTally, optional
+        Receives the event log's rows (see :func:`write_events`), or is told each event
+        (:func:`~model.dispatch.metrics.event_recorder`).
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
@@ -152,7 +155,7 @@ class DispatchSimulator:
     def __init__(self, gpu: GpuConfig, policy: PolicyConfig, workload, *, channels=(),
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
-                 events: list | None = None, observer=None, execution: str = "fixed",
+                 events=None, observer=None, execution: str = "fixed",
                  warmup: int = 0, dispatch_ready=None):
         check_policy(policy, gpu)
         if execution not in EXECUTIONS:
@@ -228,7 +231,6 @@ class DispatchSimulator:
         self.channels, self.parents = self.queues.channels, self.queues.parents
         self.table = self.matcher.table
         self.completions = self.execution_model.completions
-        self.waits = self.metrics.waits
 
     # -- views of the state as arrays (tests, results) ------------------------------------------
 
@@ -236,6 +238,11 @@ class DispatchSimulator:
     def slots(self) -> np.ndarray:
         """Free wave slots, ``(P, Q)``."""
         return np.array(self.resources.slots, dtype=np.int64)
+
+    @property
+    def waits(self) -> list[tuple[int, int, int]]:
+        """``(priority, channel, wait)`` of every WG dispatched so far (:class:`Metrics`)."""
+        return self.metrics.waits
 
     @property
     def pointer(self) -> np.ndarray:
@@ -266,7 +273,7 @@ class DispatchSimulator:
         self.resources.change_power(ap, cycle + 1, allocation.power)
         wg.dispatched, wg.ap = cycle, ap
         self.event(cycle, "dispatch", wg, ap, allocation.waves, allocation)
-        self.queues.dispatched(wg, cycle, self.metrics.waits, self.metrics.wait_arrivals)
+        self.queues.dispatched(wg, cycle, self.metrics.add_wait)
         self.resources.running[wg.id] = allocation
         self.execution_model.start(allocation, cycle)
 
@@ -288,14 +295,14 @@ class DispatchSimulator:
         metrics.runs.append(cycle - 1 - wg.dispatched)
         if wg.parent is None:
             metrics.completed += 1
-            metrics.finished.append((wg.arrival, cycle))
+            metrics.add_finished(wg.arrival, cycle)
         else:
             parent = self.queues.parents[wg.parent]
             parent.completed += 1
             if parent.completed == parent.parts:
                 parent.wg.completed = cycle - 1
                 metrics.completed += 1
-                metrics.finished.append((parent.wg.arrival, cycle))
+                metrics.add_finished(parent.wg.arrival, cycle)
 
     # -- the run ---------------------------------------------------------------------------------
 

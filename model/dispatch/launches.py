@@ -30,7 +30,8 @@ from pathlib import Path
 
 from model.dispatch.kernels import _short
 
-__all__ = ["COLUMNS", "differing_kernels", "launch_rows", "write_launches"]
+__all__ = ["COLUMNS", "LaunchCollector", "LaunchTally", "differing_kernels",
+           "launch_rows", "write_launches"]
 
 #: The CSV's columns, in order.
 COLUMNS = ["policy", "launch", "kernel", "stream", "channel", "workgroups",
@@ -43,44 +44,76 @@ def launch_rows(spans, events, policy: str) -> list[dict]:
     by :data:`COLUMNS`, from the event rows ``events`` of the run of ``policy`` (the list a
     :class:`~model.dispatch.engine.DispatchSimulator` filled). A split part counts for its
     parent WG. Raises ``ValueError`` when an event names a WG outside every span (the events
-    are of another workload)."""
-    spans = list(spans)
-    firsts = [span.first_wg for span in spans]
-    starts = [None] * len(spans)
-    finishes = [0] * len(spans)
-    released = [set() for _ in spans]
-    t0 = min((span.kernel.start_ns for span in spans), default=0)
+    are of another workload). The same rows as a :class:`LaunchTally` that saw the run."""
+    tally = LaunchTally(spans)
     for cycle, kind, wg, *_ in events:
-        if kind not in ("dispatch", "release"):
-            continue
+        tally.record(cycle, kind, wg)
+    return tally.rows(policy)
+
+
+class LaunchTally:
+    """What :func:`launch_rows` reads from a run's event log, taken as the events happen,
+    keeping no event row: per launch its first dispatch, its last release and how many of
+    its WGs were released.
+
+    Give it to a :class:`~model.dispatch.engine.DispatchSimulator` as ``events`` (its
+    :meth:`record` is then the simulator's event recorder): a whole trace's per-launch
+    results then cost a few integers per launch, not two event rows per WG."""
+
+    def __init__(self, spans):
+        self.spans = list(spans)
+        self._firsts = [span.first_wg for span in self.spans]
+        self._ends = [span.first_wg + span.workgroups for span in self.spans]
+        count = len(self.spans)
+        self.starts: list[int | None] = [None] * count
+        self.finishes = [0] * count
+        self.released = [0] * count
+        self._index = 0                     # the span of the last event (the next is likely)
+
+    def record(self, cycle: int, kind: str, wg, *_, **__) -> None:
+        """One event (:func:`model.dispatch.metrics.event_recorder`'s arguments); only
+        dispatches and releases count."""
+        if kind != "dispatch" and kind != "release":
+            return
         ident = wg.id if wg.parent is None else wg.parent
-        index = bisect_right(firsts, ident) - 1
-        if index < 0 or ident >= firsts[index] + spans[index].workgroups:
-            raise ValueError(f"event at cycle {cycle} names WG {ident}, which no launch made")
+        index = self._index
+        if not (index < len(self._firsts) and self._firsts[index] <= ident < self._ends[index]):
+            index = bisect_right(self._firsts, ident) - 1
+            if index < 0 or ident >= self._ends[index]:
+                raise ValueError(f"event at cycle {cycle} names WG {ident}, which no launch "
+                                 f"made")
+            self._index = index
         if kind == "dispatch":
-            if starts[index] is None or cycle < starts[index]:
-                starts[index] = cycle
+            start = self.starts[index]
+            if start is None or cycle < start:
+                self.starts[index] = cycle
         else:
-            finishes[index] = max(finishes[index], cycle)
+            if cycle > self.finishes[index]:
+                self.finishes[index] = cycle
             if wg.parent is None:
-                released[index].add(ident)
-    rows = []
-    for index, span in enumerate(spans):
-        kernel = span.kernel
-        unfinished = span.workgroups - len(released[index])
-        start = starts[index]
-        finish = finishes[index] if not unfinished else None
-        duration = finish - start if finish is not None and start is not None else None
-        rows.append({
-            "policy": policy, "launch": span.index, "kernel": _short(kernel.name, 200),
-            "stream": "/".join(kernel.stream), "channel": span.channel,
-            "workgroups": span.workgroups, "measured_start_ns": kernel.start_ns - t0,
-            "measured_duration_ns": kernel.duration_ns, "measured_cycles": span.measured,
-            "arrival": span.arrival, "start": start, "finish": finish, "duration": duration,
-            "slowdown": None if duration is None else duration / span.measured,
-            "delay": None if start is None else start - span.arrival,
-            "unfinished": unfinished})
-    return rows
+                self.released[index] += 1
+
+    def rows(self, policy: str) -> list[dict]:
+        """The :func:`launch_rows` of the events recorded so far, for ``policy``."""
+        t0 = min((span.kernel.start_ns for span in self.spans), default=0)
+        rows = []
+        for index, span in enumerate(self.spans):
+            kernel = span.kernel
+            unfinished = span.workgroups - self.released[index]
+            start = self.starts[index]
+            finish = self.finishes[index] if not unfinished else None
+            duration = finish - start if finish is not None and start is not None else None
+            rows.append({
+                "policy": policy, "launch": span.index, "kernel": _short(kernel.name, 200),
+                "stream": "/".join(kernel.stream), "channel": span.channel,
+                "workgroups": span.workgroups, "measured_start_ns": kernel.start_ns - t0,
+                "measured_duration_ns": kernel.duration_ns, "measured_cycles": span.measured,
+                "arrival": span.arrival, "start": start, "finish": finish,
+                "duration": duration,
+                "slowdown": None if duration is None else duration / span.measured,
+                "delay": None if start is None else start - span.arrival,
+                "unfinished": unfinished})
+        return rows
 
 
 def write_launches(path, rows) -> Path:
@@ -172,19 +205,27 @@ def launches_target(option, json_path, plots, scenario, single: bool) -> Path:
 class LaunchCollector:
     """Per-launch rows of each run of one trace scenario, taken as each run ends.
 
-    Call it with a policy name once the run of that policy has put its event rows in
-    ``events[policy]``: it keeps :func:`launch_rows` in :attr:`by_policy` and drops the event
-    rows unless ``keep_events`` (so only one run's event log is held at a time)."""
+    With ``keep_events`` (the event log is written too) each run puts its event rows in
+    ``events[policy]`` and the rows are read from them; without, :meth:`sink` gives each
+    run a :class:`LaunchTally` (in ``events[policy]``), so no event row is kept at all. Call
+    the collector with a policy name once that run has ended: it keeps the launch rows in
+    :attr:`by_policy` and drops ``events[policy]`` unless ``keep_events``."""
 
     def __init__(self, spans, events: dict, keep_events: bool = False):
         self.spans, self.events, self.keep_events = list(spans), events, keep_events
         self.by_policy: dict[str, list[dict]] = {}
 
+    def sink(self, policy: str):
+        """What the run of ``policy`` records its events in (``run_scenario``'s
+        ``event_sink``): a list of event rows with ``keep_events``, else a tally."""
+        return [] if self.keep_events else LaunchTally(self.spans)
+
     def __call__(self, policy: str) -> None:
         rows = self.events.get(policy)
         if rows is None:
             return
-        self.by_policy[policy] = launch_rows(self.spans, rows, policy)
+        self.by_policy[policy] = (rows.rows(policy) if isinstance(rows, LaunchTally)
+                                  else launch_rows(self.spans, rows, policy))
         if not self.keep_events:
             del self.events[policy]
 

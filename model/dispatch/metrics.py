@@ -12,6 +12,7 @@ state that no skipped cycle changes), so skipping changes no output.
 """
 
 import csv
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,9 +46,15 @@ def _ignore(*args, **kwargs) -> None:
 
 def event_recorder(events: list | None):
     """``event(cycle, kind, wg, ap=None, waves=None, allocation=None, reason=None)``, which
-    appends one row to ``events`` (nothing when ``events`` is ``None``)."""
+    appends one row to ``events`` (nothing when ``events`` is ``None``). ``events`` may
+    instead be an object with a ``record`` method of that signature (a
+    :class:`~model.dispatch.launches.LaunchTally`): that method is the recorder, and no row
+    is made."""
     if events is None:
         return _ignore
+    record = getattr(events, "record", None)
+    if record is not None:
+        return record
 
     def event(cycle: int, kind: str, wg: WorkGroup, ap=None, waves=None,
               allocation: Allocation | None = None, reason: str | None = None) -> None:
@@ -101,11 +108,14 @@ def write_events(path, events, peus: int) -> Path:
 
 
 class Metrics:
-    """The run's measurements as it goes: ``waits`` ``(priority, channel, wait)`` of every
-    submitted WG dispatched (a split one when its last part is) with its arrival in
-    ``wait_arrivals``; ``finished`` ``(arrival, release)`` of every completed WG; ``runs``
-    the run time of every WG or part; ``peu_waves[ap][q]`` the waves each PEU received; the
-    time integrals of held resources (``used_integral``); the samples; ``counters``."""
+    """The run's measurements as it goes: the wait of every submitted WG dispatched (a split
+    one when its last part is; :meth:`add_wait`) with its priority, channel and arrival;
+    the arrival and release of every completed WG (:meth:`add_finished`); ``runs`` the run
+    time of every WG or part; ``peu_waves[ap][q]`` the waves each PEU received; the time
+    integrals of held resources (``used_integral``); the samples; ``counters``.
+
+    The per-WG values are kept as columns of 64-bit integers (``array("q")``, 8 bytes a
+    value), not as tuples of Python integers: a whole real trace has millions of WGs."""
 
     def __init__(self, gpu: GpuConfig, resources: Resources, counters: Counters,
                  sample_interval: int, power_window: int):
@@ -116,20 +126,40 @@ class Metrics:
         self.sample_interval = sample_interval
         self.power_window = power_window
         self.peu_waves = [[0] * self.Q for _ in range(self.P)]
-        self.waits: list[tuple[int, int, int]] = []
-        self.wait_arrivals: list[int] = []
+        self.wait_priorities, self.wait_channels = array("q"), array("q")
+        self.wait_cycles, self.wait_arrivals = array("q"), array("q")
         self.used_integral = {name: 0 for name in ("vgpr", "sgpr", "lds", "wave_slots")}
         self.samples = {"cycle": [], "utilisation": [], "fragmentation": [],
                         "ap_resource_cv": [], "ap_power_cv": []}
         self.completed = 0
-        self.finished: list[tuple[int, int]] = []
-        self.runs: list[int] = []
+        self.finished_arrivals, self.finished_releases = array("q"), array("q")
+        self.runs = array("q")
         # The sampled state kept between samples (see :meth:`sample`).
         self._per_ap: list[float] | None = None
         self._fragments: dict = {}
         self._fragmented: dict = {}
         self._fragmentation = 0.0
         self._resource_cv = 0.0
+
+    def add_wait(self, priority: int, channel: int, wait: int, arrival: int) -> None:
+        """A submitted WG of ``priority`` and ``channel`` that arrived in cycle ``arrival``
+        waited ``wait`` cycles (it was dispatched, or the run ended first)."""
+        self.wait_priorities.append(priority)
+        self.wait_channels.append(channel)
+        self.wait_cycles.append(wait)
+        self.wait_arrivals.append(arrival)
+
+    def add_finished(self, arrival: int, release: int) -> None:
+        """A submitted WG that arrived in cycle ``arrival`` completed: its resources were
+        released in cycle ``release``."""
+        self.finished_arrivals.append(arrival)
+        self.finished_releases.append(release)
+
+    @property
+    def waits(self) -> list[tuple[int, int, int]]:
+        """``(priority, channel, wait)`` of every wait recorded, in order (a copy)."""
+        return list(zip(self.wait_priorities, self.wait_channels, self.wait_cycles,
+                        strict=True))
 
     def accumulate(self, cycles: int) -> None:
         """The time integrals of ``cycles`` more cycles of the present state."""
@@ -251,13 +281,14 @@ class Metrics:
             original = queues.original(wg)
             if original.id not in waiting_ids:
                 waiting_ids.add(original.id)
-                self.waits.append((original.priority, original.channel,
-                                   cycles - original.arrival))
-                self.wait_arrivals.append(original.arrival)
-        waits_all = [w for _, _, w in self.waits]
-        per_priority = {str(p): summary([w for pr, _, w in self.waits if pr == p])
+                self.add_wait(original.priority, original.channel, cycles - original.arrival,
+                              original.arrival)
+        waits_all = np.frombuffer(self.wait_cycles, dtype=np.int64)
+        wait_priorities = np.frombuffer(self.wait_priorities, dtype=np.int64)
+        wait_channels = np.frombuffer(self.wait_channels, dtype=np.int64)
+        per_priority = {str(p): summary(waits_all[wait_priorities == p])
                         for p in range(gpu.priorities)}
-        per_channel = {str(c): summary([w for _, ch, w in self.waits if ch == c])
+        per_channel = {str(c): summary(waits_all[wait_channels == c])
                        for c in range(queues.channel_count)}
         capacity = {"vgpr": gpu.vgpr * self.P * self.Q, "sgpr": gpu.sgpr * self.P * self.Q,
                     "lds": gpu.lds * self.P, "wave_slots": gpu.wave_slots * self.P * self.Q}
@@ -283,21 +314,25 @@ class Metrics:
         # Latency (arrival to release) of every submitted WG not rejected; one not finished by
         # the end counts with its time so far, a lower bound, as a wait does.
         rejected = {r["id"] for r in rejected_rows}
-        finished_arrivals = {wg.id for wg in sim.workload if wg.completed is not None}
-        latencies = [(arrival, release - arrival) for arrival, release in self.finished]
-        latencies += [(wg.arrival, cycles - wg.arrival) for wg in sim.workload
-                      if wg.id not in finished_arrivals and wg.id not in rejected]
+        # The completed WGs first (in completion order), then the others (in submission order).
+        releases = np.frombuffer(self.finished_releases, dtype=np.int64)
+        open_arrivals = np.array([wg.arrival for wg in sim.workload
+                                  if wg.completed is None and wg.id not in rejected],
+                                 dtype=np.int64)
+        arrivals = np.concatenate([np.frombuffer(self.finished_arrivals, dtype=np.int64),
+                                   open_arrivals])
+        latencies = np.concatenate([releases, np.full(open_arrivals.size, cycles,
+                                                      dtype=np.int64)]) - arrivals
         warmup = sim.warmup
         window = cycles - warmup
-        steady_done = sum(1 for _, release in self.finished if release > warmup)
+        steady_done = int(np.count_nonzero(releases > warmup))
         steady_offered = sum(1 for wg in sim.workload if warmup <= wg.arrival < cycles)
+        wait_arrivals = np.frombuffer(self.wait_arrivals, dtype=np.int64)
         steady = {
             "throughput": 1000.0 * steady_done / window if window > 0 else 0.0,
             "offered": 1000.0 * steady_offered / window if window > 0 else 0.0,
-            "wait": summary([w for (_, _, w), arrival in zip(self.waits, self.wait_arrivals,
-                                                             strict=True)
-                             if arrival >= warmup]),
-            "latency": summary([value for arrival, value in latencies if arrival >= warmup]),
+            "wait": summary(waits_all[wait_arrivals >= warmup]),
+            "latency": summary(latencies[arrivals >= warmup]),
         }
         return {
             "policy": sim.policy.name,
@@ -325,9 +360,9 @@ class Metrics:
             "violations": counters.violations[:20],
             "processed_cycles": counters.processed_cycles,
             "execution": sim.execution,
-            "latency": summary([value for _, value in latencies]),
+            "latency": summary(latencies),
             "run": summary(self.runs),
-            "makespan": max((release for _, release in self.finished), default=0),
+            "makespan": int(releases.max()) if releases.size else 0,
             "steady": steady,
             "fixed_point": sim.widths,
             "series": {"cycle": self.samples["cycle"],
@@ -335,5 +370,6 @@ class Metrics:
                        "ap_resource_cv": self.samples["ap_resource_cv"],
                        "ap_power_cv": self.samples["ap_power_cv"],
                        "peu_waves": peu_waves.ravel().tolist(),
-                       "waits": [[p, w] for p, _, w in self.waits]},
+                       "waits": [[p, w] for p, w in zip(self.wait_priorities,
+                                                          self.wait_cycles, strict=True)]},
         }

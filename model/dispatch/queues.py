@@ -151,24 +151,23 @@ class Queues:
 
     # -- a dispatch and a release --------------------------------------------------------------
 
-    def dispatched(self, wg: WorkGroup, cycle: int, waits: list, arrivals: list) -> None:
+    def dispatched(self, wg: WorkGroup, cycle: int, wait) -> None:
         """``wg`` left its FIFO in ``cycle`` and runs: the FIFO-order check, and the wait of a
-        WG dispatched whole or of the last part of a split one (into ``waits`` as
-        ``(priority, channel, wait)`` with its arrival in ``arrivals``)."""
+        WG dispatched whole or of the last part of a split one, given to ``wait(priority,
+        channel, wait, arrival)`` (:meth:`~model.dispatch.metrics.Metrics.add_wait`)."""
         if wg.parent is None:
             if self.in_order and self.last_dispatched[wg.channel] > wg.id:
                 self.violation(f"cycle {cycle}: channel {wg.channel} dispatched WG {wg.id} "
                                f"after WG {self.last_dispatched[wg.channel]} (FIFO order)")
             self.last_dispatched[wg.channel] = wg.id
-            waits.append((wg.priority, wg.channel, cycle - wg.arrival))
-            arrivals.append(wg.arrival)
+            wait(wg.priority, wg.channel, cycle - wg.arrival, wg.arrival)
         else:
             parent = self.parents[wg.parent]
             parent.dispatched += 1
             if parent.dispatched == parent.parts:
-                waits.append((parent.wg.priority, parent.wg.channel,
-                              cycle - parent.wg.arrival))
-                arrivals.append(parent.wg.arrival)
+                parent_wg = parent.wg
+                wait(parent_wg.priority, parent_wg.channel, cycle - parent_wg.arrival,
+                     parent_wg.arrival)
         self.inflight[wg.channel] += 1
 
     def original(self, wg: WorkGroup) -> WorkGroup:
