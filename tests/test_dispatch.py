@@ -460,6 +460,15 @@ def test_config_errors_name_the_field(tmp_path, text, message):
     assert str(error.value) == f"{path}: {message}"
 
 
+def test_a_submitted_copy_keeps_every_field_but_what_the_simulator_fills_in():
+    wg = WorkGroup(id=7, channel=2, priority=1, waves=3, vgpr=4, sgpr=5, lds=6, duration=99,
+                   independent=True, arrival=12, parent=3, work=40, barrier=True,
+                   dispatched=20, completed=60, ap=9)
+    copy = wg.submitted()
+    assert copy is not wg
+    assert asdict(copy) == asdict(replace(wg, dispatched=None, completed=None, ap=None))
+
+
 def test_trace_round_trip_and_errors(tmp_path):
     scenario = load_scenario(CONFIGS / "default.toml")
     workload = scenario.workload(3)[:50]

@@ -63,7 +63,7 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
     limit = cycles or scenario.cycles
     if warmup is None:
         warmup = scenario.warmup * limit // scenario.cycles
-    workload = scenario.workload(seed)
+    workload = scenario.workload(seed, copy=False)       # each simulator copies it
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
     with contextlib.ExitStack() as stack:

@@ -65,7 +65,6 @@ each event instead, and no row is made.
 
 import heapq
 from collections import deque
-from dataclasses import replace
 
 import numpy as np
 
@@ -171,7 +170,7 @@ class DispatchSimulator:
         self.held_cycles: list[int] = []
         self.events = events
         self.observer = observer
-        copies = [replace(wg, dispatched=None, completed=None, ap=None) for wg in workload]
+        copies = [wg.submitted() for wg in workload]
         self.workload = [wg for wg in copies if wg.arrival < cycles]
         self.after_end = len(copies) - len(self.workload)
         self.P, self.Q = gpu.aps, gpu.peus

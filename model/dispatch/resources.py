@@ -264,9 +264,31 @@ class Resources:
         if self.ema_history:
             self.advance_ema(cycle)
             return list(self.ema)
-        length = self.history_cycles
-        cutoff = cycle - length
-        # An AP whose power has not changed since ``cycle - length`` executed ``rate x
-        # length`` in the window (its last segment covers it): no search.
-        return [h.rates[-1] * length if h.times[-1] <= cutoff else h.window(cycle, length)
-                for h in self.history]
+        return self.history_windows(range(self.P), cycle, self.history_cycles)
+
+    def history_windows(self, aps, cycle: int, length: int) -> list[int]:
+        """``history[ap].window(cycle, length)`` of every AP of ``aps``, in order: the same
+        integers, in one loop (embodiment 10 scores every candidate AP of every decision)."""
+        start = cycle - length
+        history = self.history
+        windows = []
+        append = windows.append
+        for ap in aps:
+            h = history[ap]
+            times = h.times
+            last = times[-1]
+            if start >= last:
+                # The AP's power has not changed since ``start``: ``rate x length``, no search.
+                append(h.rates[-1] * length)
+                continue
+            energies, rates = h.energies, h.rates
+            if cycle >= last:
+                end = energies[-1] + rates[-1] * (cycle - last)
+            else:
+                at = bisect_right(times, cycle) - 1
+                end = energies[at] + rates[at] * (cycle - times[at])
+            if start > 0:
+                at = bisect_right(times, start) - 1
+                end -= energies[at] + rates[at] * (start - times[at])
+            append(end)
+        return windows

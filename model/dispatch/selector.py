@@ -21,7 +21,21 @@ from model.dispatch.queues import Queues
 from model.dispatch.resources import Resources
 from model.dispatch.views import View
 
-__all__ = ["Lfsr", "Selector", "score_widths"]
+__all__ = ["Lfsr", "Selector", "score_widths", "set_bits"]
+
+
+def set_bits(mask: int) -> list[int]:
+    """The indices of the set bits of ``mask`` (>= 0), lowest first."""
+    if mask.bit_length() > 64:
+        # A big GPU (a CDNA3 has 304 CUs): numpy over the binary digits, not a Python loop.
+        digits = np.frombuffer(format(mask, "b")[::-1].encode(), dtype=np.uint8)
+        return np.flatnonzero(digits == ord("1")).tolist()
+    indices = []
+    while mask:
+        low = mask & -mask
+        indices.append(low.bit_length() - 1)
+        mask ^= low
+    return indices
 
 
 class Lfsr:
@@ -228,21 +242,25 @@ class Selector:
             after = mask >> self.ap_pointer << self.ap_pointer
             chosen = after or mask
             return (chosen & -chosen).bit_length() - 1
-        candidates = [ap for ap in range(self.P) if mask >> ap & 1]
+        candidates = set_bits(mask)
         if scores is not None:
             resource = [scores[0][ap] for ap in candidates]
             instruction = [scores[1][ap] for ap in candidates]
         if scores is None and choice in ("resource", "combined"):
-            resource = [self.resource_score(ap) for ap in candidates]
+            # resource_score of each candidate, inlined (the same integers).
+            a0, a1, a2, a3 = self.resource_weights
+            vgpr, sgpr = self.view_sum["vgpr"], self.view_sum["sgpr"]
+            lds, slots = self.view["lds"], self.resources.ap_slots
+            resource = [a0 * vgpr[ap] + a1 * sgpr[ap] + a2 * lds[ap] + a3 * slots[ap]
+                        for ap in candidates]
         if scores is None and choice in ("instruction", "combined"):
             resources = self.resources
             if resources.ema_history:
                 resources.advance_ema(cycle)
                 instruction = [resources.ema[ap] for ap in candidates]
             else:
-                length = policy.history_cycles
-                instruction = [resources.history[ap].window(cycle, length)
-                               for ap in candidates]
+                instruction = resources.history_windows(candidates, cycle,
+                                                        policy.history_cycles)
         if choice == "resource":
             return candidates[resource.index(max(resource))]
         if choice == "instruction":

@@ -82,6 +82,13 @@ class WorkGroup:
     completed: int | None = None
     ap: int | None = None
 
+    def submitted(self) -> "WorkGroup":
+        """A copy as submitted: what the simulator fills in (``dispatched``, ``completed``,
+        ``ap``) cleared. ``dataclasses.replace`` with those fields, at a third of its cost."""
+        return WorkGroup(self.id, self.channel, self.priority, self.waves, self.vgpr, self.sgpr,
+                         self.lds, self.duration, self.independent, self.arrival, self.parent,
+                         self.work, self.barrier)
+
 
 def quantised_mix(mix) -> tuple[int, ...]:
     """A channel's mix in the model's fixed point: instructions per cycle per wave in units of

@@ -63,13 +63,19 @@ class Scenario:
     channel_windows: tuple[int, ...] = ()
     stagger: int = 0
 
-    def workload(self, seed: int = 1) -> list[WorkGroup]:
+    def workload(self, seed: int = 1, *, copy: bool = True) -> list[WorkGroup]:
         """The WGs of this scenario (fresh objects): the converted kernel trace (each window
         after the first delayed by a random ``0..stagger`` cycles drawn with ``seed``), the
-        CSV trace, or the generators run with ``seed``."""
+        CSV trace, or the generators run with ``seed``. ``copy=False``: a converted trace
+        that is not staggered gives the scenario's own WG objects, which the caller must not
+        change (a :class:`~model.dispatch.engine.DispatchSimulator` copies what it runs: one
+        copy of a million-WG trace fewer)."""
         if self.workgroups is not None:
+            staggered = self.stagger and len(set(self.channel_windows)) > 1
+            if not copy and not staggered:
+                return list(self.workgroups)
             workload = [replace(wg) for wg in self.workgroups]
-            if self.stagger and len(set(self.channel_windows)) > 1:
+            if staggered:
                 rng = random.Random(f"{seed}/stagger")
                 delays = [0] + [rng.randint(0, self.stagger)
                                 for _ in range(max(self.channel_windows))]
