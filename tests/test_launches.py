@@ -211,3 +211,15 @@ def test_claims_panel_labels_do_not_overlap(monkeypatch, tmp_path):
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
     assert len(boxes) >= len(metrics) * (len(names) - 1)
     assert not _overlaps(boxes), _overlaps(boxes)[:3]
+
+
+def test_bench_times_a_whole_trace_replay(capsys):
+    # make bench's trace form: the replay of the trace, whole, timed per policy in CPU
+    # seconds with WGs per second and the process's peak memory.
+    status = main(["dispatch", "--bench", "--kernel-trace", str(LUD), "--preset", "pascal-sm",
+                   "--policy", "seed", "--policy", "miaow"])
+    assert status == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "traces_rodinia_lud.csv on pascal-sm" in out and "WGs/s" in out
+    assert out.count(" 1376 ") == 2, "both policies ran all 1,376 WGs of the 46 launches"
+    assert "peak memory of the process:" in out

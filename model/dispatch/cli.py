@@ -18,12 +18,16 @@ A kernel trace's per-launch results (:mod:`model.dispatch.launches`) go to ``--l
 (default: beside ``--json``, else in ``--plots``), with a table of the kernels that differ
 most between policies; its plot shows the launches over time instead of the AP imbalance.
 ``--bench`` instead times every policy on the default scenario under both execution models
-and prints simulated cycles per second.
+(with ``--kernel-trace``: on the trace's replay) and prints simulated cycles and WGs per CPU
+second, and the process's peak memory.
 ``--kernel-trace FILE --preset GPU`` replays a profiler's kernel trace instead
 (:mod:`model.dispatch.kernels`).
 """
 
 import argparse
+import resource
+import sys
+import time
 from pathlib import Path
 
 from model.cli import CONFIG_ROOT, output_problem, positive_int, select_policies
@@ -60,7 +64,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--debug", action="store_true",
                         help="check every invariant every cycle (as the tests do)")
     parser.add_argument("--bench", action="store_true",
-                        help="print simulated cycles per second per policy")
+                        help="print simulated cycles and WGs per CPU second per policy (on "
+                             "the default scenario, or the --kernel-trace replay)")
     parser.add_argument("--execution", choices=EXECUTIONS,
                         help="run the scenarios under this execution model (default: each "
                              "scenario's; claims keep their own)")
@@ -217,25 +222,45 @@ def _table(scenario, results: dict) -> None:
 
 
 def _bench(args) -> int:
-    default = CONFIG_ROOT / "dispatch" / "default.toml"
-    scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
-                             else default)
+    """Time every chosen policy in CPU seconds: on the default scenario (or the one
+    ``--config``) under both execution models (or ``--execution``), or with
+    ``--kernel-trace FILE --preset GPU`` on the trace's replay (whole unless ``--cycles``)
+    under the trace's execution model; the peak memory of the process after the runs."""
+    if args.kernel_trace is not None:
+        ((_, scenario),) = _load(args)
+        executions = [args.execution or scenario.execution]
+    else:
+        default = CONFIG_ROOT / "dispatch" / "default.toml"
+        scenario = load_scenario(args.config[0] if args.config and len(args.config) == 1
+                                 else default)
+        executions = [args.execution] if args.execution else EXECUTIONS
     chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
     rows = []
-    for execution in [args.execution] if args.execution else EXECUTIONS:
+    for execution in executions:
         for policy in scenario.policies:
             if policy.name not in chosen[scenario.name]:
                 continue
+            started = time.process_time()
             results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
                                    policies=[policy.name], execution=execution)[policy.name]
+            seconds = max(time.process_time() - started, 1e-9)
             rows.append([execution, policy.name, results["cycles"],
                          results["processed_cycles"], results["workgroups_completed"],
-                         results["seconds"], results["cycles"] / results["seconds"]])
+                         round(seconds, 3), round(results["cycles"] / seconds),
+                         round(results["workgroups_completed"] / seconds)])
     print_table(f"dispatcher speed, {scenario.name} ({scenario.gpu.aps} APs x "
-                f"{scenario.gpu.peus} PEUs, {len(scenario.channels)} channels), one core",
+                f"{scenario.gpu.peus} PEUs, {scenario.channel_count} channels), one core",
                 ["execution", "policy", "simulated cycles", "cycles evaluated", "WGs done",
-                 "seconds", "cycles/s"], rows)
+                 "CPU seconds", "cycles/s", "WGs/s"], rows)
+    print(f"  peak memory of the process: {peak_memory_mb():,.0f} MB")
     return 0
+
+
+def peak_memory_mb() -> float:
+    """The process's peak resident memory in MB (``getrusage``; Linux counts kilobytes,
+    macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 def _written(path: Path, write) -> Path:
