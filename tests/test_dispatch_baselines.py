@@ -190,3 +190,88 @@ def test_the_rtl_refuses_the_faithful_baselines_in_one_line():
         assert reason and "the RTL does not implement it" in reason and "\n" not in reason
     for name in ("prior-art", "blocking-buffer", "rr-first-fit", "emb1", "seed"):
         assert policy_unsupported(PRESETS[name]) is None
+
+
+def test_miaow_rejections_skipped_in_whole_rounds_leave_the_state_of_stepping_them():
+    # Buffered WGs that fit no unlocked AP are retried back to back; with skipping, those
+    # decisions are not stepped but replayed at the next event (MiaowSelector.replay), in
+    # whole rounds of the buffer. Overloaded random workloads on both MIAOW presets: the
+    # result and the controller's state (pointer, busy-until, counts) equal stepping every
+    # cycle, and the replay did skip rounds (far fewer cycles evaluated).
+    import random
+
+    replayed = []
+    for seed in range(12):
+        rng = random.Random(seed)
+        gpu = GpuConfig(aps=rng.randint(1, 4), peus=rng.choice([1, 2, 4]), vgpr=16, sgpr=8,
+                        lds=rng.choice([4, 8]), wave_slots=rng.randint(2, 6), priorities=1)
+        work = [wg(i, rng.randrange(3), arrival=rng.randint(0, 400),
+                   waves=rng.randint(1, gpu.peus), vgpr=rng.randint(0, 6),
+                   sgpr=rng.randint(0, 3), lds=rng.randint(0, gpu.lds),
+                   duration=rng.randint(50, 900))
+                for i in range(rng.randint(20, 70))]
+        work.sort(key=lambda w: w.arrival)
+        work = [_renumbered(w, i) for i, w in enumerate(work)]
+        for policy in (MIAOW, PRESETS["miaow-one-clock"]):
+            states, results = [], []
+            for skip in (True, False):
+                sim = DispatchSimulator(gpu, policy, work, cycles=6000, skip=skip,
+                                        debug=not skip, strict=True)
+                result = sim.run()
+                selector = sim.selector
+                if selector.quiet_from is not None:
+                    selector.replay(6000)          # what stepping to the limit would do
+                states.append((selector.last, selector.busy_until, selector.decisions,
+                               selector.rejections))
+                results.append(result)
+            fast, slow = results
+            replayed.append(slow["processed_cycles"] - fast.pop("processed_cycles"))
+            slow.pop("processed_cycles")
+            assert fast == slow, (seed, policy.name)
+            assert states[0] == states[1], (seed, policy.name, states)
+            assert states[1][3] > 0, "the workload overloads the GPU: some WGs are rejected"
+    assert sum(replayed) > 10_000, replayed
+
+
+def _renumbered(work, ident):
+    return WorkGroup(id=ident, channel=work.channel, priority=0, waves=work.waves,
+                     vgpr=work.vgpr, sgpr=work.sgpr, lds=work.lds, duration=work.duration,
+                     independent=False, arrival=work.arrival)
+
+
+def test_miaow_replay_of_rejections_against_one_decision_at_a_time():
+    # MiaowSelector.replay against the rule stepped one decision at a time (M3, M11: the
+    # next occupied entry after the last one tried, 16 + 2e + max(0, waves - 5) clocks),
+    # from random buffers, pointers (also at an empty entry, as after a dispatch from it)
+    # and spans that end inside, at the end of, or after whole rounds.
+    import random
+
+    gpu = GpuConfig(aps=1, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    rng = random.Random(5)
+    for case in range(300):
+        sim = DispatchSimulator(gpu, MIAOW, [], cycles=10)
+        selector = sim.selector
+        n = len(selector.entries)
+        for entry in rng.sample(range(n), rng.randint(1, 12)):
+            selector.entries[entry] = wg(entry, waves=rng.randint(1, 9))
+        selector.last = rng.randrange(n)
+        selector.busy_until = rng.randint(0, 60)
+        selector.quiet_from = rng.randint(0, 60)
+        # Expected: one decision at a time.
+        last, busy, count = selector.last, selector.busy_until, 0
+        occupied = [e for e in range(n) if selector.entries[e] is not None]
+        period = sum(decision_clocks(e, selector.entries[e].waves) for e in occupied)
+        start = max(selector.quiet_from, busy)
+        end = start + rng.choice([0, 1, period - 1, period, 2 * period, 3 * period + 7,
+                                  rng.randint(0, 5 * period)])
+        t = start
+        while t < end:
+            last = next((last + 1 + k) % n for k in range(n)
+                        if selector.entries[(last + 1 + k) % n] is not None)
+            busy = t + decision_clocks(last, selector.entries[last].waves)
+            t = busy
+            count += 1
+        selector.replay(end)
+        assert selector.quiet_from is None
+        assert (selector.last, selector.busy_until, selector.decisions,
+                selector.rejections) == (last, busy, count, count), case

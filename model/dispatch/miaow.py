@@ -106,6 +106,9 @@ class MiaowSelector(OwnClockSelector):
         self.lock_until = [0] * self.groups
         self.rejections = 0
         self.decisions = 0
+        # Set by :meth:`wake` when every decision from this cycle on is a rejection until the
+        # next event: :meth:`step` replays them (pointer, controller, counts) when it runs.
+        self.quiet_from: int | None = None
         self.Q = gpu.peus
         self.intake_clocks = INTAKE_CLOCKS
 
@@ -150,18 +153,73 @@ class MiaowSelector(OwnClockSelector):
 
     def wake(self, cycle: int) -> int | None:
         """The next cycle this dispatcher acts without an outside event (the controller free
-        again, an intake due), for the engine's skip of quiet cycles; ``None``: none."""
+        again, an intake due, a group lock ending), for the engine's skip of quiet cycles;
+        ``None``: none.
+
+        Rejected WGs are retried back to back. When every buffered WG fits no AP left
+        unlocked, each of those decisions is a rejection until something changes: a release,
+        an arrival or a view update (the engine's events), an intake, or a group lock ending
+        (due here). Those decisions are not stepped cycle by cycle; :meth:`step` replays them
+        when it next runs (:meth:`replay`), with the same pointer, controller and counts."""
         if not any(self.channels):
             return None
         due = []
-        if self.busy_until > cycle:
-            due.append(self.busy_until)
-        elif any(e is not None for e in self.entries):
-            due.append(cycle + 1)                # rejected WGs are retried back to back
+        occupied = any(e is not None for e in self.entries)
+        if occupied:
+            start = max(cycle + 1, self.busy_until)           # the next decision
+            if self.all_rejected(start):
+                self.quiet_from = cycle + 1
+                ending = [until for until in self.lock_until if until > start]
+                if ending:
+                    due.append(min(ending))
+            else:
+                due.append(start)
         if None in self.entries and any(self.buffered[c] < len(q)
                                         for c, q in enumerate(self.channels)):
             due.append(max(self.next_intake, cycle + 1))
         return min(due) if due else None
+
+    def locked(self, cycle: int) -> int:
+        """The APs whose resource-table group is locked in ``cycle`` (bit mask)."""
+        locked = 0
+        for ap in range(self.P):
+            if self.lock_until[self.group(ap)] > cycle:
+                locked |= 1 << ap
+        return locked
+
+    def all_rejected(self, cycle: int) -> bool:
+        """Every buffered WG fits no AP unlocked in ``cycle`` (as the matcher sees it now)."""
+        unlocked = ~self.locked(cycle)
+        masks_of = self.matcher.masks_of
+        return all(masks_of(wg) & unlocked == 0 for wg in self.entries if wg is not None)
+
+    def replay(self, cycle: int) -> None:
+        """The decisions from ``quiet_from`` to ``cycle - 1``, every one a rejection
+        (:meth:`wake`): each takes the next occupied entry after ``last`` for its clocks.
+        Whole rounds of the buffer at once, then the rest one by one."""
+        start = max(self.quiet_from, self.busy_until)
+        self.quiet_from = None
+        if start >= cycle:
+            return
+        n = len(self.entries)
+        order = [(self.last + 1 + k) % n for k in range(n)
+                 if self.entries[(self.last + 1 + k) % n] is not None]
+        clocks = [self.clocks(entry, self.entries[entry].waves) for entry in order]
+        period = sum(clocks)
+        rounds = (cycle - start) // period
+        start += rounds * period
+        done = rounds * len(order)
+        if rounds:
+            self.last = order[-1]
+        for entry, length in zip(order, clocks, strict=True):
+            if start >= cycle:
+                break
+            self.last = entry
+            start += length
+            done += 1
+        self.busy_until = start                  # start >= busy_until throughout
+        self.decisions += done
+        self.rejections += done
 
     def clocks(self, entry: int, waves: int) -> int:
         return decision_clocks(entry, waves)
@@ -172,6 +230,8 @@ class MiaowSelector(OwnClockSelector):
         self.lock_until[g] = max(self.lock_until[g], cycle) + lock_clocks(resident)
 
     def step(self, cycle: int):
+        if self.quiet_from is not None:
+            self.replay(cycle)
         self.releases(cycle)
         self.intake(cycle)
         entries = self.entries
@@ -187,11 +247,7 @@ class MiaowSelector(OwnClockSelector):
         wg = entries[entry]
         self.decisions += 1
         self.busy_until = cycle + self.clocks(entry, wg.waves)
-        locked = 0
-        for ap in range(self.P):
-            if self.lock_until[self.group(ap)] > cycle:
-                locked |= 1 << ap
-        mask = self.matcher.masks_of(wg) & ~locked
+        mask = self.matcher.masks_of(wg) & ~self.locked(cycle)
         if mask:
             ap = (mask & -mask).bit_length() - 1
             resident = len(self.matcher.records.live(ap))
