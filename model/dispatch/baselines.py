@@ -108,8 +108,11 @@ class BlockingBufferSelector(Selector):
         return self.buffer
 
     def take(self, channel: int):
+        """The buffered WG leaves the buffer (it left its FIFO when buffered); returns its
+        channel's FIFO, whose next head of the same shape then inherits the WG's kept mask
+        (:meth:`~model.dispatch.matcher.Matcher.inherit`) whenever it is buffered."""
         self.buffer = None
-        return None
+        return self.channels[channel]
 
 
 #: The selector of each ``PolicyConfig.selection``.
