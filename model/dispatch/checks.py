@@ -79,11 +79,19 @@ def check_all(sim, cycle: int) -> None:
     if now != power:
         violation(f"cycle {cycle}: instruction power per AP {now} != the running "
                   f"WGs' {power}")
-    heads = queues.heads(sim.selector.buffer)
+    # Fit masks are kept for head WGs, a head's inherited one for its successor and MIAOW's
+    # for its buffered WGs: every one for a WG still waiting, exact but for its dirty APs.
+    heads = {w.id: w for w in queues.heads(sim.selector.buffer)}
+    waiting = None
     for wg_id, (mask, dirty) in matcher.masks.items():
-        head = next((w for w in heads if w.id == wg_id), None)
+        head = heads.get(wg_id)
         if head is None:
-            violation(f"cycle {cycle}: a fit mask is kept for WG {wg_id}, no head")
+            if waiting is None:
+                waiting = {w.id: w for w in queues.queued(sim.selector.buffer)}
+            head = waiting.get(wg_id)
+        if head is None:
+            violation(f"cycle {cycle}: a fit mask is kept for WG {wg_id}, which is not "
+                      f"waiting")
             continue
         fresh = sum(1 << ap for ap in range(P) if matcher.fits(head, ap))
         if (mask ^ fresh) & ~dirty:

@@ -54,6 +54,7 @@ baselines"):
   stays.
 """
 
+from model.dispatch.matcher import Matcher
 from model.dispatch.ownclock import OwnClockSelector, RecordingMatcher, largest_range_plan
 
 __all__ = ["BUFFER_ENTRIES", "INTAKE_CLOCKS", "TABLE_GROUPS", "MiaowMatcher",
@@ -84,6 +85,10 @@ class MiaowMatcher(RecordingMatcher):
         super().__init__(gpu, policy, view, resources, queues)
         self.rotate = False
 
+    #: Its fit test is the matcher's own (:meth:`Matcher.fits`), so every AP at once is the
+    #: matcher's inlined loop, not one ``fits`` call per AP.
+    masks_of = Matcher.masks_of
+
 
 class MiaowSelector(OwnClockSelector):
     """MIAOW's in-flight buffer and controller (see the module docstring for each rule).
@@ -103,6 +108,9 @@ class MiaowSelector(OwnClockSelector):
         self.next_intake = 0
         self.intake_pointer = 0
         self.groups = min(TABLE_GROUPS, self.P)
+        # The APs of each group, as a bit mask.
+        self.group_aps = [sum(1 << ap for ap in range(self.P) if self.group(ap) == g)
+                          for g in range(self.groups)]
         self.lock_until = [0] * self.groups
         self.rejections = 0
         self.decisions = 0
@@ -119,6 +127,31 @@ class MiaowSelector(OwnClockSelector):
     def plan(self, wg, ap, waves):
         return largest_range_plan(self.resources, wg, ap, waves, self.Q)
 
+    def takeable(self, channel: int) -> bool:
+        """The channel has a WG not yet buffered that the intake may take: not a kernel's
+        first WG while the channel's earlier WGs run or are buffered, nor a WG behind the
+        kernel's first one still waiting (it goes before the rest)."""
+        queue, index = self.channels[channel], self.buffered[channel]
+        if index >= len(queue):
+            return False
+        if queue[index].barrier and (index or self.inflight[channel]):
+            return False
+        return not (index and queue[0].barrier)
+
+    def share_mask(self, wg) -> None:
+        """A WG entering the buffer takes a copy of the kept fit mask of a buffered WG of the
+        same shape (a kernel's WGs fit the same APs), instead of testing every AP afresh."""
+        masks = self.matcher.masks
+        if wg.id in masks:
+            return
+        for other in self.entries:
+            if (other is not None and other.waves == wg.waves and other.vgpr == wg.vgpr
+                    and other.sgpr == wg.sgpr and other.lds == wg.lds):
+                entry = masks.get(other.id)
+                if entry is not None:
+                    masks[wg.id] = list(entry)
+                    return
+
     def intake(self, cycle: int) -> None:
         """M1, M2: one WG from the next channel in turn into the lowest free entry."""
         if cycle < self.next_intake or None not in self.entries:
@@ -126,14 +159,10 @@ class MiaowSelector(OwnClockSelector):
         count = self.channel_count
         for k in range(count):
             channel = (self.intake_pointer + k) % count
-            queue, index = self.channels[channel], self.buffered[channel]
-            if index >= len(queue):
+            if not self.takeable(channel):
                 continue
-            wg = queue[index]
-            if wg.barrier and (index or self.inflight[channel]):
-                continue
-            if index and queue[0].barrier:
-                continue                     # the kernel's first WG goes before the rest
+            wg = self.channels[channel][self.buffered[channel]]
+            self.share_mask(wg)
             self.entries[self.entries.index(None)] = wg
             self.buffered[channel] += 1
             self.intake_pointer = (channel + 1) % count
@@ -174,24 +203,25 @@ class MiaowSelector(OwnClockSelector):
                     due.append(min(ending))
             else:
                 due.append(start)
-        if None in self.entries and any(self.buffered[c] < len(q)
-                                        for c, q in enumerate(self.channels)):
+        # An intake is due only when some channel has a WG it may take (which only a release,
+        # a dispatch or an arrival changes: a barrier WG waits for its kernel's predecessor).
+        if None in self.entries and any(self.takeable(c) for c in range(self.channel_count)):
             due.append(max(self.next_intake, cycle + 1))
         return min(due) if due else None
 
     def locked(self, cycle: int) -> int:
         """The APs whose resource-table group is locked in ``cycle`` (bit mask)."""
         locked = 0
-        for ap in range(self.P):
-            if self.lock_until[self.group(ap)] > cycle:
-                locked |= 1 << ap
+        for g, until in enumerate(self.lock_until):
+            if until > cycle:
+                locked |= self.group_aps[g]
         return locked
 
     def all_rejected(self, cycle: int) -> bool:
         """Every buffered WG fits no AP unlocked in ``cycle`` (as the matcher sees it now)."""
         unlocked = ~self.locked(cycle)
-        masks_of = self.matcher.masks_of
-        return all(masks_of(wg) & unlocked == 0 for wg in self.entries if wg is not None)
+        mask = self.matcher.mask
+        return all(mask(wg) & unlocked == 0 for wg in self.entries if wg is not None)
 
     def replay(self, cycle: int) -> None:
         """The decisions from ``quiet_from`` to ``cycle - 1``, every one a rejection
@@ -247,7 +277,8 @@ class MiaowSelector(OwnClockSelector):
         wg = entries[entry]
         self.decisions += 1
         self.busy_until = cycle + self.clocks(entry, wg.waves)
-        mask = self.matcher.masks_of(wg) & ~self.locked(cycle)
+        # The WG's kept fit mask (re-testing only the APs changed since it was last read).
+        mask = self.matcher.mask(wg) & ~self.locked(cycle)
         if mask:
             ap = (mask & -mask).bit_length() - 1
             resident = len(self.matcher.records.live(ap))
