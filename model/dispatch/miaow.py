@@ -152,6 +152,18 @@ class MiaowSelector(OwnClockSelector):
                     masks[wg.id] = list(entry)
                     return
 
+    def hand_on(self, wg, kept) -> None:
+        """``wg`` was dispatched; its kept fit mask ``kept`` (the allocation's AP marked to
+        re-test) goes to its channel's next WG not yet buffered when that has its shape."""
+        queue, index = self.channels[wg.channel], self.buffered[wg.channel]
+        if kept is None or index >= len(queue):
+            return
+        following = queue[index]
+        if (following.waves == wg.waves and following.vgpr == wg.vgpr
+                and following.sgpr == wg.sgpr and following.lds == wg.lds
+                and following.id not in self.matcher.masks):
+            self.matcher.masks[following.id] = kept
+
     def intake(self, cycle: int) -> None:
         """M1, M2: one WG from the next channel in turn into the lowest free entry."""
         if cycle < self.next_intake or None not in self.entries:
@@ -282,9 +294,11 @@ class MiaowSelector(OwnClockSelector):
         if mask:
             ap = (mask & -mask).bit_length() - 1
             resident = len(self.matcher.records.live(ap))
+            kept = self.matcher.masks.get(wg.id)
             if self.dispatch(wg, ap, cycle, self.plan) is not None:
                 entries[entry] = None
                 self.buffered[wg.channel] -= 1
+                self.hand_on(wg, kept)
                 self.matcher.records.by_ap[ap][wg.id] = True
                 self.matcher.records.dirty.discard(ap)
                 self.lock(ap, cycle, resident)
