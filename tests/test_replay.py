@@ -203,3 +203,19 @@ def test_a_runs_work_does_not_grow_with_idle_cycles(monkeypatch):
         assert result["workgroups_completed"] == 2
         counts.append(len(calls))
     assert counts[0] == counts[1] and counts[0] < 2_000
+
+
+@pytest.mark.parametrize("preset", ["miaow", "miaow-one-clock", "blocking-buffer"])
+def test_waiting_wgs_that_fit_nowhere_cost_per_event_not_per_cycle(preset):
+    """A kept-full GPU with WGs queued behind (a kernel's WGs each holding a whole AP for
+    50,000 cycles): MIAOW's buffer retries its rejected WGs back to back, which the engine
+    replays in whole rounds at the next release instead of stepping each cycle."""
+    from model.dispatch.config import PRESETS, GpuConfig, WorkGroup
+    gpu = GpuConfig(aps=2, peus=2, vgpr=16, sgpr=16, lds=8, wave_slots=4, priorities=1)
+    workload = [WorkGroup(id=i, channel=i % 2, priority=0, waves=8, vgpr=2, sgpr=2, lds=8,
+                          duration=50_000, independent=False, arrival=0)
+                for i in range(40)]
+    result = DispatchSimulator(gpu, PRESETS[preset], workload, cycles=2_000_000).run()
+    assert result["workgroups_completed"] == 40
+    assert result["makespan"] > 1_000_000
+    assert result["processed_cycles"] < 40 * 20, result["processed_cycles"]
