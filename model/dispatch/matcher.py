@@ -184,9 +184,16 @@ class Matcher:
         shape fits exactly where it did, except on the APs marked changed (this dispatch
         marked its AP), so it inherits the mask (a kernel's WGs follow each other) instead of
         testing every AP afresh."""
-        if entry is not None and queue:
-            following = queue[0]
-            if (following.waves == wg.waves and following.vgpr == wg.vgpr
-                    and following.sgpr == wg.sgpr and following.lds == wg.lds
-                    and following.id not in self.masks):
-                self.masks[following.id] = entry
+        if queue:
+            self.hand_on(entry, wg, queue[0])
+
+    def hand_on(self, entry: list | None, wg: WorkGroup, following: WorkGroup) -> bool:
+        """``following`` takes the kept mask ``entry`` of ``wg`` when it has the same shape
+        (its fit depends only on that and the APs' state) and keeps no mask of its own;
+        whether it took it."""
+        if (entry is None or following.id in self.masks or following.waves != wg.waves
+                or following.vgpr != wg.vgpr or following.sgpr != wg.sgpr
+                or following.lds != wg.lds):
+            return False
+        self.masks[following.id] = entry
+        return True

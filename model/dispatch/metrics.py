@@ -242,9 +242,7 @@ class Metrics:
                    if count else 0)
         power_cv = samples["ap_power_cv"]
         for sample in range(first, first + varying * interval, interval):
-            cutoff = sample - window
-            power = [h.rates[-1] * window if h.times[-1] <= cutoff else h.window(sample, window)
-                     for h in history]
+            power = resources.history_windows(range(P), sample, window)
             power_cv.append(coefficient_of_variation(power))
         if count > varying:
             power = [h.rates[-1] * window for h in history]

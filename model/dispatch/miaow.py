@@ -141,28 +141,13 @@ class MiaowSelector(OwnClockSelector):
     def share_mask(self, wg) -> None:
         """A WG entering the buffer takes a copy of the kept fit mask of a buffered WG of the
         same shape (a kernel's WGs fit the same APs), instead of testing every AP afresh."""
-        masks = self.matcher.masks
-        if wg.id in masks:
+        matcher = self.matcher
+        if wg.id in matcher.masks:
             return
         for other in self.entries:
-            if (other is not None and other.waves == wg.waves and other.vgpr == wg.vgpr
-                    and other.sgpr == wg.sgpr and other.lds == wg.lds):
-                entry = masks.get(other.id)
-                if entry is not None:
-                    masks[wg.id] = list(entry)
-                    return
-
-    def hand_on(self, wg, kept) -> None:
-        """``wg`` was dispatched; its kept fit mask ``kept`` (the allocation's AP marked to
-        re-test) goes to its channel's next WG not yet buffered when that has its shape."""
-        queue, index = self.channels[wg.channel], self.buffered[wg.channel]
-        if kept is None or index >= len(queue):
-            return
-        following = queue[index]
-        if (following.waves == wg.waves and following.vgpr == wg.vgpr
-                and following.sgpr == wg.sgpr and following.lds == wg.lds
-                and following.id not in self.matcher.masks):
-            self.matcher.masks[following.id] = kept
+            entry = None if other is None else matcher.masks.get(other.id)
+            if entry is not None and matcher.hand_on(list(entry), other, wg):
+                return
 
     def intake(self, cycle: int) -> None:
         """M1, M2: one WG from the next channel in turn into the lowest free entry."""
@@ -298,7 +283,11 @@ class MiaowSelector(OwnClockSelector):
             if self.dispatch(wg, ap, cycle, self.plan) is not None:
                 entries[entry] = None
                 self.buffered[wg.channel] -= 1
-                self.hand_on(wg, kept)
+                # Its kept mask (the allocation's AP marked to re-test) goes on to its
+                # channel's next WG not yet buffered, if that has its shape.
+                queue, index = self.channels[wg.channel], self.buffered[wg.channel]
+                if index < len(queue):
+                    self.matcher.hand_on(kept, wg, queue[index])
                 self.matcher.records.by_ap[ap][wg.id] = True
                 self.matcher.records.dirty.discard(ap)
                 self.lock(ap, cycle, resident)

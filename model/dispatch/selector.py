@@ -220,15 +220,15 @@ class Selector:
 
     # -- the target AP -------------------------------------------------------------------------
 
-    def resource_score(self, ap: int) -> int:
-        a = self.resource_weights
-        return (a[0] * self.view_sum["vgpr"][ap] + a[1] * self.view_sum["sgpr"][ap]
-                + a[2] * self.view["lds"][ap] + a[3] * self.resources.ap_slots[ap])
-
-    def resource_scores(self) -> list[int]:
-        """Embodiment 9's ``sum a_h r_h`` of every AP: ``r`` is the circuit's view summed over
-        the AP's PEUs (VGPR, SGPR), its LDS view and its free wave slots; integers."""
-        return [self.resource_score(ap) for ap in range(self.P)]
+    def resource_scores(self, aps=None) -> list[int]:
+        """Embodiment 9's ``sum a_h r_h`` of every AP of ``aps`` (default: all), in order:
+        ``r`` is the circuit's view summed over the AP's PEUs (VGPR, SGPR), its LDS view and
+        its free wave slots; integers."""
+        a0, a1, a2, a3 = self.resource_weights
+        vgpr, sgpr = self.view_sum["vgpr"], self.view_sum["sgpr"]
+        lds, slots = self.view["lds"], self.resources.ap_slots
+        return [a0 * vgpr[ap] + a1 * sgpr[ap] + a2 * lds[ap] + a3 * slots[ap]
+                for ap in (range(self.P) if aps is None else aps)]
 
     def choose_ap(self, mask: int, cycle: int, scores=None) -> int:
         """The target AP among the matching ones (bit mask); every score is an integer, ties
@@ -247,12 +247,7 @@ class Selector:
             resource = [scores[0][ap] for ap in candidates]
             instruction = [scores[1][ap] for ap in candidates]
         if scores is None and choice in ("resource", "combined"):
-            # resource_score of each candidate, inlined (the same integers).
-            a0, a1, a2, a3 = self.resource_weights
-            vgpr, sgpr = self.view_sum["vgpr"], self.view_sum["sgpr"]
-            lds, slots = self.view["lds"], self.resources.ap_slots
-            resource = [a0 * vgpr[ap] + a1 * sgpr[ap] + a2 * lds[ap] + a3 * slots[ap]
-                        for ap in candidates]
+            resource = self.resource_scores(candidates)
         if scores is None and choice in ("instruction", "combined"):
             resources = self.resources
             if resources.ema_history:
