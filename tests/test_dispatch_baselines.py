@@ -5,6 +5,8 @@ tests/test_dispatch_exact.py run every preset, these included, with skipping on 
 
 from collections import deque
 
+import pytest
+
 from model.dispatch.config import PRESETS, GpuConfig, WorkGroup, with_policy
 from model.dispatch.engine import DispatchSimulator
 from model.dispatch.miaow import decision_clocks, lock_clocks
@@ -31,6 +33,14 @@ def run(gpu, policy, work, cycles=3000):
     assert result["invariant_violations"] == 0
     return sim, [(c, w.id, ap, waves, starts) for c, kind, w, ap, waves, starts, _ in events
                  if kind == "dispatch"]
+
+
+def run_result(gpu, policy, work, cycles=3000):
+    """``(simulator, result)`` with every invariant checked every cycle."""
+    sim = DispatchSimulator(gpu, policy, work, cycles=cycles, debug=True, strict=True)
+    result = sim.run()
+    assert result["invariant_violations"] == 0
+    return sim, result
 
 
 # -- MIAOW (src/verilog/rtl/dispatcher/) ----------------------------------------------------------
@@ -179,6 +189,112 @@ def test_gem5_on_an_idle_cu_a_five_wave_wg_takes_2_1_1_1():
     gpu = GpuConfig(aps=1, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
     _, dispatched = run(gpu, GEM5, [wg(0, waves=5)])
     assert list(dispatched[0][3]) == [2, 1, 1, 1]
+
+
+# -- each baseline's own resource units (model.dispatch.units) -----------------------------------
+
+def _fragmented(lds=False):
+    """Three WGs of 4 blocks (VGPR, or LDS with ``lds``) at cycle 0 on one AP of 16 (LDS 8:
+    2 blocks each); the middle one ends at cycle 10, leaving two free runs of 4 (LDS 2)."""
+    if lds:
+        return [wg(0, lds=2), wg(1, lds=2, duration=10), wg(2, lds=2)]
+    return [wg(0, vgpr=4), wg(1, vgpr=4, duration=10), wg(2, vgpr=4)]
+
+
+ONE_SM = GpuConfig(aps=1, peus=1, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+
+
+def test_gpgpusim_counts_registers_and_shared_memory_per_sm():
+    # G7, G9: 8 VGPR blocks free in runs of 4 and 4; a CTA of 6 goes at once (counted, the
+    # lowest free blocks 4-7 and 12-13), as does one of 3 LDS blocks with 4 free in runs of
+    # 2. The seed's contiguous blocks (units = "blocks") hold both until cycle 1000.
+    for work, late in ((_fragmented() + [wg(3, arrival=50, vgpr=6)], 3),
+                       (_fragmented(lds=True) + [wg(3, arrival=50, lds=3)], 3)):
+        sim, dispatched = run(ONE_SM, GPGPUSIM, work)
+        at = {w: (c, s) for c, w, _, _, s in dispatched}
+        assert at[late][0] == 50, at
+        _, blocks = run(ONE_SM, with_policy(GPGPUSIM, units="blocks"), work)
+        assert {w: c for c, w, *_ in blocks}[late] > 1000
+    assert at[3][1][2] == 2                      # LDS blocks 2, 3 and 6: the lowest free
+    sim, _ = run(ONE_SM, GPGPUSIM, work, cycles=100)
+    assert sim.resources.running[3].lds == 0b1001100
+    sim, _ = run(ONE_SM, GPGPUSIM, _fragmented() + [wg(3, arrival=50, vgpr=6)], cycles=100)
+    assert sim.resources.running[3].vgpr == [0b11 << 12 | 0b1111 << 4]
+
+
+def test_gem5_registers_are_one_region_per_wave_and_lds_is_counted():
+    # A6: runs of 4 and 4 free; a WG of 2 waves x 3 VGPR blocks takes one region of 3 in each
+    # run (canAllocate counts 4 // 3 + 4 // 3 = 2); one of 3 waves x 3 (9 blocks, 2 regions)
+    # waits. The seed's blocks need 6 contiguous. A7: LDS counted.
+    two = _fragmented() + [wg(3, arrival=50, waves=2, vgpr=3)]
+    sim, dispatched = run(ONE_SM, GEM5, two, cycles=100)
+    assert {w: c for c, w, *_ in dispatched}[3] == 50
+    assert sim.resources.running[3].vgpr == [0b111 << 4 | 0b111 << 12]
+    three = _fragmented() + [wg(3, arrival=50, waves=3, vgpr=3)]
+    _, dispatched = run(ONE_SM, GEM5, three)
+    assert {w: c for c, w, *_ in dispatched}[3] > 1000
+    _, blocks = run(ONE_SM, with_policy(GEM5, units="blocks"), two)
+    assert {w: c for c, w, *_ in blocks}[3] > 1000
+    _, dispatched = run(ONE_SM, GEM5, _fragmented(lds=True) + [wg(3, arrival=50, lds=3)])
+    assert {w: c for c, w, *_ in dispatched}[3] == 50
+
+
+def test_miaow_one_range_per_wg_per_cu_across_the_simd_files_and_slots_per_cu():
+    # M8-M10, M13: 2 SIMDs of 8 VGPR blocks are one range of 16 per CU: a one-wave WG of 12
+    # blocks fits at the start of the largest free range (3), crossing from SIMD 0's file
+    # into SIMD 1's; the seed's blocks refuse it (12 on one PEU of 8).
+    gpu = GpuConfig(aps=1, peus=2, vgpr=8, sgpr=8, lds=8, wave_slots=4, priorities=1)
+    sim, dispatched = run(gpu, MIAOW, [wg(0, vgpr=3), wg(1, arrival=20, vgpr=12)], cycles=100)
+    assert [w for _, w, *_ in dispatched] == [0, 1]
+    assert sim.resources.running[1].vgpr == [(3, 5), (0, 7)]
+    _, result = run_result(gpu, with_policy(MIAOW, units="blocks"), [wg(0, vgpr=12)])
+    assert result["workgroups_rejected"] == 1
+    # Wave slots counted per CU, each wave to the SIMD with the most free slots: 3 waves go
+    # 2 + 1, then 5 waves fit the CU's 5 free slots as 2 + 3. The seed's units (the unrotated
+    # split, slots per PEU) want 3 + 2 and wait for the first WG to end.
+    work = [wg(0, waves=3), wg(1, arrival=50, waves=5)]
+    _, dispatched = run(gpu, MIAOW, work)
+    assert [(c, waves) for c, _, _, waves, _ in dispatched] == [(0, [2, 1]), (50, [2, 3])]
+    _, dispatched = run(gpu, with_policy(MIAOW, units="blocks"), work)
+    assert dispatched[1][0] > 1000 and dispatched[1][3] == [3, 2]
+
+
+def test_admission_reads_the_policys_units():
+    # An idle AP of 2 PEUs x 8 VGPR blocks: 5 waves x 3 blocks is 9 on the busiest PEU in
+    # blocks (refused), 15 of 16 counted or as one range (admitted), and 3 waves on one PEU
+    # of 8 // 3 = 2 regions for gem5 (refused).
+    gpu = GpuConfig(aps=1, peus=2, vgpr=8, sgpr=8, lds=8, wave_slots=4, priorities=1)
+    big = [wg(0, waves=5, vgpr=3)]
+    for policy, rejected in ((with_policy(GPGPUSIM, units="blocks"), 1), (GPGPUSIM, 0),
+                             (MIAOW, 0), (GEM5, 1)):
+        _, result = run_result(gpu, policy, big)
+        assert result["workgroups_rejected"] == rejected, policy
+
+
+def test_own_units_are_only_the_faithful_baselines():
+    from model.config import ConfigError
+    from model.dispatch.config import check_policy
+    with pytest.raises(ConfigError, match="units"):
+        check_policy(with_policy(PRESETS["emb1"], units="counted"), ONE_SM)
+    with pytest.raises(ConfigError, match="circuit is ignored"):
+        check_policy(with_policy(GPGPUSIM, circuit="grouped"), ONE_SM)
+    check_policy(with_policy(GPGPUSIM, units="blocks", circuit="grouped"), ONE_SM)
+
+
+def test_free_runs_and_regions_against_placing_one_by_one():
+    # regions(): what first fit places one region after another, on every 10-bit word.
+    from model.dispatch.units import free_runs, regions
+    from model.maxblock import first_fit
+    for word in range(1 << 10):
+        runs = list(free_runs(word))
+        assert sum(((1 << n) - 1) << s for s, n in runs) == word
+        assert all(s + n <= 10 and not word >> (s + n) & 1 for s, n in runs)
+        for size in (1, 2, 3, 5):
+            free, count = word, 0
+            while (start := first_fit(free, 10, size)) is not None:
+                free &= ~(((1 << size) - 1) << start)
+                count += 1
+            assert regions(word, size) == count, (word, size)
 
 
 # -- the RTL builds none of them ----------------------------------------------------------------

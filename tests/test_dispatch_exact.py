@@ -36,7 +36,9 @@ from model.dispatch import (
 from model.dispatch.cli import run_scenario
 from model.dispatch.config import (
     CIRCUITS,
+    FAITHFUL_SELECTIONS,
     TRACE_COLUMNS,
+    UNITS,
     metric_paths,
     quantised_mix,
     with_policy,
@@ -132,6 +134,11 @@ def random_case(seed: int):
             changes["group_size"] = group
         if changes["circuit"] == "shared":
             changes["shared_width"] = rng.choice([0, 2 * max(gpu.vgpr, gpu.sgpr, gpu.lds)])
+        if preset.selection in FAITHFUL_SELECTIONS:
+            changes["units"] = rng.choice(UNITS)
+            if changes["units"] != "blocks":     # a baseline's own units read no circuit
+                for key in ("circuit", "circuit_latency", "group_size", "shared_width"):
+                    changes.pop(key, None)
         if preset.selection == "multi":
             changes["ap_choice"] = rng.choice(["round_robin", "lowest", "resource",
                                                "instruction", "combined"])
@@ -687,9 +694,11 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
     barrier WG waits for its channel's earlier WGs, that each release comes when the
     execution model says (the fixed duration, or :func:`_shared_releases`), and that the
     log accounts for every WG. MIAOW's own rule places at the start of the largest free
-    run instead (model.dispatch.miaow, M7)."""
+    run instead (model.dispatch.miaow, M7); a baseline's own units (model.dispatch.units)
+    are restated by :func:`_units_masks`, the log's starts checked against them."""
     Q = gpu.peus
     largest = policy is not None and policy.selection in ("miaow", "miaow_one_clock")
+    units = "blocks" if policy is None else policy.units
 
     def expected_start(free, size, need):
         if largest:
@@ -722,6 +731,21 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
                 assert not any(other.channel == w.channel for other in live.values()), (
                     f"barrier WG {w.id} dispatched while its channel runs")
             vgpr, sgpr, lds = starts
+            if units != "blocks":
+                for q in range(Q):
+                    assert waves[q] <= slots[ap][q]
+                    slots[ap][q] -= waves[q]
+                masks = _units_masks(units, gpu, bits, ap, w, waves)
+                for name, logged in (("vgpr", vgpr), ("sgpr", sgpr)):
+                    for q in range(Q):
+                        mask = masks[name][q]
+                        assert logged[q] == (_low(mask) if mask else None), (name, q)
+                        bits[name][ap * Q + q] &= ~mask
+                assert lds == (_low(masks["lds"]) if masks["lds"] else None)
+                bits["lds"][ap] &= ~masks["lds"]
+                live[w.id] = _Live(w.channel, (cycle, ap, waves, starts), masks)
+                fates.setdefault(w.id if w.parent is None else w.parent, "dispatch")
+                continue
             for q in range(Q):
                 assert waves[q] <= slots[ap][q]
                 slots[ap][q] -= waves[q]
@@ -740,13 +764,23 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
             live[w.id] = _Live(w.channel, (cycle, ap, waves, starts))
             fates.setdefault(w.id if w.parent is None else w.parent, "dispatch")
         elif kind == "release":
-            dispatched, at, held, placed = live.pop(w.id).dispatch
+            record = live.pop(w.id)
+            dispatched, at, held, placed = record.dispatch
             assert (at, held, placed) == (ap, waves, starts)
             if expected is None:
                 assert cycle == dispatched + w.duration + 1
             else:
                 assert cycle == expected.get(w.id), (w.id, cycle, expected.get(w.id))
             released[w.id] = cycle
+            if record.masks is not None:
+                for q in range(Q):
+                    slots[ap][q] += waves[q]
+                    for name in ("vgpr", "sgpr"):
+                        assert bits[name][ap * Q + q] & record.masks[name][q] == 0
+                        bits[name][ap * Q + q] |= record.masks[name][q]
+                assert bits["lds"][ap] & record.masks["lds"] == 0
+                bits["lds"][ap] |= record.masks["lds"]
+                continue
             vgpr, sgpr, lds = starts
             for q in range(Q):
                 slots[ap][q] += waves[q]
@@ -770,6 +804,60 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
 class _Live:
     channel: int
     dispatch: tuple
+    masks: dict | None = None
+
+
+def _low(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+def _lowest_set(word: int, count: int) -> int:
+    """The ``count`` lowest set bits of ``word``, walking the positions one by one."""
+    mask, position = 0, 0
+    while count:
+        if word >> position & 1:
+            mask |= 1 << position
+            count -= 1
+        position += 1
+    return mask
+
+
+def _units_masks(units, gpu, bits, ap, w, waves):
+    """The blocks a baseline's own units give ``w`` on ``ap`` (model.dispatch.units), restated
+    from the rules: ``{"vgpr": [mask per PEU], "sgpr": [...], "lds": mask}``."""
+    Q = gpu.peus
+    masks = {}
+    for name, per in (("vgpr", w.vgpr), ("sgpr", w.sgpr)):
+        size = getattr(gpu, name)
+        words = bits[name][ap * Q:(ap + 1) * Q]
+        word = sum(b << (q * size) for q, b in enumerate(words))
+        need = w.waves * per
+        if units == "ap_range":              # MIAOW: one range per WG per CU, the largest
+            start, length = largest_free_block(word, Q * size)
+            assert length >= need
+            whole = ((1 << need) - 1) << start if need else 0
+        elif units == "counted":             # GPGPU-Sim: any free blocks, the lowest first
+            assert need <= word.bit_count()
+            whole = _lowest_set(word, need)
+        else:                                # gem5: one region per wave, first fit per SIMD
+            whole = 0
+            for q in range(Q):
+                free = words[q]
+                for _ in range(waves[q] if per else 0):
+                    start = first_fit(free, size, per)
+                    assert start is not None
+                    region = ((1 << per) - 1) << start
+                    free &= ~region
+                    whole |= region << (q * size)
+        masks[name] = [(whole >> (q * size)) & ((1 << size) - 1) for q in range(Q)]
+    if units == "ap_range":
+        start, length = largest_free_block(bits["lds"][ap], gpu.lds)
+        assert length >= w.lds
+        masks["lds"] = ((1 << w.lds) - 1) << start if w.lds else 0
+    else:                                    # counted LDS (GPGPU-Sim, gem5)
+        assert w.lds <= bits["lds"][ap].bit_count()
+        masks["lds"] = _lowest_set(bits["lds"][ap], w.lds)
+    return masks
 
 
 @pytest.mark.parametrize("seed", range(0, 40, 4))

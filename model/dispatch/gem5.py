@@ -28,11 +28,19 @@ Rules, each with its source:
 - **A8, barrier slots** (``compute_unit.hh``, ``getFreeBarrierId``; ``GPU.py``,
   ``num_barrier_slots`` = 16): at most 16 WGs of more than one wave per CU.
 
+- **A6, per-wave register regions** (``dyn_pool_manager.cc``, ``canAllocate``,
+  ``allocateRegion``; ``units = "wave_regions"``, the preset's,
+  :class:`model.dispatch.units.WaveRegionUnits`): a SIMD takes ``n`` more waves when its
+  free runs hold ``n`` regions of one wave's registers, each placed first fit.
+- **A7, LDS counted** (``lds_state.hh``, ``canReserve``): a counter per CU, no addresses.
+  ``units = "blocks"`` gives the seed's blocks (one VGPR and SGPR block per SIMD for the
+  wave group, one contiguous LDS range) instead, for comparison.
+
 Not modelled, and what the policy sees instead:
 
-- **A6, per-wave register regions rounded to 4** (``dyn_pool_manager.cc``): here the
-  scenario's blocks, one VGPR and one SGPR block per SIMD for the WG's wave group, first fit.
-- **A7, LDS counted in bytes**: here one contiguous LDS range per AP, first fit.
+- **A6's order**: gem5 walks its free list in list order (a freed region is appended), here
+  in address order; the fit test (a count over the runs) is the same. Its rounding to 4
+  registers is finer than a block.
 - **A8, 10 WF slots per SIMD**: the scenario's ``wave_slots``.
 - **A9, the kernel-launch cache invalidate**: no caches in the model.
 """
@@ -77,19 +85,14 @@ class Gem5Matcher(RecordingMatcher):
 
     def slot_rows(self, wg, ap: int):
         """``(waves per PEU, [(PEU, slot), ...])`` by A5, or ``None``: the free slots visited
-        row by row, each PEU taking waves while its VGPR and SGPR views hold them (so it takes
-        its first free slots, up to that many) -- the ``w`` first such slots in row order."""
-        Q, base, w = self.Q, ap * self.Q, wg.waves
-        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        row by row, each PEU taking waves while its registers hold them in the policy's units
+        (:meth:`model.dispatch.units.Units.capacity`; so it takes its first free slots, up to
+        that many) -- the ``w`` first such slots in row order."""
+        Q, w, capacity = self.Q, wg.waves, self.units.capacity
         free, _ = self.free_slots(ap)
         candidates = []
         for q in range(Q):
-            cap = w
-            if wg.vgpr:
-                cap = min(cap, vgpr[base + q] // wg.vgpr)
-            if wg.sgpr:
-                cap = min(cap, sgpr[base + q] // wg.sgpr)
-            candidates.extend((s, q) for s in free[q][:cap])
+            candidates.extend((s, q) for s in free[q][:capacity(wg, ap, q)])
         if len(candidates) < w:
             return None
         candidates.sort()
@@ -105,7 +108,7 @@ class Gem5Matcher(RecordingMatcher):
         return None if rows is None else rows[0]
 
     def fits(self, wg, ap: int) -> bool:
-        if wg.lds > self.view["lds"][ap] or wg.waves > self.ap_slots[ap]:
+        if wg.waves > self.ap_slots[ap]:
             return False
         if wg.waves > 1 and self.free_slots(ap)[1] >= BARRIER_SLOTS:
             return False

@@ -32,13 +32,16 @@ Rules, each with its source:
   hardware warp ``k w + i`` (``w`` its waves), served by PEU ``(k w + i) mod Q``. Not a
   rotating pointer: a freed low slot is reused first.
 
+- **G7, G9, counted pools** (``gpu-sim.cc``, ``occupy_shader_resource_1block``;
+  ``units = "counted"``, the preset's, :class:`model.dispatch.units.CountedUnits`):
+  registers and shared memory are counted per SM with no addresses: a WG fits when the AP's
+  free VGPR, SGPR and LDS blocks cover it, wherever they lie. ``units = "blocks"`` gives the
+  seed's contiguous blocks instead, for comparison.
+
 Not modelled, and what the policy sees instead:
 
-- **G6, G7, G9, counted pools**: GPGPU-Sim counts registers (rounded to 4 per thread, whole
-  warps) and shared memory per SM, with no addresses; here a GPGPU-Sim policy sees the
-  scenario's contiguous blocks (a VGPR and an SGPR block per PEU for its wave group, first
-  fit; LDS one range per AP), so it can fragment where GPGPU-Sim cannot. The small-grid cap
-  ``ceil(CTAs / SMs)`` is not applied (a synthetic kernel's size is not known at launch).
+- **G6**: the small-grid cap ``ceil(CTAs / SMs)`` is not applied (a synthetic kernel's size
+  is not known at launch).
 - **G10**: kernel launch latency 0 (GPGPU-Sim's default; the tested configs' 5,000 cycles
   would dominate short scenarios).
 """
@@ -71,7 +74,7 @@ class GpgpuSimMatcher(RecordingMatcher):
         return tuple(row)
 
     def fits(self, wg, ap: int) -> bool:
-        if wg.lds > self.view["lds"][ap] or wg.waves > self.ap_slots[ap]:
+        if wg.waves > self.ap_slots[ap]:
             return False
         row = self.placement(wg, ap)
         return row is not None and self.peu_fits(wg, ap, row)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from model.dispatch.config import GpuConfig, WorkGroup
-from model.dispatch.resources import Allocation, Resources
+from model.dispatch.resources import Allocation, Resources, first_block
 from model.stats import coefficient_of_variation, summary
 
 __all__ = ["EVENT_KINDS", "Counters", "Metrics", "event_columns", "event_recorder",
@@ -60,9 +60,8 @@ def event_recorder(events: list | None):
               allocation: Allocation | None = None, reason: str | None = None) -> None:
         starts = None
         if allocation is not None:
-            starts = ([None if v is None else v[0] for v in allocation.vgpr],
-                      [None if s is None else s[0] for s in allocation.sgpr],
-                      None if allocation.lds is None else allocation.lds[0])
+            starts = ([first_block(v) for v in allocation.vgpr],
+                      [first_block(s) for s in allocation.sgpr], first_block(allocation.lds))
         events.append((cycle, kind, wg, ap,
                        None if waves is None else [int(w) for w in waves], starts, reason))
     return event

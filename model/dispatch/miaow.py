@@ -40,19 +40,28 @@ Rules, each with its source:
   RTL: 16, 18, 20 for entries 0, 1, 2; 26 for 15 waves). The WG is dispatched in the
   decision's first clock (the RTL's 7 clocks to the allocation are in the interval).
 
+- **M8-M10, resources** (``wg_resource_table.v``, ``inflight_wg_buffer.v``,
+  ``gpu_interface.v``, ``ST_ALLOC_PASS_WF``; ``units = "ap_range"``, the preset's,
+  :class:`model.dispatch.units.ApRangeUnits`): one VGPR, one SGPR and one LDS range per WG
+  per CU (the AP's PEU register words end to end are one address space), placed by M7; wave
+  slots counted per CU (MIAOW's 40; here the scenario's ``peus x wave_slots``).
+  ``units = "blocks"`` gives the seed's blocks (a block per PEU for the wave group, the
+  unrotated split, slots per PEU, placed by M7) instead, for comparison.
+- **M13, waves not bound to SIMDs** (``issue/alu_issue_logic.v``): with ``ap_range`` no
+  PEU limits where a wave goes; the model still gives each wave a PEU (the one with the most
+  free slots) for its execution model.
+
 Not modelled, and what the policy sees instead (docs/dispatch.md, "The faithful
 baselines"):
 
-- **M8-M10, resources**: MIAOW allocates one VGPR, one SGPR and one LDS range per WG per CU
-  and counts 40 wave slots per CU; here a MIAOW policy sees the scenario's GPU as the seed
-  does (a VGPR and an SGPR block per PEU for the WG's wave group, placed by the largest-range
-  rule; LDS one range per AP; wave slots per PEU), its waves spread by the unrotated split.
-- **M13, waves not bound to SIMDs**: the execution model is the scenario's.
+- **M13's issue**: the execution model is the scenario's (a wave issues on its PEU).
 - **M14**: releases follow the policy's ``release_limit`` (0: all in the cycle after);
   each still locks its group (M5).
 - **M15** (a CU never used matches any size) is a defect, not a rule: the admission check
   stays.
 """
+
+from types import MethodType
 
 from model.dispatch.matcher import Matcher
 from model.dispatch.ownclock import OwnClockSelector, RecordingMatcher, largest_range_plan
@@ -78,16 +87,41 @@ def lock_clocks(resident: int) -> int:
 
 
 class MiaowMatcher(RecordingMatcher):
-    """The unrotated split (MIAOW binds no wave to a SIMD; the model needs a PEU per wave
-    group) and the per-AP list of resident WGs (for the group lock's length)."""
+    """MIAOW's resources in the policy's units and the per-AP list of resident WGs (for the
+    group lock's length).
+
+    ``units = "ap_range"`` (the preset's, M8-M10, M13): wave slots counted per AP, each wave
+    in turn to the PEU with the most free slots (MIAOW binds none; the model's execution
+    needs a PEU per wave), registers and LDS one range per WG per AP
+    (:class:`model.dispatch.units.ApRangeUnits`). Other units: the unrotated split and the
+    units' fit test; ``blocks`` is then the matcher's own (:meth:`Matcher.fits`, every AP at
+    once in its inlined loop)."""
 
     def __init__(self, gpu, policy, view, resources, queues):
         super().__init__(gpu, policy, view, resources, queues)
         self.rotate = False
+        self.per_ap = policy.units == "ap_range"
+        if policy.units == "blocks":
+            self.fits = MethodType(Matcher.fits, self)
+            self.masks_of = MethodType(Matcher.masks_of, self)
 
-    #: Its fit test is the matcher's own (:meth:`Matcher.fits`), so every AP at once is the
-    #: matcher's inlined loop, not one ``fits`` call per AP.
-    masks_of = Matcher.masks_of
+    def placement(self, wg, ap: int):
+        if not self.per_ap:
+            return self.row(wg.waves, ap)
+        if wg.waves > self.ap_slots[ap]:
+            return None
+        free = list(self.slots[ap])
+        counts = [0] * self.Q
+        for _ in range(wg.waves):
+            q = free.index(max(free))
+            counts[q] += 1
+            free[q] -= 1
+        return tuple(counts)
+
+    def fits(self, wg, ap: int) -> bool:
+        if wg.waves > self.ap_slots[ap]:
+            return False
+        return self.peu_fits(wg, ap, self.placement(wg, ap))
 
 
 class MiaowSelector(OwnClockSelector):

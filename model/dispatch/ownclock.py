@@ -25,6 +25,7 @@ and the event log are the seed's.
 
 from model.dispatch.matcher import Matcher
 from model.dispatch.selector import Selector
+from model.dispatch.units import units_for
 from model.maxblock import largest_free_block
 
 __all__ = ["ApRecords", "OwnClockSelector", "RecordingMatcher", "largest_range_plan"]
@@ -50,17 +51,20 @@ class ApRecords:
 
 
 class RecordingMatcher(Matcher):
-    """A matcher that keeps :class:`ApRecords` and knows which APs changed (a take or a
-    release: :meth:`Matcher.changed`)."""
+    """A matcher that keeps :class:`ApRecords`, knows which APs changed (a take or a
+    release: :meth:`Matcher.changed`) and sees the resources in the policy's ``units``
+    (:mod:`model.dispatch.units`)."""
 
     def __init__(self, gpu, policy, view, resources, queues):
         super().__init__(gpu, policy, view, resources, queues)
         self.records = ApRecords(gpu.aps, resources.running)
         self.wave_slots = gpu.wave_slots
+        self.units = units_for(gpu, policy, resources, view)
 
     def changed(self, ap: int) -> None:
         super().changed(ap)
         self.records.dirty.add(ap)
+        self.units.changed(ap)
 
     def masks_of(self, wg) -> int:
         return sum(1 << ap for ap in range(self.P) if self.fits(wg, ap))
@@ -69,14 +73,13 @@ class RecordingMatcher(Matcher):
         return None                          # no rotating pointer
 
     def peu_fits(self, wg, ap: int, row) -> bool:
-        """Every PEU's wave group of ``row`` fits its free slots and VGPR/SGPR views."""
-        base, slots = ap * self.Q, self.slots[ap]
-        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        """Every PEU's wave group of ``row`` fits its free slots, and the WG's registers and
+        LDS fit in the policy's units (:meth:`model.dispatch.units.Units.fits`)."""
+        slots = self.slots[ap]
         for q, count in enumerate(row):
-            if count and (count > slots[q] or count * wg.vgpr > vgpr[base + q]
-                          or count * wg.sgpr > sgpr[base + q]):
+            if count > slots[q]:
                 return False
-        return True
+        return self.units.fits(wg, ap, row)
 
 
 def largest_range_plan(resources, wg, ap: int, waves, peus: int):
@@ -145,15 +148,20 @@ class OwnClockSelector(Selector):
     # -- one dispatch --------------------------------------------------------------------------
 
     def dispatch(self, wg, ap: int, cycle: int, plan=None):
-        """Place and commit ``wg`` on ``ap`` (``plan``: a placement rule other than first
-        fit); ``None`` when the current status cannot hold it (a stale view)."""
+        """Place and commit ``wg`` on ``ap`` (``plan``: a placement rule on the seed's blocks
+        other than first fit; a baseline's own units place by their own rule); ``None`` when
+        the current status cannot hold it (a stale view)."""
         waves = self.matcher.placement(wg, ap)
         if waves is None:
             return None
         slots = self.resources.slots[ap]
         if any(count > slots[q] for q, count in enumerate(waves)):
             return None
-        plan = (plan or self.allocator.plan)(wg, ap, waves)
+        units = self.matcher.units
+        if units.kind == "blocks":
+            plan = (plan or self.allocator.plan)(wg, ap, waves)
+        else:
+            plan = units.plan(wg, ap, waves)
         if plan is None:
             return None
         allocation = self.allocator.take(wg, ap, waves, plan, cycle)

@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from model.dispatch.config import GpuConfig, PolicyConfig, WorkGroup
+from model.dispatch.units import idle_reason
 from model.dispatch.views import View
 
 __all__ = ["Parent", "Queues"]
@@ -89,7 +90,10 @@ class Queues:
         otherwise it is recorded as rejected with its reason."""
         self.event(cycle, "arrive", wg)
         busiest = -(-wg.waves // self.Q)
-        reason = self.fits_empty(busiest, wg, wg.lds)
+        if self.policy.units == "blocks":
+            reason = self.fits_empty(busiest, wg, wg.lds)
+        else:
+            reason = idle_reason(self.policy.units, self.gpu, wg)
         if reason is None:
             return True
         if (wg.independent and wg.waves > 1 and self.splitting

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from model.dispatch.config import GpuConfig, PolicyConfig, WorkGroup
 from model.dispatch.views import View
 
-__all__ = ["Allocation", "History", "Resources"]
+__all__ = ["Allocation", "History", "Resources", "first_block"]
 
 
 @dataclass(slots=True)
@@ -28,10 +28,27 @@ class Allocation:
     wg: WorkGroup
     ap: int
     waves: tuple                       # per PEU
-    vgpr: list                         # per PEU: (start, length) or None
+    vgpr: list                         # per PEU: (start, length), a bit mask, or None
     sgpr: list
-    lds: tuple | None
+    lds: tuple | int | None
     power: int                         # instruction power per cycle of the whole WG
+
+
+def _blocks(mask: int) -> str:
+    """The blocks of ``mask`` for a message: ``a..b`` when contiguous, else the mask."""
+    low = (mask & -mask).bit_length() - 1
+    high = mask.bit_length() - 1
+    return f"{low}..{high}" if mask >> low == (1 << (high - low + 1)) - 1 else f"{mask:#x}"
+
+
+def first_block(placed) -> int | None:
+    """The lowest block of a placed need (``(start, length)`` or a bit mask), for the event
+    log's start columns."""
+    if placed is None:
+        return None
+    if placed.__class__ is int:
+        return (placed & -placed).bit_length() - 1
+    return placed[0]
 
 
 class History:
@@ -142,19 +159,22 @@ class Resources:
         for q, placed in enumerate(plan):
             if placed is None:
                 continue
-            start, length = placed
             index = base + q
-            mask = ((1 << length) - 1) << start
+            if placed.__class__ is int:     # a bit mask (a baseline's non-contiguous units)
+                mask, length = placed, placed.bit_count()
+            else:
+                start, length = placed
+                mask = ((1 << length) - 1) << start
             bits = all_bits[index]
             if take:
                 if bits & mask != mask:
-                    self.violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
-                                   f"{start + length - 1} allocated while some are in use")
+                    self.violation(f"cycle {cycle}: {name}[{index}] blocks "
+                                   f"{_blocks(mask)} allocated while some are in use")
                 bits &= ~mask
             else:
                 if bits & mask:
-                    self.violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
-                                   f"{start + length - 1} released while some are free")
+                    self.violation(f"cycle {cycle}: {name}[{index}] blocks "
+                                   f"{_blocks(mask)} released while some are free")
                 bits |= mask
                 length = -length
             held[index] += length
@@ -168,24 +188,28 @@ class Resources:
             pending.append((visible, name, index, seen))
         self.held_total[name] += total
 
-    def change(self, name: str, index: int, start: int, length: int, cycle: int,
-               visible: int, take: bool) -> None:
-        """Take (``take``) or give back blocks ``start .. start + length - 1`` of one resource
-        instance: its status register, held and free counts, true longest run, and the
-        circuit's length for the matcher from cycle ``visible``."""
+    def change(self, name: str, index: int, placed, cycle: int, visible: int,
+               take: bool) -> None:
+        """Take (``take``) or give back the blocks ``placed`` (``(start, length)``, or a bit
+        mask) of one resource instance: its status register, held and free counts, true
+        longest run, and the circuit's length for the matcher from cycle ``visible``."""
         all_bits, held, largest, free, circuit, longest = self._state[name]
         self.dirty.add(index if len(all_bits) == self.P else index // self.Q)
-        mask = ((1 << length) - 1) << start
+        if placed.__class__ is int:
+            mask, length = placed, placed.bit_count()
+        else:
+            start, length = placed
+            mask = ((1 << length) - 1) << start
         bits = all_bits[index]
         if take:
             if bits & mask != mask:
-                self.violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
-                               f"{start + length - 1} allocated while some are in use")
+                self.violation(f"cycle {cycle}: {name}[{index}] blocks {_blocks(mask)} "
+                               f"allocated while some are in use")
             bits &= ~mask
         else:
             if bits & mask:
-                self.violation(f"cycle {cycle}: {name}[{index}] blocks {start}.."
-                               f"{start + length - 1} released while some are free")
+                self.violation(f"cycle {cycle}: {name}[{index}] blocks {_blocks(mask)} "
+                               f"released while some are free")
             bits |= mask
             length = -length
         held[index] += length
@@ -207,7 +231,7 @@ class Resources:
         self.change_plan("vgpr", base, allocation.vgpr, cycle, visible, True)
         self.change_plan("sgpr", base, allocation.sgpr, cycle, visible, True)
         if allocation.lds:
-            self.change("lds", ap, allocation.lds[0], allocation.lds[1], cycle, visible, True)
+            self.change("lds", ap, allocation.lds, cycle, visible, True)
         slots = self.slots[ap]
         for q, count in enumerate(allocation.waves):
             slots[q] -= count
@@ -223,7 +247,7 @@ class Resources:
         self.change_plan("vgpr", base, allocation.vgpr, cycle, visible, False)
         self.change_plan("sgpr", base, allocation.sgpr, cycle, visible, False)
         if allocation.lds:
-            self.change("lds", ap, *allocation.lds, cycle, visible, False)
+            self.change("lds", ap, allocation.lds, cycle, visible, False)
         slots = self.slots[ap]
         for q, count in enumerate(allocation.waves):
             slots[q] += count

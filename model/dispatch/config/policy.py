@@ -9,7 +9,7 @@ from model.dispatch.config.gpu import MAX_WEIGHT, RESOURCES, GpuConfig
 from model.maxblock import default_samples
 
 __all__ = ["AP_CHOICES", "CIRCUITS", "COMBINED_SCALES", "FAITHFUL_SELECTIONS", "HISTORIES",
-           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "WAVE_PLACEMENTS",
+           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "UNITS", "WAVE_PLACEMENTS",
            "PolicyConfig", "check_policy", "ignored_fields", "read_policy", "with_policy"]
 
 #: ``shared`` is embodiment 7: one exact unit per AP, time-multiplexed over the AP's VGPR, SGPR
@@ -37,6 +37,10 @@ COMBINED_SCALES = ("candidates", "all")
 #: the most free wave slots where it fits, ties to the lowest index: what AMD's own GPU model
 #: in gem5 does and real dispatchers approximate; docs/dispatch.md).
 WAVE_PLACEMENTS = ("split", "least_loaded")
+#: The resource units a policy counts and places (``model.dispatch.units``): the seed's
+#: contiguous blocks per PEU wave group, MIAOW's one range per WG per CU, GPGPU-Sim's counted
+#: per-SM pools, gem5's per-wave register regions with counted LDS.
+UNITS = ("blocks", "ap_range", "counted", "wave_regions")
 #: The deepest decision pipeline (cycles from choice to dispatch) a policy may ask for.
 MAX_PIPELINE = 16
 
@@ -58,6 +62,14 @@ class PolicyConfig:
         (:mod:`model.dispatch.miaow`), ``gpgpusim`` and ``gpgpusim_concurrent``
         (:mod:`model.dispatch.gpgpusim`), ``gem5`` (:mod:`model.dispatch.gem5`); and
         ``miaow_one_clock`` (MIAOW's buffer rules at one decision per clock, ours).
+    units
+        The resource units (:mod:`model.dispatch.units`): ``blocks`` (the seed's: per PEU
+        one contiguous VGPR and SGPR block for the WG's wave group, one LDS range per AP,
+        read through the view), or a faithful baseline's own, on the current status:
+        ``ap_range`` (MIAOW: one VGPR, SGPR and LDS range per WG per AP, wave slots counted
+        per AP), ``counted`` (GPGPU-Sim: counted per-AP pools) or ``wave_regions`` (gem5:
+        one register region per wave in its PEU's file, LDS counted). Only ``blocks`` with
+        a selection of the seed's or a rule kept for comparison.
     ap_choice
         ``round_robin`` (first matching AP from a pointer one past the last chosen),
         ``lowest`` (lowest-index matching AP), ``resource`` (embodiment 9), ``instruction``
@@ -136,6 +148,7 @@ class PolicyConfig:
     decision_pipeline: int = 0
     combined_scale: str = "candidates"
     score_latency: int = 0
+    units: str = "blocks"
 
     def samples(self, n: int) -> tuple[int, ...]:
         return tuple(default_samples(n))
@@ -153,14 +166,14 @@ PRESETS = {
                                  ap_choice="round_robin", rotate=False, windows=(),
                                  split_threshold=0),
     "miaow": PolicyConfig(name="miaow", selection="miaow", ap_choice="lowest", rotate=False,
-                          windows=(), split_threshold=0),
+                          windows=(), split_threshold=0, units="ap_range"),
     "gpgpusim": PolicyConfig(name="gpgpusim", selection="gpgpusim", ap_choice="round_robin",
-                             rotate=False, windows=(), split_threshold=0),
+                             rotate=False, windows=(), split_threshold=0, units="counted"),
     "gem5": PolicyConfig(name="gem5", selection="gem5", ap_choice="lowest", rotate=False,
-                         windows=(), split_threshold=0),
+                         windows=(), split_threshold=0, units="wave_regions"),
     "miaow-one-clock": PolicyConfig(name="miaow-one-clock", selection="miaow_one_clock",
                                     ap_choice="lowest", rotate=False, windows=(),
-                                    split_threshold=0),
+                                    split_threshold=0, units="ap_range"),
     "emb1": PolicyConfig(name="emb1", selection="multi", ap_choice="round_robin", rotate=False,
                          windows=(), split_threshold=0),
     "seed": PolicyConfig(),
@@ -203,6 +216,7 @@ def read_policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
                                    choices=COMBINED_SCALES),
         score_latency=fields_.int("score_latency", base.score_latency, minimum=0,
                                   maximum=MAX_PIPELINE),
+        units=fields_.str("units", base.units, choices=UNITS),
     )
     ignored = ignored_fields(policy)
     for key in fields_.keys():
@@ -241,6 +255,11 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
     if policy.circuit != "shared":
         ignored["shared_width"] = (f'circuit = "{policy.circuit}" (only "shared" has a shared '
                                    f"unit)")
+    if policy.units != "blocks":
+        why = (f'units = "{policy.units}" (a baseline\'s own units are read on the current '
+               f"status, not through a free-block circuit)")
+        for key in ("circuit", "circuit_latency"):
+            ignored[key] = why
     if policy.wave_placement != "split":
         ignored["rotate"] = (f'wave_placement = "{policy.wave_placement}" (only "split" has '
                              f"embodiment 8's pointer)")
@@ -291,6 +310,10 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
     if policy.decision_pipeline and policy.wave_placement == "least_loaded":
         raise error("decision_pipeline", 'is not defined for wave_placement = '
                                          '"least_loaded"; use 0')
+    if policy.units != "blocks" and policy.selection not in FAITHFUL_SELECTIONS:
+        raise error("units", f'"{policy.units}" is a faithful baseline\'s (selections '
+                             f"{', '.join(FAITHFUL_SELECTIONS)}); selection = "
+                             f'"{policy.selection}" takes "blocks"')
     largest = max(gpu.vgpr, gpu.sgpr, gpu.lds)
     if policy.circuit == "shared" and 0 < policy.shared_width < largest:
         raise error("shared_width", f"{policy.shared_width} is narrower than the largest "

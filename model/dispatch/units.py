@@ -1,0 +1,292 @@
+"""The resource units a faithful baseline counts and places (``PolicyConfig.units``): what
+VGPR, SGPR and LDS look like to MIAOW, GPGPU-Sim and gem5, each as its source has them, on
+the same status registers (:class:`model.dispatch.resources.Resources`) as the seed.
+
+Not a stage of seed 002 and no RTL twin (``make cosim`` refuses the faithful baselines).
+The status registers stay the scenario's (per PEU a VGPR and an SGPR word, per AP an LDS
+word), so held and free counts, utilisation and every invariant are measured the same way
+for every policy; what changes is the fit test and which blocks a WG takes:
+
+``blocks`` (the seed's, every policy's default)
+    Per PEU one contiguous VGPR and one SGPR block for the WG's wave group, one contiguous
+    LDS range per AP, wave slots per PEU; the fit test reads the view (the seed's circuits).
+``ap_range`` (MIAOW, rules M8-M10: ``wg_resource_table.v``, ``inflight_wg_buffer.v``,
+    ``gpu_interface.v``, ``ST_ALLOC_PASS_WF``)
+    One VGPR, one SGPR and one LDS range per WG per CU: the AP's PEU words laid end to end
+    (PEU 0's blocks first) are one address space, the WG's whole need (waves x per-wave
+    blocks) one range in it, placed at the start of the largest free range (M7; a range may
+    cross from one PEU's word to the next). Wave slots are counted per AP (M9, 40 per CU in
+    MIAOW: here the scenario's ``peus x wave_slots``); waves are bound to no PEU (M13), so
+    the model gives each wave in turn to the PEU with the most free slots (ties to the
+    lowest), which only its execution model reads.
+``counted`` (GPGPU-Sim, rules G7, G9: ``gpu-sim.cc``, ``occupy_shader_resource_1block``,
+    ``shader_core_config::max_cta``)
+    Registers and shared memory are counters per SM with no addresses: a WG fits when the
+    AP's free VGPR blocks (summed over its PEUs), free SGPR blocks and free LDS blocks cover
+    its need; it takes the lowest free blocks, PEU 0's word first. GPGPU-Sim's rounding (4
+    registers per thread, whole warps) is finer than a block: the presets' blocks already
+    round up more (``model.dispatch.gpus``).
+``wave_regions`` (gem5, rules A6, A7: ``dyn_pool_manager.cc``, ``canAllocate``,
+    ``allocateRegion``; ``lds_state.hh``, ``canReserve``)
+    Per SIMD one register region per wave: a SIMD can take ``n`` more waves when its free
+    runs hold ``n`` regions (``sum(run // size)``, ``canAllocate``), each placed at the first
+    free run that holds it (``allocateRegion``; gem5 walks its free list in list order, here
+    address order). LDS is a byte counter per CU (``canReserve``): counted, lowest free
+    blocks taken. gem5's rounding of a region to 4 registers is finer than a block.
+
+A placed need is ``(start, length)`` (contiguous) or an integer bit mask of the blocks (not
+contiguous); :meth:`model.dispatch.resources.Resources.change_plan` takes both.
+"""
+
+from model.dispatch.config import UNITS
+from model.maxblock import first_fit_unchecked, largest_free_block
+
+__all__ = ["UNITS", "Units", "free_runs", "idle_reason", "lowest_free", "regions", "units_for"]
+
+
+def free_runs(free: int):
+    """``(start, length)`` of every run of set bits of ``free``, lowest first."""
+    while free:
+        start = (free & -free).bit_length() - 1
+        shifted = free >> start
+        length = (shifted ^ (shifted + 1)).bit_length() - 1
+        yield start, length
+        free &= ~(((1 << length) - 1) << start)
+
+
+def regions(free: int, size: int) -> int:
+    """How many regions of ``size`` blocks first fit places in ``free`` one after another:
+    ``sum(run // size)`` over its free runs (gem5's ``DynPoolManager::canAllocate``)."""
+    return sum(length // size for _, length in free_runs(free))
+
+
+def lowest_free(free: int, count: int) -> int:
+    """The mask of the ``count`` lowest set bits of ``free`` (``count <= popcount``)."""
+    mask = 0
+    for _ in range(count):
+        low = free & -free
+        mask |= low
+        free ^= low
+    return mask
+
+
+class Units:
+    """One policy's resource units on one GPU's status registers (``resources``). The
+    matcher asks :meth:`fits` (the resource part of its fit test: VGPR, SGPR, LDS; wave
+    slots stay the matcher's), the selector :meth:`plan` (what the WG takes, on the current
+    status). Subclasses per unit; :func:`units_for` picks one."""
+
+    kind = "blocks"
+
+    def __init__(self, gpu, resources, view):
+        self.Q = gpu.peus
+        self.resources = resources
+        self.bits, self.free, self.size = resources.bits, resources.free, resources.size
+        self.view = view.view
+
+    def changed(self, ap: int) -> None:
+        """``ap``'s status changed (a take or a release): drop what is cached for it."""
+        return None
+
+    def fits(self, wg, ap: int, row) -> bool:
+        """The seed's: every PEU's wave group of ``row`` fits its VGPR and SGPR views, the
+        LDS the AP's view (wave slots are the matcher's)."""
+        if wg.lds > self.view["lds"][ap]:
+            return False
+        base = ap * self.Q
+        vgpr, sgpr = self.view["vgpr"], self.view["sgpr"]
+        for q, count in enumerate(row):
+            if count and (count * wg.vgpr > vgpr[base + q] or count * wg.sgpr > sgpr[base + q]):
+                return False
+        return True
+
+    def capacity(self, wg, ap: int, q: int) -> int:
+        """How many of ``wg``'s waves PEU ``q`` of ``ap`` holds by its registers (gem5's
+        slot rows ask): here by the VGPR and SGPR views, one block for the wave group."""
+        index = ap * self.Q + q
+        cap = wg.waves
+        if wg.vgpr:
+            cap = min(cap, self.view["vgpr"][index] // wg.vgpr)
+        if wg.sgpr:
+            cap = min(cap, self.view["sgpr"][index] // wg.sgpr)
+        return cap
+
+    def plan(self, wg, ap: int, waves):
+        """What ``wg`` takes on ``ap`` with ``waves`` per PEU, ``None`` when it does not
+        fit: on the seed's blocks the selector's own rule places (first fit, MIAOW's largest
+        range), so this one is not asked."""
+        raise NotImplementedError("the seed's blocks are placed by the selector's rule")
+
+
+class ApRangeUnits(Units):
+    """MIAOW's one range per WG per CU (M8-M10); see the module docstring."""
+
+    kind = "ap_range"
+
+    def __init__(self, gpu, resources, view):
+        super().__init__(gpu, resources, view)
+        self.largest: dict[int, dict] = {}           # per AP, cached until it changes
+
+    def changed(self, ap: int) -> None:
+        self.largest.pop(ap, None)
+
+    def word(self, name: str, ap: int) -> int:
+        """The AP's words of ``name`` end to end (PEU 0 lowest); LDS is one word already."""
+        if name == "lds":
+            return self.bits["lds"][ap]
+        size, base, words = self.size[name], ap * self.Q, self.bits[name]
+        word = 0
+        for q in range(self.Q):
+            word |= words[base + q] << (q * size)
+        return word
+
+    def largest_ranges(self, ap: int) -> dict:
+        """``{resource: (start, length)}`` of the AP's largest free range, the lowest start
+        among equals (M7)."""
+        cached = self.largest.get(ap)
+        if cached is None:
+            cached = self.largest[ap] = {
+                name: largest_free_block(self.word(name, ap),
+                                         self.size[name] * (1 if name == "lds" else self.Q))
+                for name in ("vgpr", "sgpr", "lds")}
+        return cached
+
+    def capacity(self, wg, ap: int, q: int) -> int:
+        return wg.waves                              # registers are the AP's, not a PEU's
+
+    def fits(self, wg, ap: int, row) -> bool:
+        ranges = self.largest_ranges(ap)
+        return (wg.waves * wg.vgpr <= ranges["vgpr"][1]
+                and wg.waves * wg.sgpr <= ranges["sgpr"][1] and wg.lds <= ranges["lds"][1])
+
+    def plan(self, wg, ap: int, waves):
+        if not self.fits(wg, ap, waves):
+            return None
+        ranges = self.largest_ranges(ap)
+        plans = []
+        for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+            need, size = wg.waves * per_wave, self.size[name]
+            plan = [None] * self.Q
+            if need:
+                start = ranges[name][0]
+                end = start + need
+                for q in range(start // size, (end - 1) // size + 1):
+                    low, high = max(start, q * size), min(end, (q + 1) * size)
+                    plan[q] = (low - q * size, high - low)
+            plans.append(plan)
+        lds = (ranges["lds"][0], wg.lds) if wg.lds else None
+        return plans[0], plans[1], lds
+
+
+class CountedUnits(Units):
+    """GPGPU-Sim's counted per-SM pools (G7, G9); see the module docstring."""
+
+    kind = "counted"
+
+    def capacity(self, wg, ap: int, q: int) -> int:
+        return wg.waves                              # registers are the AP's, not a PEU's
+
+    def fits(self, wg, ap: int, row) -> bool:
+        Q, base = self.Q, ap * self.Q
+        free = self.free
+        return (wg.waves * wg.vgpr <= sum(free["vgpr"][base:base + Q])
+                and wg.waves * wg.sgpr <= sum(free["sgpr"][base:base + Q])
+                and wg.lds <= free["lds"][ap])
+
+    def take_lowest(self, name: str, ap: int, need: int) -> list:
+        """Masks per PEU of the ``need`` lowest free blocks of the AP's ``name`` words, PEU 0
+        first."""
+        base, words = ap * self.Q, self.bits[name]
+        plan = [None] * self.Q
+        for q in range(self.Q):
+            if not need:
+                break
+            word = words[base + q]
+            count = min(need, word.bit_count())
+            if count:
+                plan[q] = lowest_free(word, count)
+                need -= count
+        return plan
+
+    def plan(self, wg, ap: int, waves):
+        if not self.fits(wg, ap, waves):
+            return None
+        lds = lowest_free(self.bits["lds"][ap], wg.lds) if wg.lds else None
+        return (self.take_lowest("vgpr", ap, wg.waves * wg.vgpr),
+                self.take_lowest("sgpr", ap, wg.waves * wg.sgpr), lds)
+
+
+class WaveRegionUnits(Units):
+    """gem5's per-wave register regions and counted LDS (A6, A7); see the module
+    docstring."""
+
+    kind = "wave_regions"
+
+    def capacity(self, wg, ap: int, q: int) -> int:
+        """How many of ``wg``'s waves PEU ``q`` of ``ap`` holds by its registers."""
+        index = ap * self.Q + q
+        cap = wg.waves
+        for name, size in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+            if size:
+                cap = min(cap, regions(self.bits[name][index], size))
+        return cap
+
+    def fits(self, wg, ap: int, row) -> bool:
+        if wg.lds > self.free["lds"][ap]:
+            return False
+        return all(not count or count <= self.capacity(wg, ap, q)
+                   for q, count in enumerate(row))
+
+    def plan(self, wg, ap: int, waves):
+        if not self.fits(wg, ap, waves):
+            return None
+        base = ap * self.Q
+        plans = []
+        for name, size in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+            plan = [None] * self.Q
+            for q, count in enumerate(waves):
+                if not count or not size:
+                    continue
+                word, mask = self.bits[name][base + q], 0
+                for _ in range(count):              # allocateRegion, one wave at a time
+                    start = first_fit_unchecked(word, size)
+                    region = ((1 << size) - 1) << start
+                    word &= ~region
+                    mask |= region
+                plan[q] = mask
+            plans.append(plan)
+        lds = lowest_free(self.bits["lds"][ap], wg.lds) if wg.lds else None
+        return plans[0], plans[1], lds
+
+
+def idle_reason(units: str, gpu, wg) -> str | None:
+    """Why ``wg`` cannot fit an idle AP in a baseline's ``units`` (``None`` when it can; the
+    seed's blocks are :meth:`model.dispatch.queues.Queues.fits_empty`'s): admission."""
+    Q, waves = gpu.peus, wg.waves
+    if waves > Q * gpu.wave_slots:
+        return f"{waves} waves, but an AP has {Q * gpu.wave_slots} wave slots"
+    if units == "wave_regions":
+        busiest = -(-waves // Q)                     # an idle CU's slot rows deal them evenly
+        for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+            size = gpu.capacity(name)
+            if per_wave and busiest > size // per_wave:
+                return (f"{busiest} waves of {per_wave} {name.upper()} blocks on one PEU, but "
+                        f"an idle PEU holds {size // per_wave} such regions")
+    else:                                            # the AP's registers as one pool or range
+        for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+            need, size = waves * per_wave, Q * gpu.capacity(name)
+            if need > size:
+                return (f"{waves} waves x {per_wave} {name.upper()} blocks = {need}, but an "
+                        f"idle AP has {size}")
+    if wg.lds > gpu.lds:
+        return f"{wg.lds} LDS blocks, but an idle AP has {gpu.lds}"
+    return None
+
+
+_UNITS = {"blocks": Units, "ap_range": ApRangeUnits, "counted": CountedUnits,
+          "wave_regions": WaveRegionUnits}
+
+
+def units_for(gpu, policy, resources, view) -> Units:
+    """The :class:`Units` of ``policy.units``."""
+    return _UNITS[policy.units](gpu, resources, view)
