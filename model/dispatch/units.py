@@ -39,7 +39,7 @@ contiguous); :meth:`model.dispatch.resources.Resources.change_plan` takes both.
 """
 
 from model.dispatch.config import UNITS
-from model.maxblock import first_fit_unchecked, largest_free_block
+from model.maxblock import first_fit_unchecked, longest_run_unchecked
 
 __all__ = ["UNITS", "Units", "free_runs", "idle_reason", "lowest_free", "regions", "units_for"]
 
@@ -140,41 +140,41 @@ class ApRangeUnits(Units):
             word |= words[base + q] << (q * size)
         return word
 
-    def largest_ranges(self, ap: int) -> dict:
-        """``{resource: (start, length)}`` of the AP's largest free range, the lowest start
-        among equals (M7)."""
+    def largest_ranges(self, ap: int) -> tuple[int, int, int]:
+        """The lengths of the AP's largest free VGPR, SGPR and LDS ranges (M7), cached
+        until the AP changes."""
         cached = self.largest.get(ap)
         if cached is None:
-            cached = self.largest[ap] = {
-                name: largest_free_block(self.word(name, ap),
-                                         self.size[name] * (1 if name == "lds" else self.Q))
-                for name in ("vgpr", "sgpr", "lds")}
+            cached = self.largest[ap] = tuple(longest_run_unchecked(self.word(name, ap))
+                                              for name in ("vgpr", "sgpr", "lds"))
         return cached
 
     def capacity(self, wg, ap: int, q: int) -> int:
         return wg.waves                              # registers are the AP's, not a PEU's
 
     def fits(self, wg, ap: int, row) -> bool:
-        ranges = self.largest_ranges(ap)
-        return (wg.waves * wg.vgpr <= ranges["vgpr"][1]
-                and wg.waves * wg.sgpr <= ranges["sgpr"][1] and wg.lds <= ranges["lds"][1])
+        vgpr, sgpr, lds = self.largest_ranges(ap)
+        return wg.waves * wg.vgpr <= vgpr and wg.waves * wg.sgpr <= sgpr and wg.lds <= lds
 
     def plan(self, wg, ap: int, waves):
         if not self.fits(wg, ap, waves):
             return None
-        ranges = self.largest_ranges(ap)
         plans = []
         for name, per_wave in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
             need, size = wg.waves * per_wave, self.size[name]
             plan = [None] * self.Q
             if need:
-                start = ranges[name][0]
+                # The lowest start of a run as long as the longest (M7), the length cached.
+                longest = self.largest_ranges(ap)[0 if name == "vgpr" else 1]
+                start = first_fit_unchecked(self.word(name, ap), longest)
                 end = start + need
                 for q in range(start // size, (end - 1) // size + 1):
                     low, high = max(start, q * size), min(end, (q + 1) * size)
                     plan[q] = (low - q * size, high - low)
             plans.append(plan)
-        lds = (ranges["lds"][0], wg.lds) if wg.lds else None
+        lds = None
+        if wg.lds:
+            lds = (first_fit_unchecked(self.bits["lds"][ap], self.largest_ranges(ap)[2]), wg.lds)
         return plans[0], plans[1], lds
 
 
@@ -222,14 +222,28 @@ class WaveRegionUnits(Units):
 
     kind = "wave_regions"
 
+    def __init__(self, gpu, resources, view):
+        super().__init__(gpu, resources, view)
+        self.counts: dict[int, dict] = {}            # per AP, region counts until it changes
+
+    def changed(self, ap: int) -> None:
+        self.counts.pop(ap, None)
+
     def capacity(self, wg, ap: int, q: int) -> int:
         """How many of ``wg``'s waves PEU ``q`` of ``ap`` holds by its registers."""
-        index = ap * self.Q + q
-        cap = wg.waves
-        for name, size in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
-            if size:
-                cap = min(cap, regions(self.bits[name][index], size))
-        return cap
+        counts = self.counts.get(ap)
+        if counts is None:
+            counts = self.counts[ap] = {}
+        key = (q, wg.vgpr, wg.sgpr)
+        cap = counts.get(key)
+        if cap is None:
+            index = ap * self.Q + q
+            cap = 1 << 30
+            for name, size in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+                if size:
+                    cap = min(cap, regions(self.bits[name][index], size))
+            counts[key] = cap
+        return min(cap, wg.waves)
 
     def fits(self, wg, ap: int, row) -> bool:
         if wg.lds > self.free["lds"][ap]:
