@@ -259,6 +259,27 @@ def test_miaow_one_range_per_wg_per_cu_across_the_simd_files_and_slots_per_cu():
     assert dispatched[1][0] > 1000 and dispatched[1][3] == [3, 2]
 
 
+def test_miaow_waves_share_the_cus_issue_slots_as_one_pool():
+    # M13 under the shared-issue model: three one-wave WGs of 120 instructions on a CU of 2
+    # SIMDs issuing 1 a cycle each. MIAOW binds no wave to a SIMD, so the three share 2 issue
+    # slots (2/3 each, about 180 cycles); bound to SIMDs (the seed's units, unrotated split:
+    # all three on SIMD 0) each gets 1/3 and runs about 360.
+    gpu = GpuConfig(aps=1, peus=2, vgpr=8, sgpr=8, lds=8, wave_slots=4, priorities=1,
+                    issue_width=1)
+    work = [wg(i, duration=120) for i in range(3)]
+    runs = {}
+    for units in ("ap_range", "blocks"):
+        events = []
+        sim = DispatchSimulator(gpu, with_policy(PRESETS["miaow-one-clock"], units=units),
+                                work, cycles=2000, debug=True, strict=True, events=events,
+                                execution="shared")
+        assert sim.run()["invariant_violations"] == 0
+        start = {w.id: c for c, kind, w, *_ in events if kind == "dispatch"}
+        runs[units] = [c - start[w.id] for c, kind, w, *_ in events if kind == "release"]
+    assert all(175 <= r <= 185 for r in runs["ap_range"]), runs
+    assert all(355 <= r <= 365 for r in runs["blocks"]), runs
+
+
 def test_admission_reads_the_policys_units():
     # An idle AP of 2 PEUs x 8 VGPR blocks: 5 waves x 3 blocks is 9 on the busiest PEU in
     # blocks (refused), 15 of 16 counted or as one range (admitted), and 3 waves on one PEU

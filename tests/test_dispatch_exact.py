@@ -653,13 +653,16 @@ def test_event_log_of_a_hand_worked_case(tmp_path):
     assert "1 waves x 17 VGPR blocks = 17 on one PEU" in rows[4]["reason"]
 
 
-def _shared_releases(gpu, events, end):
+def _shared_releases(gpu, events, end, pooled=False):
     """An independent reference of the shared-issue model, stepping every PEU in every cycle
     with exact fractions from the log's dispatch rows: in each cycle each of a PEU's ``n``
     issuing waves issues ``min(1, issue_width / n)`` instructions (a WG dispatched in cycle
     ``t`` issues from ``t + 1``); a wave group is done in the cycle its waves reach their
     work, a WG in the cycle its last group is, and it is released ``drain + 1`` cycles later.
-    Returns ``{WG id: release cycle}`` for the releases before ``end``."""
+    ``pooled`` (MIAOW's waves bound to no SIMD, M13): the AP's waves share one pool of
+    ``peus x issue_width``. Returns ``{WG id: release cycle}`` for the releases before
+    ``end``."""
+    width = gpu.issue_width * (gpu.peus if pooled else 1)
     dispatches = {}
     for cycle, kind, w, ap, waves, _, _ in events:
         if kind == "dispatch":
@@ -669,7 +672,7 @@ def _shared_releases(gpu, events, end):
         for members in groups.values():
             issuing = sum(count for _, count, _ in members)
             for member in members:
-                member[2] -= min(Fraction(1), Fraction(gpu.issue_width, issuing))
+                member[2] -= min(Fraction(1), Fraction(width, issuing))
         for peu, members in groups.items():
             for wg_id, _, remaining in members:
                 if remaining <= 0:
@@ -679,6 +682,10 @@ def _shared_releases(gpu, events, end):
             groups[peu] = [m for m in members if m[2] > 0]
         for w, ap, waves in dispatches.get(cycle, ()):
             work = w.duration if w.work is None else w.work
+            if pooled:
+                left[w.id] = 1
+                groups.setdefault(ap, []).append([w.id, w.waves, Fraction(work)])
+                continue
             left[w.id] = sum(1 for count in waves if count)
             for q, count in enumerate(waves):
                 if count:
@@ -707,7 +714,8 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
         return first_fit(free, size, need)
     # A run cut by the limit logs the releases before it; one that finished, up to its end.
     end = result["cycles"] + (0 if result["workgroups_unfinished"] else 1)
-    expected = _shared_releases(gpu, events, end) if execution == "shared" else None
+    expected = (_shared_releases(gpu, events, end, pooled=units == "ap_range")
+                if execution == "shared" else None)
     released = {}
     bits = {"vgpr": [(1 << gpu.vgpr) - 1] * (gpu.aps * Q),
             "sgpr": [(1 << gpu.sgpr) - 1] * (gpu.aps * Q), "lds": [(1 << gpu.lds) - 1] * gpu.aps}

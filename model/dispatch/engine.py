@@ -202,7 +202,8 @@ class DispatchSimulator:
         self.selector = selector_for(gpu, policy, self.queues, self.matcher, self.resources,
                                      self.views)
         self.allocator = Allocator(gpu, policy, self.resources, self.matcher, self.wave_power)
-        self.execution_model = execution_for(execution, gpu, self.resources.running)
+        self.execution_model = execution_for(execution, gpu, self.resources.running,
+                                             pooled=policy.units == "ap_range")
         self.metrics = Metrics(gpu, self.resources, self.counters, sample_interval,
                                power_window)
         if policy.decision_pipeline:

@@ -17,7 +17,7 @@ import math
 from model.dispatch.config import GpuConfig
 from model.dispatch.resources import Allocation
 
-__all__ = ["FixedExecution", "SharedExecution", "execution_for"]
+__all__ = ["FixedExecution", "PooledExecution", "SharedExecution", "execution_for"]
 
 
 class FixedExecution:
@@ -50,13 +50,15 @@ class SharedExecution:
         self.running = running
         self.Q = gpu.peus
         self.drain = gpu.drain
-        # 1/unit wave-instructions: the least common multiple of 1..wave_slots, so that the
-        # share issue_width / n of every possible n is a whole number of units.
-        self.unit = math.lcm(*range(1, gpu.wave_slots + 1))
-        width = gpu.issue_width
+        self.setup(gpu.wave_slots, gpu.issue_width, gpu.aps * gpu.peus)
+
+    def setup(self, slots: int, width: int, count: int) -> None:
+        """``count`` issue pools of ``width`` issue slots holding up to ``slots`` waves."""
+        # 1/unit wave-instructions: the least common multiple of 1..slots, so that the share
+        # width / n of every possible n is a whole number of units.
+        self.unit = math.lcm(*range(1, slots + 1))
         self.rate = [0] + [self.unit if n <= width else width * self.unit // n
-                           for n in range(1, gpu.wave_slots + 1)]
-        count = gpu.aps * gpu.peus
+                           for n in range(1, slots + 1)]
         self.issuing = [0] * count
         self.service = [0] * count
         self.service_time = [0] * count
@@ -160,6 +162,39 @@ class SharedExecution:
                           f"waiting for its release, not both or neither")
 
 
-def execution_for(execution: str, gpu: GpuConfig, running: dict):
-    """The execution model named ``execution`` (``"fixed"`` or ``"shared"``)."""
-    return (SharedExecution if execution == "shared" else FixedExecution)(gpu, running)
+class PooledExecution(SharedExecution):
+    """The shared-issue model with waves bound to no PEU (MIAOW, rule M13,
+    ``issue/alu_issue_logic.v``: a ready SIMD takes whichever ready wave its class's arbiter
+    chose): per AP one pool of ``peus x issue_width`` issue slots shared by every wave resident
+    on the AP, a WG one wave group of all its waves. Used for ``units = "ap_range"`` under
+    ``execution = "shared"``."""
+
+    def __init__(self, gpu: GpuConfig, running: dict):
+        self.completions: list = []
+        self.running = running
+        self.Q = 1                     # one pool per AP: "PEU" below means the AP's pool
+        self.drain = gpu.drain
+        self.setup(gpu.peus * gpu.wave_slots, gpu.peus * gpu.issue_width, gpu.aps)
+
+    def start(self, allocation: Allocation, cycle: int) -> None:
+        """A WG dispatched in ``cycle``: all its waves issue from the AP's pool from
+        ``cycle + 1``."""
+        wg = allocation.wg
+        work = (wg.work if wg.work is not None else wg.duration) * self.unit
+        pool = allocation.ap
+        self.pop_finished(pool, cycle)
+        heapq.heappush(self.groups[pool], (self.service[pool] + work, wg.id, wg.waves))
+        self.issuing[pool] += wg.waves
+        self.schedule(pool)
+        self.groups_left[wg.id] = 1
+
+    def check(self, cycle: int, live, violation) -> None:
+        super().check(cycle, [[sum(row)] for row in live], violation)
+
+
+def execution_for(execution: str, gpu: GpuConfig, running: dict, pooled: bool = False):
+    """The execution model named ``execution`` (``"fixed"`` or ``"shared"``; ``pooled``: the
+    shared model with one issue pool per AP, :class:`PooledExecution`)."""
+    if execution != "shared":
+        return FixedExecution(gpu, running)
+    return (PooledExecution if pooled else SharedExecution)(gpu, running)

@@ -48,13 +48,13 @@ Rules, each with its source:
   ``units = "blocks"`` gives the seed's blocks (a block per PEU for the wave group, the
   unrotated split, slots per PEU, placed by M7) instead, for comparison.
 - **M13, waves not bound to SIMDs** (``issue/alu_issue_logic.v``): with ``ap_range`` no
-  PEU limits where a wave goes; the model still gives each wave a PEU (the one with the most
-  free slots) for its execution model.
+  PEU limits where a wave goes (the model books each wave on the PEU with the most free
+  slots), and under ``execution = "shared"`` the AP's waves share its PEUs' issue slots as
+  one pool (:class:`model.dispatch.execution.PooledExecution`).
 
 Not modelled, and what the policy sees instead (docs/dispatch.md, "The faithful
 baselines"):
 
-- **M13's issue**: the execution model is the scenario's (a wave issues on its PEU).
 - **M14**: releases follow the policy's ``release_limit`` (0: all in the cycle after);
   each still locks its group (M5).
 - **M15** (a CU never used matches any size) is a defect, not a rule: the admission check

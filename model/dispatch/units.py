@@ -16,9 +16,10 @@ for every policy; what changes is the fit test and which blocks a WG takes:
     (PEU 0's blocks first) are one address space, the WG's whole need (waves x per-wave
     blocks) one range in it, placed at the start of the largest free range (M7; a range may
     cross from one PEU's word to the next). Wave slots are counted per AP (M9, 40 per CU in
-    MIAOW: here the scenario's ``peus x wave_slots``); waves are bound to no PEU (M13), so
-    the model gives each wave in turn to the PEU with the most free slots (ties to the
-    lowest), which only its execution model reads.
+    MIAOW: here the scenario's ``peus x wave_slots``); waves are bound to no PEU (M13): the
+    model books each wave in turn on the PEU with the most free slots (ties to the lowest),
+    and the shared-issue model gives the AP's waves one issue pool
+    (:class:`model.dispatch.execution.PooledExecution`).
 ``counted`` (GPGPU-Sim, rules G7, G9: ``gpu-sim.cc``, ``occupy_shader_resource_1block``,
     ``shader_core_config::max_cta``)
     Registers and shared memory are counters per SM with no addresses: a WG fits when the

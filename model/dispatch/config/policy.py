@@ -67,7 +67,8 @@ class PolicyConfig:
         one contiguous VGPR and SGPR block for the WG's wave group, one LDS range per AP,
         read through the view), or a faithful baseline's own, on the current status:
         ``ap_range`` (MIAOW: one VGPR, SGPR and LDS range per WG per AP, wave slots counted
-        per AP), ``counted`` (GPGPU-Sim: counted per-AP pools) or ``wave_regions`` (gem5:
+        per AP, under the shared-issue model one issue pool per AP), ``counted``
+        (GPGPU-Sim: counted per-AP pools) or ``wave_regions`` (gem5:
         one register region per wave in its PEU's file, LDS counted). Only ``blocks`` with
         a selection of the seed's or a rule kept for comparison.
     ap_choice
