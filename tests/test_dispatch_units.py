@@ -1,0 +1,139 @@
+"""The faithful baselines' resource units (model.dispatch.units) against brute force on random
+status words: each unit's fit test says yes exactly when its rule can place the WG, and its
+plan takes free blocks only, as many as the WG needs, where the rule says."""
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from model.dispatch.config import GpuConfig
+from model.dispatch.units import idle_reason, units_for
+
+SIZES = {"vgpr": 12, "sgpr": 8, "lds": 10}
+Q = 3
+
+
+def _setup(kind, rng):
+    gpu = GpuConfig(aps=2, peus=Q, vgpr=SIZES["vgpr"], sgpr=SIZES["sgpr"], lds=SIZES["lds"],
+                    wave_slots=4, priorities=1)
+    bits = {name: [rng.getrandbits(SIZES[name]) & rng.getrandbits(SIZES[name])
+                   | rng.getrandbits(SIZES[name]) for _ in range(2 * Q if name != "lds" else 2)]
+            for name in SIZES}
+    resources = SimpleNamespace(bits=bits, size=dict(SIZES),
+                                free={n: [b.bit_count() for b in w] for n, w in bits.items()})
+    view = SimpleNamespace(view={})
+    policy = SimpleNamespace(units=kind)
+    return gpu, units_for(gpu, policy, resources, view), bits
+
+
+def _runs(word, n):
+    """``(start, length)`` of every free run, scanning bit by bit."""
+    runs, start = [], None
+    for i in range(n + 1):
+        free = i < n and word >> i & 1
+        if free and start is None:
+            start = i
+        elif not free and start is not None:
+            runs.append((start, i - start))
+            start = None
+    return runs
+
+
+def _wg(rng):
+    return SimpleNamespace(waves=rng.randint(1, 5), vgpr=rng.randint(0, 4),
+                           sgpr=rng.randint(0, 3), lds=rng.randint(0, 6))
+
+
+def _row(waves):
+    return tuple(waves // Q + (1 if q < waves % Q else 0) for q in range(Q))
+
+
+def _masks(plan, name):
+    size = SIZES[name]
+    out = []
+    for placed in plan:
+        if placed is None:
+            out.append(0)
+        elif isinstance(placed, int):
+            out.append(placed)
+        else:
+            start, length = placed
+            assert 0 <= start and start + length <= size
+            out.append(((1 << length) - 1) << start)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["ap_range", "counted", "wave_regions"])
+def test_units_fit_exactly_when_their_rule_places_the_wg(kind):
+    rng = random.Random(kind)
+    placed = 0
+    for _ in range(3000):
+        gpu, units, bits = _setup(kind, rng)
+        wg, ap = _wg(rng), rng.randrange(2)
+        row = _row(wg.waves)
+        words = {n: bits[n][ap * Q:(ap + 1) * Q] for n in ("vgpr", "sgpr")}
+        if kind == "ap_range":
+            expect = all(wg.waves * per <= max(
+                [n for _, n in _runs(sum(w << (q * SIZES[name]) for q, w in
+                                         enumerate(words[name])), Q * SIZES[name])] + [0])
+                for name, per in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)))
+            expect &= wg.lds <= max([n for _, n in _runs(bits["lds"][ap], SIZES["lds"])] + [0])
+        elif kind == "counted":
+            expect = (wg.waves * wg.vgpr <= sum(w.bit_count() for w in words["vgpr"])
+                      and wg.waves * wg.sgpr <= sum(w.bit_count() for w in words["sgpr"])
+                      and wg.lds <= bits["lds"][ap].bit_count())
+        else:
+            expect = wg.lds <= bits["lds"][ap].bit_count()
+            for name, per in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
+                for q, count in enumerate(row):
+                    if per and count:
+                        # first fit, one region at a time, scanning bit by bit
+                        word = words[name][q]
+                        for _ in range(count):
+                            start = next((s for s, n in _runs(word, SIZES[name]) if n >= per),
+                                         None)
+                            if start is None:
+                                expect = False
+                                break
+                            word &= ~(((1 << per) - 1) << start)
+        assert units.fits(wg, ap, row) == expect, (kind, wg, ap, bits)
+        plan = units.plan(wg, ap, row)
+        assert (plan is not None) == expect
+        if plan is None:
+            continue
+        placed += 1
+        for index, name, per in ((0, "vgpr", wg.vgpr), (1, "sgpr", wg.sgpr)):
+            masks = _masks(plan[index], name)
+            for q, mask in enumerate(masks):
+                assert mask & ~words[name][q] == 0                  # free blocks only
+            assert sum(m.bit_count() for m in masks) == wg.waves * per
+            if kind == "counted":                                   # the lowest ones
+                whole = sum(m << (q * SIZES[name]) for q, m in enumerate(masks))
+                free = sum(w << (q * SIZES[name]) for q, w in enumerate(words[name]))
+                top = (1 << whole.bit_length()) - 1
+                assert free & top & ~whole == 0     # no free block left below the highest
+            if kind == "wave_regions":                              # on the row's PEUs
+                assert [m.bit_count() for m in masks] == [count * per for count in row]
+        lds = plan[2]
+        if wg.lds:
+            mask = lds if isinstance(lds, int) else ((1 << lds[1]) - 1) << lds[0]
+            assert mask.bit_count() == wg.lds and mask & ~bits["lds"][ap] == 0
+        else:
+            assert lds is None
+    assert placed > 300
+
+
+def test_idle_reason_agrees_with_an_idle_ap():
+    # Admission: a WG is refused exactly when the units cannot place it on an idle AP.
+    rng = random.Random(7)
+    for kind in ("ap_range", "counted", "wave_regions"):
+        for _ in range(500):
+            gpu, units, bits = _setup(kind, rng)
+            for name in bits:
+                bits[name][:] = [(1 << SIZES[name]) - 1] * len(bits[name])
+            units.free.update({n: [SIZES[n]] * len(w) for n, w in bits.items()})
+            wg = SimpleNamespace(waves=rng.randint(1, 12), vgpr=rng.randint(0, 12),
+                                 sgpr=rng.randint(0, 8), lds=rng.randint(0, 12))
+            fits = wg.waves <= Q * gpu.wave_slots and units.fits(wg, 0, _row(wg.waves))
+            assert (idle_reason(kind, gpu, wg) is None) == fits, (kind, wg)
