@@ -27,7 +27,6 @@ Rules, each with its source:
   ``least_loaded`` would pick the emptiest SIMD.
 - **A8, barrier slots** (``compute_unit.hh``, ``getFreeBarrierId``; ``GPU.py``,
   ``num_barrier_slots`` = 16): at most 16 WGs of more than one wave per CU.
-
 - **A6, per-wave register regions** (``dyn_pool_manager.cc``, ``canAllocate``,
   ``allocateRegion``; ``units = "wave_regions"``, the preset's,
   :class:`model.dispatch.units.WaveRegionUnits`): a SIMD takes ``n`` more waves when its

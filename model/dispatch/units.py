@@ -62,13 +62,18 @@ def regions(free: int, size: int) -> int:
 
 
 def lowest_free(free: int, count: int) -> int:
-    """The mask of the ``count`` lowest set bits of ``free`` (``count <= popcount``)."""
-    mask = 0
-    for _ in range(count):
-        low = free & -free
-        mask |= low
-        free ^= low
-    return mask
+    """The mask of the ``count`` lowest set bits of ``free`` (``count <= popcount``): the
+    bits below the narrowest width that holds ``count`` of them (a binary search)."""
+    if count >= free.bit_count():
+        return free
+    low, high = count, free.bit_length()
+    while low < high:
+        middle = (low + high) // 2
+        if (free & ((1 << middle) - 1)).bit_count() >= count:
+            high = middle
+        else:
+            low = middle + 1
+    return free & ((1 << low) - 1)
 
 
 class Units:
