@@ -25,9 +25,9 @@ import numpy as np
 
 from model.cluster.config import TraceSource
 from model.cluster.fragmentation import typical_pods
-from model.cluster.inflation import InflationRun, inflate
+from model.cluster.inflation import InflationRun
 from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
-from model.cluster.repro import DATA, LISTS, NODES, seed_node_rank
+from model.cluster.repro import DATA, LISTS, NODES, artifact_draws
 from model.cluster.trace import read_nodes, read_pods
 from model.stats import compare
 
@@ -84,8 +84,7 @@ def measure(pod_list: str, seed: int, labels=tuple(POLICIES), *, data: Path = DA
     jobs, _ = read_pods(source.pods, source, timed=False)
     typical = typical_pods(jobs, 0.95)
     capacity = sum(len(node.cards) for node in nodes) * 1000
-    pods = inflate(jobs, capacity, 1.3, random.Random(f"{seed}:{pod_list}:inflation"))
-    node_rank = seed_node_rank(nodes, pod_list, seed)
+    pods, node_rank = artifact_draws(jobs, nodes, capacity, 1.3, seed)   # the artifact's seed
     out = {}
     for label in labels:
         policy, weights = POLICIES[label]

@@ -11,9 +11,17 @@ fragmentation rate at 0, 1, ..., 130 % arrived. :func:`reproduce` runs our model
 way (:mod:`model.cluster.inflation`, the artifact's discretisation of the curves) and
 :func:`compare` puts our means next to the artifact's.
 
-Our seeds are not the artifact's: Python's generator replaces Go's, so seed 42 shuffles
-the pods differently here. Only means over seeds (and one seed against the artifact's
-seed-to-seed spread) can be compared.
+Our seeds are the artifact's (``rng = "go"``, the default): the simulator's draws are made
+from Go's ``math/rand`` stream (:class:`model.cluster.gorand.GoRand`) in its order -- after
+``rand.Seed(seed)``, one ``rand.Int()`` (``core.go`` logs it), the pod shuffle and the
+resampling (:func:`model.cluster.inflation.inflate`), :data:`REFLECTOR_DRAWS` draws of
+client-go's reflectors (``reflector.go``, ``ListAndWatch``: a ``rand.Float64()`` watch timeout
+per informer, started while the scheduler syncs), then ``rand.Perm`` of the nodes
+(``syncClusterResourceList``). So seed 42 here is the artifact's seed 42, curve for curve
+(``tests/test_cluster_repro.py``). ``rng = "python"`` draws from Python's ``random`` instead
+(other streams, the same distribution over seeds). The random policy's own draws (its node
+and card choices) stay Python's: the artifact's come from the same Go stream, in the
+scheduler framework's node order, which is not reproduced.
 
 ``python -m model.cluster.repro`` (``make cluster-repro``) runs every list and seed, prints
 ours, the artifact's and the difference at 100 % and 130 % arrived (and the fragmentation
@@ -34,13 +42,14 @@ import numpy as np
 
 from model.cluster.config import TraceSource
 from model.cluster.fragmentation import typical_pods
+from model.cluster.gorand import GoRand
 from model.cluster.inflation import InflationRun, inflate
-from model.cluster.policies import TIE_BREAKS, shuffled_rank
+from model.cluster.policies import TIE_BREAKS, name_rank, shuffled_rank
 from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
 from model.cluster.trace import read_nodes, read_pods
 
-__all__ = ["ARTIFACT_POLICIES", "DATA", "LISTS", "compare", "load_expected", "order_of",
-           "reproduce", "run_curves"]
+__all__ = ["ARTIFACT_POLICIES", "DATA", "LISTS", "REFLECTOR_DRAWS", "RNGS", "artifact_draws",
+           "compare", "load_expected", "order_of", "reproduce", "run_curves"]
 
 #: The shipped copy of the trace and the artifact's published curves (Apache-2.0).
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "alibaba-v2023"
@@ -54,6 +63,14 @@ ARTIFACT_POLICIES = {"01-Random": "random", "02-DotProd": "dot-product",
 ARTIFACT_SEEDS = tuple(range(42, 52))
 POLICIES = tuple(ARTIFACT_POLICIES.values())
 POINTS = 131
+#: Where the seeds' streams come from: Go's ``math/rand`` as the artifact draws it, or
+#: Python's ``random`` (other streams).
+RNGS = ("go", "python")
+#: Draws of Go's global source between the resampling and ``rand.Perm`` of the nodes: the
+#: informers' reflectors start their watches (``reflector.go``, a ``rand.Float64()`` timeout
+#: each) while the scheduler syncs. Found by search over 0..39 as the one count that makes
+#: every curve of seeds 42 and 43 the artifact's; then every seed of the three lists agrees.
+REFLECTOR_DRAWS = 10
 #: The curve points compared (percent of the GPUs asked for by the arrived pods).
 CHECKED = (100, 130)
 FRAGMENTATION_POINT = 80
@@ -83,27 +100,46 @@ def _trace(pod_list: str, data: Path) -> TraceSource:
 
 
 def seed_node_rank(nodes, pod_list: str, seed: int, tie_break: str = "shuffled"):
-    """The node order of a seed's ties under ``tie_break = "shuffled"`` (the artifact
-    renames its nodes once per run, the same for every policy), else ``None``."""
+    """The node order of a seed's ties under ``tie_break = "shuffled"`` from Python's
+    generator (``rng = "python"``; the artifact renames its nodes once per run, the same for
+    every policy), else ``None``."""
     if tie_break != "shuffled":
         return None
     return shuffled_rank([node.name for node in nodes],
                          random.Random(f"{seed}:{pod_list}:nodes"))
 
 
+def artifact_draws(jobs, nodes, capacity: int, ratio: float, seed: int):
+    """The inflated pod order and the node rank of the artifact's seed ``seed``: Go's stream
+    drawn in the artifact's order (the module docstring). Returns ``(pods, node rank)``, the
+    rank of each node of ``nodes`` in the renamed order its ties follow."""
+    stream = GoRand(seed)
+    stream.int63()                      # core.go: log.Debugf(..., rand.Int())
+    pods = inflate(jobs, capacity, ratio, stream)
+    for _ in range(REFLECTOR_DRAWS):
+        stream.int63()                  # reflector.go: rand.Float64(), one Int63 each
+    rank = np.asarray(stream.perm(len(nodes)), np.int64)
+    return pods, rank[name_rank([node.name for node in nodes])]
+
+
 def run_curves(pod_list: str, policies, seed: int, *, data: Path = DATA, ratio: float = 1.3,
-               tie_break: str = "shuffled") -> dict[str, dict]:
+               tie_break: str = "shuffled", rng: str = "go") -> dict[str, dict]:
     """Our artifact-style curves of ``policies`` on one pod list and seed: ``{policy:
     {"allocation": [131 values], "fragmentation_rate": [...], "cpu_s": ...}}``. Every policy
     of a seed sees the same inflated pod order and the same node order for its ties (as the
-    artifact's seed gives)."""
+    artifact's seed gives); ``rng`` (:data:`RNGS`): Go's stream or Python's."""
     source = _trace(pod_list, data)
     nodes, _ = read_nodes(source.nodes, BUILTIN_CARD_TYPES, BUILTIN_HOSTS, source)
     jobs, _ = read_pods(source.pods, source, timed=False)
     typical = typical_pods(jobs, 0.95)
     capacity = sum(len(node.cards) for node in nodes) * 1000
-    pods = inflate(jobs, capacity, ratio, random.Random(f"{seed}:{pod_list}:inflation"))
-    node_rank = seed_node_rank(nodes, pod_list, seed, tie_break)
+    if rng == "go":
+        pods, node_rank = artifact_draws(jobs, nodes, capacity, ratio, seed)
+        if tie_break != "shuffled":
+            node_rank = None
+    else:
+        pods = inflate(jobs, capacity, ratio, random.Random(f"{seed}:{pod_list}:inflation"))
+        node_rank = seed_node_rank(nodes, pod_list, seed, tie_break)
     out = {}
     for policy in policies:
         started = time.process_time()
@@ -118,8 +154,8 @@ def run_curves(pod_list: str, policies, seed: int, *, data: Path = DATA, ratio: 
 
 
 def reproduce(lists=LISTS, policies=POLICIES, seeds=ARTIFACT_SEEDS,
-              *, data: Path = DATA, tie_break: str = "shuffled", progress=None
-              ) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+              *, data: Path = DATA, tie_break: str = "shuffled", rng: str = "go",
+              progress=None) -> dict[tuple[str, str], dict[str, np.ndarray]]:
     """Our curves: ``{(pod list, policy): {"allocation": (seeds, 131), "fragmentation_rate":
     (seeds, 131)}}``. ``progress(text)`` (optional) is called before each list and seed."""
     ours: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -128,12 +164,30 @@ def reproduce(lists=LISTS, policies=POLICIES, seeds=ARTIFACT_SEEDS,
             if progress is not None:
                 progress(f"{pod_list} seed {seed}")
             for policy, curves in run_curves(pod_list, policies, seed, data=data,
-                                             tie_break=tie_break).items():
+                                             tie_break=tie_break, rng=rng).items():
                 for name in ("allocation", "fragmentation_rate"):
                     ours[(pod_list, policy)][name].append(
                         [np.nan if value is None else value for value in curves[name]])
     return {key: {name: np.array(rows) for name, rows in value.items()}
             for key, value in ours.items()}
+
+
+def per_seed(ours, allocation, *, rounding: float = 0.01) -> list[dict]:
+    """Seed against seed (the same streams as the artifact's, ``rng = "go"``): per list and
+    policy, the largest difference of the allocation curves over every seed and point, and
+    the seeds whose whole curve equals the artifact's to its published rounding."""
+    rows = []
+    for key, curves in ours.items():
+        if key not in allocation:
+            continue
+        mine, theirs = curves["allocation"], allocation[key]
+        count = min(len(mine), len(theirs))
+        differences = np.abs(mine[:count] - theirs[:count])
+        worst = np.nanmax(differences, axis=1)
+        rows.append({"list": key[0], "policy": key[1], "seeds": count,
+                     "largest_difference": float(np.nanmax(worst)),
+                     "identical_seeds": int(np.sum(worst <= rounding + 1e-9))})
+    return rows
 
 
 def order_of(means: dict[str, float]) -> list[str]:
@@ -291,6 +345,9 @@ def main(argv=None) -> int:
     parser.add_argument("--tie-break", default="shuffled", choices=TIE_BREAKS,
                         help="equal scores: the artifact's (shuffled, default), the node "
                              "list's names, or random")
+    parser.add_argument("--rng", default="go", choices=RNGS,
+                        help="the seeds' streams: Go's math/rand in the artifact's order "
+                             "(default: seed 42 is the artifact's seed 42) or Python's")
     parser.add_argument("--tolerance", type=float, default=0.5,
                         help="allowed difference of the means, allocation points (0.5)")
     parser.add_argument("--plot", default="build/sim/cluster_repro.png")
@@ -306,6 +363,7 @@ def main(argv=None) -> int:
     started = time.process_time()
     try:
         ours = reproduce(args.lists, seeds=seeds, tie_break=args.tie_break, data=args.data,
+                         rng=args.rng,
                          progress=lambda text: print(f"  running {text}", file=sys.stderr))
     except KeyboardInterrupt:
         print("interrupted: nothing compared", file=sys.stderr)
@@ -321,7 +379,8 @@ def main(argv=None) -> int:
     result = compare(ours, allocation, fragmentation, tolerance=args.tolerance,
                      per_seed_sds=None if args.seeds >= 10 else 4.0)
     print_table(f"Reproduction of the FGD artifact (seeds {seeds[0]}-{seeds[-1]}, tie-break "
-                f"{args.tie_break}): GPU allocation ratio (%) at 100 % and 130 % arrived, "
+                f"{args.tie_break}, {args.rng} streams): GPU allocation ratio (%) at 100 % and "
+                f"130 % arrived, "
                 f"fragmentation rate (%) at {FRAGMENTATION_POINT} %",
                 ["list", "policy", "100%\nours", "100%\nartifact", "100%\ndiff",
                  "130%\nours", "130%\nartifact", "130%\ndiff",
@@ -329,10 +388,19 @@ def main(argv=None) -> int:
                  f"frag {FRAGMENTATION_POINT}%\ndiff"], table_rows(result),
                 caption=f"{time.process_time() - started:.0f} s of CPU. '!' marks a "
                         f"difference beyond the tolerance.")
+    seed_rows = per_seed(ours, allocation)
+    print_table(f"Seed against seed ({args.rng} streams): largest difference of the allocation "
+                f"curve (percentage points, every point 0-130 %)",
+                ["list", "policy", "seeds", "largest difference", "identical seeds"],
+                [[row["list"].removeprefix("openb_pod_list_"), row["policy"], row["seeds"],
+                  f"{row['largest_difference']:.2f}", row["identical_seeds"]]
+                 for row in seed_rows],
+                caption="identical: every point within the artifact's rounding (0.01)")
     for order in result["orders"]:
         print(f"{order['list']} at {order['point']} %: ours {' > '.join(order['ours'])}; "
               f"artifact {' > '.join(order['artifact'])}{'' if order['ok'] else '  (DIFFERS)'}")
-    write_json(args.json, {"seeds": list(seeds), "tie_break": args.tie_break, **result,
+    write_json(args.json, {"seeds": list(seeds), "tie_break": args.tie_break, "rng": args.rng,
+                           "per_seed": seed_rows, **result,
                            "curves": {f"{key[0]}:{key[1]}": {name: values.tolist()
                                                              for name, values in value.items()}
                                       for key, value in ours.items()}})
