@@ -68,7 +68,8 @@ def typical_pods(jobs: Sequence[Job], popularity: float = 0.95) -> TypicalPods:
     cover ``popularity`` of the pods, frequencies renormalised."""
     if not jobs:
         raise ValueError("Typical pods need at least one pod")
-    counts = Counter((job.cpu_milli, job.gpu_milli, job.cards, _type_text(job.types))
+    counts = Counter((job.cpu_milli, job.gpu_milli, job.cards,
+                      job.spec if job.types is not None and job.spec else _type_text(job.types))
                      for job in jobs)
     shapes = sorted(counts, key=lambda shape: (counts[shape], shape), reverse=True)
     total = len(jobs)

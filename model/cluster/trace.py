@@ -306,7 +306,7 @@ def read_pods(path, source: TraceSource, *, timed: bool = True, quick: bool = Fa
         raise TraceError(f"{path}: has a header but no pod rows")
     if not timed:
         return [Job(position, job.name, None, job.cards, job.duration_s, job.types,
-                    job.cpu_milli, job.memory_mib, job.gpu_milli)
+                    job.cpu_milli, job.memory_mib, job.gpu_milli, job.spec)
                 for position, (_, _, job) in enumerate(pods)], counts
     # Stable sort: pods created in the same second keep their file order.
     order = sorted(range(len(pods)), key=lambda index: pods[index][0])
@@ -316,7 +316,7 @@ def read_pods(path, source: TraceSource, *, timed: bool = True, quick: bool = Fa
         created, _, job = pods[index]
         jobs.append(Job(position, job.name, (created - start) / source.arrival_speedup,
                         job.cards, job.duration_s, job.types, job.cpu_milli, job.memory_mib,
-                        job.gpu_milli))
+                        job.gpu_milli, job.spec))
     return jobs, counts
 
 
@@ -368,5 +368,6 @@ def _pod(row: _Row, kind: str, timed: bool, source: TraceSource,
         if source.shared_gpu == "whole":
             counts[ROUNDED_SHARED] += 1
             gpu_milli = MILLI
+    spec = row.text("gpu_spec").strip() if types is not None else ""
     return created, name, Job(0, name, 0.0, gpus, duration, types, cpu, memory,
-                              gpu_milli if gpus else 0)
+                              gpu_milli if gpus else 0, spec)

@@ -10,7 +10,7 @@ the node's host. The pods shaped like the Alibaba trace's come from
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from model.cluster.config import NodeSpec, SyntheticWorkload
 from model.cluster.placement import JobRequest
@@ -25,7 +25,7 @@ MILLI = 1000
 class Job:
     """One pod: arrives at ``arrival_s`` (``None`` in the inflation experiment, which has no
     times), runs ``duration_s`` once started, asks for ``cards`` x ``gpu_milli`` milli-GPU of a
-    type in ``types`` (``None``: any), ``cpu_milli`` and ``memory_mib``."""
+    type in ``types`` (``None``: any, written ``spec``), ``cpu_milli`` and ``memory_mib``."""
 
     index: int
     name: str
@@ -36,6 +36,10 @@ class Job:
     cpu_milli: int = 0
     memory_mib: int = 0
     gpu_milli: int = MILLI
+    #: The ``gpu_spec`` text as the pod list writes it ("" when any type will do). The FGD
+    #: artifact keys its typical pods by that text (``PodResource.GpuType``), so
+    #: "V100M16|V100M32|V100M32" is a shape of its own beside "V100M16|V100M32".
+    spec: str = field(default="", compare=False)
 
     def __post_init__(self):
         if self.cards < 0 or self.cpu_milli < 0 or self.memory_mib < 0:
