@@ -50,8 +50,10 @@ def inflate(workload: Sequence[Job], capacity_milli: int, ratio: float,
     replacement, from the name-sorted list) appended at the end until the next draw's
     per-card share would pass the target (the artifact compares ``MilliGpu``, one card's
     share, and adds the whole request). Appended copies are named ``<name>-tuned-<i>``;
-    the result is re-indexed in submission order. Our rng is Python's, not Go's: a seed
-    gives another permutation than the artifact's seed of the same number."""
+    the result is re-indexed in submission order. ``rng`` needs ``shuffle`` and
+    ``randrange``: a ``random.Random`` (other streams than the artifact's), or
+    :class:`model.cluster.gorand.GoRand`, whose Go draws make a seed the artifact's
+    (:func:`model.cluster.repro.artifact_draws`)."""
     if not workload:
         raise ValueError("The inflation experiment needs at least one pod")
     requests = [job.gpu_request_milli for job in workload]
