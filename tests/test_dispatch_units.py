@@ -9,6 +9,7 @@ import pytest
 
 from model.dispatch.config import GpuConfig
 from model.dispatch.units import idle_reason, units_for
+from tests.test_maxblock_model import runs_by_scan
 
 SIZES = {"vgpr": 12, "sgpr": 8, "lds": 10}
 Q = 3
@@ -27,17 +28,9 @@ def _setup(kind, rng):
     return gpu, units_for(gpu, policy, resources, view), bits
 
 
-def _runs(word, n):
-    """``(start, length)`` of every free run, scanning bit by bit."""
-    runs, start = [], None
-    for i in range(n + 1):
-        free = i < n and word >> i & 1
-        if free and start is None:
-            start = i
-        elif not free and start is not None:
-            runs.append((start, i - start))
-            start = None
-    return runs
+def _longest(word, n):
+    """The longest run of free (set) blocks of ``word``, scanning bit by bit."""
+    return max([length for _, length in runs_by_scan(word, n, 1)] + [0])
 
 
 def _wg(rng):
@@ -74,11 +67,10 @@ def test_units_fit_exactly_when_their_rule_places_the_wg(kind):
         row = _row(wg.waves)
         words = {n: bits[n][ap * Q:(ap + 1) * Q] for n in ("vgpr", "sgpr")}
         if kind == "ap_range":
-            expect = all(wg.waves * per <= max(
-                [n for _, n in _runs(sum(w << (q * SIZES[name]) for q, w in
-                                         enumerate(words[name])), Q * SIZES[name])] + [0])
-                for name, per in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)))
-            expect &= wg.lds <= max([n for _, n in _runs(bits["lds"][ap], SIZES["lds"])] + [0])
+            expect = all(wg.waves * per <= _longest(sum(w << (q * SIZES[name]) for q, w in
+                                                        enumerate(words[name])), Q * SIZES[name])
+                         for name, per in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)))
+            expect &= wg.lds <= _longest(bits["lds"][ap], SIZES["lds"])
         elif kind == "counted":
             expect = (wg.waves * wg.vgpr <= sum(w.bit_count() for w in words["vgpr"])
                       and wg.waves * wg.sgpr <= sum(w.bit_count() for w in words["sgpr"])
@@ -91,8 +83,8 @@ def test_units_fit_exactly_when_their_rule_places_the_wg(kind):
                         # first fit, one region at a time, scanning bit by bit
                         word = words[name][q]
                         for _ in range(count):
-                            start = next((s for s, n in _runs(word, SIZES[name]) if n >= per),
-                                         None)
+                            start = next((s for s, n in runs_by_scan(word, SIZES[name], 1)
+                                          if n >= per), None)
                             if start is None:
                                 expect = False
                                 break
