@@ -122,25 +122,15 @@ class MiaowMatcher(RecordingMatcher):
         if wg.waves > self.ap_slots[ap]:
             return False
         if self.per_ap:            # the placement respects the free slots: only the ranges
-            vgpr, sgpr, lds = self.units.largest_ranges(ap)
-            waves = wg.waves
-            return waves * wg.vgpr <= vgpr and waves * wg.sgpr <= sgpr and wg.lds <= lds
+            return self.units.fits(wg, ap, None)
         return self.peu_fits(wg, ap, self.placement(wg, ap))
 
     def masks_of(self, wg) -> int:
-        """:meth:`fits` on every AP at once (a new buffered WG is tested against every AP)."""
+        """:meth:`fits` on every AP at once (a new buffered WG is tested against every AP):
+        with ``ap_range`` the units' test on every AP with the slots, in one call."""
         if not self.per_ap:
             return super().masks_of(wg)
-        largest, ap_slots = self.units.largest_ranges, self.ap_slots
-        waves, lds = wg.waves, wg.lds
-        v, s = waves * wg.vgpr, waves * wg.sgpr
-        mask = 0
-        for ap in range(self.P):
-            if waves <= ap_slots[ap]:
-                vgpr, sgpr, free_lds = largest(ap)
-                if v <= vgpr and s <= sgpr and lds <= free_lds:
-                    mask |= 1 << ap
-        return mask
+        return self.units.fitting(wg, self.ap_slots)
 
 
 class MiaowSelector(OwnClockSelector):

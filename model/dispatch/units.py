@@ -162,6 +162,19 @@ class ApRangeUnits(Units):
         vgpr, sgpr, lds = self.largest_ranges(ap)
         return wg.waves * wg.vgpr <= vgpr and wg.waves * wg.sgpr <= sgpr and wg.lds <= lds
 
+    def fitting(self, wg, ap_slots: list[int]) -> int:
+        """:meth:`fits` on every AP with ``wg.waves`` free wave slots (``ap_slots``), as a
+        bit mask, in one loop (a new buffered WG is tested against every AP)."""
+        waves, lds = wg.waves, wg.lds
+        v, s = waves * wg.vgpr, waves * wg.sgpr
+        largest, mask = self.largest_ranges, 0
+        for ap, slots in enumerate(ap_slots):
+            if waves <= slots:
+                vgpr, sgpr, free_lds = largest(ap)
+                if v <= vgpr and s <= sgpr and lds <= free_lds:
+                    mask |= 1 << ap
+        return mask
+
     def plan(self, wg, ap: int, waves):
         if not self.fits(wg, ap, waves):
             return None
