@@ -10,6 +10,7 @@ below and checked to be exactly that.
 """
 
 import random
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from model.cli import main as gpusched
 from model.config import ConfigError
+from model.dispatch import kernels as kernels_module
 from model.dispatch.config import PRESETS, load_scenario, with_policy
 from model.dispatch.engine import DispatchSimulator
 from model.dispatch.gpus import GPU_PRESETS, LaunchError, WorkgroupShape, gpu_preset
@@ -480,11 +482,31 @@ def test_a_window_the_horizon_and_unlaunchable_kernels_are_counted():
         trace_workload(trace, "rdna4-wgp", first=5000)
 
 
-def test_too_large_a_window_is_refused_with_how_to_narrow_it():
+def test_too_large_a_window_is_refused_with_how_to_narrow_it(monkeypatch):
     trace = read_kernel_trace(REAL)
-    with pytest.raises(ConfigError, match=f"at most {MAX_WORKGROUPS:,}\\); narrow it with "
-                                          f"kernels = \\[first, last\\]"):
+    assert MAX_WORKGROUPS >= 14_610_308         # the real trace itself converts (below)
+    monkeypatch.setattr(kernels_module, "MAX_WORKGROUPS", 2_000_000)
+    with pytest.raises(ConfigError, match="at most 2,000,000\\); narrow it with "
+                                          "kernels = \\[first, last\\]"):
         trace_workload(trace, "rdna4-wgp")
+
+
+def test_the_whole_real_trace_converts_as_launches_not_workgroup_objects():
+    """The 14.6 M-WG llama.cpp trace converts whole (it was refused over 2 M WGs): one
+    template per launch, its WGs made when read, the last one as the file says."""
+    trace = read_kernel_trace(REAL)
+    tracemalloc.start()
+    converted = trace_workload(trace, "rdna4-wgp")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 << 20          # a WG object each would be about 2.8 GB
+    workload = converted.workgroups
+    assert len(workload) == 14_610_308 and len(converted.launches) == 1963
+    big = max(converted.launches, key=lambda span: span.workgroups)
+    first, last = workload[big.first_wg], workload[big.first_wg + big.workgroups - 1]
+    assert (first.id, last.id) == (big.first_wg, big.first_wg + big.workgroups - 1)
+    assert first.arrival == last.arrival == big.arrival and not last.barrier
+    assert workload[-1].id == 14_610_307
 
 
 def test_adapt_names_each_change():

@@ -8,8 +8,10 @@
   configurations, and the work a run does does not grow with its idle cycles.
 """
 
+import gc
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ import pytest
 from model.cli import main as gpusched
 from model.dispatch import metrics as metrics_module
 from model.dispatch.api import run_scenario
+from model.dispatch.config import PRESETS, LaunchWorkload, WorkGroup
 from model.dispatch.engine import DispatchSimulator
 from model.dispatch.kernels import (
     ReplaySpec,
@@ -30,6 +33,8 @@ from model.stats import coefficient_of_variation
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_traces  # noqa: E402
 import test_dispatch_exact  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data" / "nvprof-magus"
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +118,107 @@ def test_several_traces_run_as_concurrent_channels(sparse, tmp_path):
     assert any("2 traces as 2 concurrent channel(s)" in note for note in report.notes)
     result = run_scenario(scenario, policies=["seed"])["seed"]
     assert result["wait"]["per_channel"]["4"]["count"] == 3
+
+
+def test_a_launch_workload_reads_as_the_list_of_its_workgroups(tmp_path):
+    """The lazy workload a replay makes (one template per launch) is, read in every way, the
+    list of WGs the conversion used to hold; each read makes fresh objects."""
+    lud, pathfinder = DATA / "traces_rodinia_lud.csv", DATA / "traces_rodinia_pathfinder.csv"
+    scenario, report = replay_scenario([lud, pathfinder], "pascal-sm")
+    lazy = scenario.workgroups
+    assert isinstance(lazy, LaunchWorkload) and report.workgroups is lazy
+    listed = list(lazy)
+    assert len(lazy) == len(listed) == 1376 + 4630
+    assert [wg.id for wg in listed] == list(range(len(listed)))
+    assert lazy.channel_count == 1 + max(wg.channel for wg in listed) == 4
+    for index in (0, 1, 45, len(listed) - 1, -1, -len(listed)):
+        assert lazy[index] == listed[index]
+    assert lazy[10:400:7] == listed[10:400:7] and lazy[-5:] == listed[-5:]
+    assert lazy == listed and lazy == scenario.workload(copy=True)
+    for span in report.launches:      # a launch's WGs: its span, the first a barrier or not
+        wgs = listed[span.first_wg:span.first_wg + span.workgroups]
+        assert {wg.arrival for wg in wgs} == {span.arrival}
+        assert not any(wg.barrier for wg in wgs[1:])
+    assert sum(wg.barrier for wg in listed) == len(report.launches) - 4
+    lazy[3].dispatched = 7
+    assert lazy[3].dispatched is None and lazy[3] is not lazy[3]
+    with pytest.raises(IndexError):
+        lazy[len(listed)]
+    with pytest.raises(ValueError, match="appended in arrival order"):
+        lazy.append(replace(listed[0], arrival=0), 3)
+
+
+def test_a_workload_out_of_arrival_order_is_refused():
+    scenario, _ = replay_scenario([DATA / "traces_rodinia_gaussian.csv"], "pascal-sm")
+    listed = list(scenario.workgroups)
+    listed[0], listed[-1] = listed[-1], listed[0]
+    with pytest.raises(ValueError, match=r"in arrival order: WG \d+ arrives in cycle \d+, "
+                                         r"after WG 254 in cycle"):
+        DispatchSimulator(scenario.gpu, PRESETS["seed"], listed, cycles=scenario.cycles)
+
+
+@pytest.mark.parametrize("execution", ["fixed", "shared"])
+def test_streamed_runs_equal_kept_runs(execution):
+    """``keep=False`` (each WG copied when it arrives and dropped when it completes; what
+    every command runs) gives the results and event log of ``keep=True`` on the list of WGs,
+    for every policy, whole and capped mid-run with a warm-up (WGs still queued and running
+    at the end, WGs arriving after it), on two real multi-stream traces as concurrent
+    channels."""
+    lud, gaussian = DATA / "traces_rodinia_lud.csv", DATA / "traces_rodinia_gaussian.csv"
+    scenario, _ = replay_scenario(
+        [lud, parse_replay_spec(f"{gaussian}:offset=20000,priority=1")], "pascal-sm")
+    listed = list(scenario.workgroups)
+    whole = scenario.cycles
+    # Capped and warmed up at launch arrivals: the boundaries, each way, are exercised.
+    arrivals = sorted({wg.arrival for wg in listed})
+    capped, warm = arrivals[-3], arrivals[len(arrivals) // 2]
+    for policy in scenario.policies:
+        for cycles, warmup in ((whole, 0), (capped, warm), (capped + 3, warm)):
+            runs = []
+            for keep, workload in ((True, listed), (False, scenario.workgroups)):
+                events = []
+                simulator = DispatchSimulator(
+                    scenario.gpu, policy, workload, cycles=cycles, warmup=warmup,
+                    sample_interval=scenario.sample_interval, execution=execution,
+                    events=events, keep=keep)
+                result = simulator.run()
+                assert (simulator.workload is None) == (not keep)
+                runs.append((result, events))
+            (kept, kept_events), (streamed, streamed_events) = runs
+            label = f"{policy.name} {execution} cycles={cycles}"
+            assert streamed == kept, label
+            assert streamed_events == kept_events, label
+            assert kept["invariant_violations"] == 0, label
+            if cycles == capped + 3:       # the launch arriving 3 cycles before is running
+                assert kept["workgroups_after_end"] > 0 and kept["workgroups_unfinished"] > 0
+
+
+def test_a_streamed_run_holds_only_the_workgroups_in_flight():
+    """Memory grows with the WGs in flight, not the trace: while a 4,630-WG trace runs, the
+    WG objects alive are the queued and running ones (counted by the garbage collector)."""
+    scenario, _ = replay_scenario([DATA / "traces_rodinia_pathfinder.csv"], "pascal-sm")
+    alive = []
+
+    def workgroups() -> int:
+        return sum(isinstance(o, WorkGroup) for o in gc.get_objects())
+
+    gc.collect()
+    before = workgroups()          # those other tests left
+
+    def count(cycle, simulator):
+        if cycle % 97 == 0:
+            objects = workgroups() - before
+            queued = sum(len(queue) for queue in simulator.queues.channels)
+            alive.append((objects, queued + len(simulator.resources.running)))
+
+    simulator = DispatchSimulator(scenario.gpu, PRESETS["seed"], scenario.workgroups,
+                                  cycles=scenario.cycles, observer=count, keep=False)
+    result = simulator.run()
+    assert result["workgroups_completed"] == len(scenario.workgroups) == 4630
+    assert len(alive) > 10 and not simulator.live
+    # The in-flight WGs, plus at most the next to arrive and a few in the event being made.
+    assert max(objects - flight for objects, flight in alive) <= 4
+    assert max(objects for objects, _ in alive) < 4630 // 4
 
 
 @pytest.mark.parametrize("spec, message", [

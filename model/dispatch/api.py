@@ -82,7 +82,8 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
                     sample_interval=scenario.sample_interval,
                     power_window=scenario.power_window, events=rows,
                     execution=execution or scenario.execution, warmup=warmup,
-                    observer=None if tick is None else lambda cycle, _: tick(cycle))
+                    observer=None if tick is None else lambda cycle, _: tick(cycle),
+                    keep=False)
                 result = simulator.run()
             result["seconds"] = time.perf_counter() - started
             results[policy.name] = result

@@ -170,7 +170,8 @@ def simulate(scenario: Scenario, execution: str, load, seed: int, policies: Sequ
     return [DispatchSimulator(scenario.gpu, by_name[name], workload, channels=scenario.channels,
                               cycles=limit, sample_interval=scenario.sample_interval,
                               power_window=scenario.power_window, execution=execution,
-                              warmup=0 if load == LOAD_BATCH else warmup).run()
+                              warmup=0 if load == LOAD_BATCH else warmup,
+                              keep=False).run()
             for name in policies]
 
 

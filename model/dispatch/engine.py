@@ -64,7 +64,8 @@ each event instead, and no row is made.
 """
 
 import heapq
-from collections import deque
+from bisect import bisect_left
+from itertools import islice, pairwise
 
 import numpy as np
 
@@ -79,8 +80,10 @@ from model.dispatch.config import (
     MIX_FRACTION_BITS,
     ChannelConfig,
     GpuConfig,
+    LaunchWorkload,
     PolicyConfig,
     WorkGroup,
+    arrival_of,
     check_policy,
     quantised_mix,
 )
@@ -111,10 +114,11 @@ class DispatchSimulator:
     ----------
     gpu : GpuConfig
     policy : PolicyConfig
-    workload : list of WorkGroup
-        Submitted WGs in arrival order (copied; the caller's objects are not changed). WGs
-        arriving at or after ``cycles`` are not submitted; the results count them
-        (``workgroups_after_end``).
+    workload : sequence of WorkGroup
+        Submitted WGs in arrival order: a list, or a
+        :class:`~model.dispatch.config.LaunchWorkload` that makes them when read (copied; the
+        caller's objects are not changed). WGs arriving at or after ``cycles`` are not
+        submitted; the results count them (``workgroups_after_end``).
     channels : sequence of ChannelConfig
         For the channels' instruction mixes; channel ``i`` of the workload uses
         ``channels[i]`` (default mix when absent).
@@ -141,6 +145,11 @@ class DispatchSimulator:
         ``dispatch_ready(cycle)``: whether the consumer takes a presented decision in
         ``cycle`` (back-pressure, see the module docstring; turns ``skip`` off). ``None``:
         always.
+    keep : bool
+        Keep a copy of every submitted WG as ``workload`` (what tests and the co-simulation
+        read back: ``dispatched``, ``completed``, ``ap``). ``False``: each WG is copied when
+        it arrives and dropped when it completes, so memory grows with the WGs in flight and
+        a few integers per WG, not with whole WG objects; the results are the same.
 
     The stages are attributes: ``views``, ``resources``, ``queues``, ``matcher``,
     ``selector``, ``allocator``, ``decision`` (a one-clock decision, or the ``pipeline``,
@@ -155,7 +164,7 @@ class DispatchSimulator:
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
                  events=None, observer=None, execution: str = "fixed",
-                 warmup: int = 0, dispatch_ready=None):
+                 warmup: int = 0, dispatch_ready=None, keep: bool = True):
         check_policy(policy, gpu)
         if execution not in EXECUTIONS:
             raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
@@ -170,11 +179,27 @@ class DispatchSimulator:
         self.held_cycles: list[int] = []
         self.events = events
         self.observer = observer
-        copies = [wg.submitted() for wg in workload]
-        self.workload = [wg for wg in copies if wg.arrival < cycles]
-        self.after_end = len(copies) - len(self.workload)
+        # The WGs arriving before the limit: a prefix, as the workload is in arrival order
+        # (a LaunchWorkload is by construction).
+        if not isinstance(workload, LaunchWorkload):
+            for before, after in pairwise(workload):
+                if after.arrival < before.arrival:
+                    raise ValueError(f"workload must be in arrival order: WG {after.id} "
+                                     f"arrives in cycle {after.arrival}, after WG {before.id} "
+                                     f"in cycle {before.arrival}")
+        self.source = workload
+        self.submitted = bisect_left(workload, cycles, key=arrival_of)
+        self.after_end = len(workload) - self.submitted
+        # With ``keep``, copies of them all (``workload``, for tests and the co-simulation);
+        # without, each WG is copied as it arrives and dropped when it has completed.
+        self.workload = ([wg.submitted() for wg in islice(workload, self.submitted)] if keep
+                         else None)
+        self.live: dict[int, WorkGroup] = {}    # arrived, admitted, not completed, by id
         self.P, self.Q = gpu.aps, gpu.peus
-        channel_count = max([len(channels)] + [wg.channel + 1 for wg in copies])
+        used = getattr(workload, "channel_count", None)
+        if used is None:
+            used = max((wg.channel + 1 for wg in workload), default=0)
+        channel_count = max(len(channels), used)
         self.channel_count = channel_count
         mixes = [channels[i].mix if i < len(channels) else ChannelConfig().mix
                  for i in range(channel_count)]
@@ -196,7 +221,7 @@ class DispatchSimulator:
         self.event = event = event_recorder(events)
         self.views = View(gpu, policy)
         self.resources = Resources(gpu, policy, self.views, self.violation, power_window)
-        self.queues = Queues(gpu, policy, self.views, channel_count, len(copies), event,
+        self.queues = Queues(gpu, policy, self.views, channel_count, len(workload), event,
                              self.counters, self.violation)
         self.matcher = matcher_for(gpu, policy, self.views, self.resources, self.queues)
         self.selector = selector_for(gpu, policy, self.queues, self.matcher, self.resources,
@@ -290,25 +315,37 @@ class DispatchSimulator:
         if resources.running.pop(wg.id, None) is None:
             self.violation(f"cycle {cycle}: WG {wg.id} released but not running")
         self.queues.inflight[wg.channel] -= 1
+        if wg.dispatched is None:
+            self.violation(f"cycle {cycle}: WG {wg.id} completed without being dispatched")
         wg.completed = cycle - 1
         metrics = self.metrics
         metrics.runs.append(cycle - 1 - wg.dispatched)
         if wg.parent is None:
             metrics.completed += 1
             metrics.add_finished(wg.arrival, cycle)
+            self.live.pop(wg.id, None)
         else:
             parent = self.queues.parents[wg.parent]
             parent.completed += 1
             if parent.completed == parent.parts:
+                if parent.wg.dispatched is not None:
+                    self.violation(f"cycle {cycle}: WG {parent.wg.id} was dispatched whole "
+                                   f"and split")
                 parent.wg.completed = cycle - 1
                 metrics.completed += 1
                 metrics.add_finished(parent.wg.arrival, cycle)
+                self.live.pop(parent.wg.id, None)
 
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self) -> dict:
         """Simulate until every WG has completed or the cycle limit; return the metrics."""
-        arrivals = deque(self.workload)
+        if self.workload is not None:
+            arriving = iter(self.workload)
+        else:
+            arriving = (wg.submitted() for wg in islice(self.source, self.submitted))
+        upcoming = next(arriving, None)     # the next WG to arrive
+        live = self.live
         cycle = 0
         finished_at = None
         limit = self.cycles_limit
@@ -344,10 +381,11 @@ class DispatchSimulator:
             while completions and completions[0][0] <= cycle and released != release_limit:
                 release(heapq.heappop(completions)[2], cycle)
                 released += 1
-            while arrivals and arrivals[0].arrival == cycle:                # step 2
-                wg = arrivals.popleft()
+            while upcoming is not None and upcoming.arrival == cycle:       # step 2
+                wg, upcoming = upcoming, next(arriving, None)
                 if admit(wg, cycle):
                     channels[wg.channel].append(wg)
+                    live[wg.id] = wg
             if pending and pending[0][0] <= cycle:                          # step 3
                 changed = show(cycle)
                 if changed:
@@ -383,8 +421,8 @@ class DispatchSimulator:
             following = cycle + 1
             if idle and skip:
                 following = limit
-                if arrivals and arrivals[0].arrival < following:
-                    following = arrivals[0].arrival
+                if upcoming is not None and upcoming.arrival < following:
+                    following = upcoming.arrival
                 if completions and completions[0][0] < following:
                     following = completions[0][0]
                 if pending and pending[0][0] < following:
@@ -408,7 +446,7 @@ class DispatchSimulator:
                 following = max(cycle + 1, following)
                 if counting:
                     queues.g += following - cycle - 1
-            if not arrivals and not running and not has_heads:
+            if upcoming is None and not running and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 sample(cycle, cycle + 1)
                 break

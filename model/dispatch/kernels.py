@@ -57,6 +57,7 @@ from model.dispatch.config import (
     PRESETS,
     GpuConfig,
     KernelTraceSource,
+    LaunchWorkload,
     PolicyConfig,
     Scenario,
     WorkGroup,
@@ -73,8 +74,10 @@ __all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "REPLAY_SAMPLES", "KernelWorkload", 
            "resident_workgroups", "trace_scenario", "trace_workload", "workgroup_duration",
            "workgroup_work"]
 
-#: The most WGs one conversion makes (about 200 bytes each in the simulator).
-MAX_WORKGROUPS = 2_000_000
+#: The most WGs one conversion makes. They are made when read (:class:`LaunchWorkload`), and a
+#: run keeps about 60-120 bytes per WG (its waits and completions as 8-byte columns, grown by
+#: doubling): 50 M WGs need about 6 GB.
+MAX_WORKGROUPS = 50_000_000
 
 
 def preset_gpu(preset, aps: int | None = None) -> GpuConfig:
@@ -226,9 +229,10 @@ def adapt(kernel: Kernel, preset: GpuPreset) -> Adapted:
 
 @dataclass
 class KernelWorkload:
-    """The WGs made from a trace window, and what the conversion did (for the report)."""
+    """The WGs made from a trace window (made when read), and what the conversion did (for
+    the report)."""
 
-    workgroups: list[WorkGroup]
+    workgroups: LaunchWorkload
     notes: list[str] = field(default_factory=list)
     #: One row per kernel name and shape: name, launches, WGs, threads, waves, VGPR blocks,
     #: SGPR blocks, LDS blocks, resident WGs per AP, mean WG duration in cycles (fixed model),
@@ -323,7 +327,7 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
                           f"cycle limit (at most {MAX_WORKGROUPS:,}); narrow it with kernels = "
                           f"[first, last] or fewer cycles")
     planned.sort(key=lambda item: (item[0], item[1], item[2]))
-    workgroups: list[WorkGroup] = []
+    workgroups = LaunchWorkload()
     shapes: dict[tuple, list] = {}
     started: set[int] = set()
     spans_made: list[LaunchSpan] = []
@@ -342,12 +346,10 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
                                      channel=channel, arrival=arrival,
                                      first_wg=len(workgroups), workgroups=kernel.workgroups,
                                      measured=kernel_cycles))
-        for index in range(kernel.workgroups):
-            workgroups.append(WorkGroup(
-                id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
-                vgpr=shape.vgpr, sgpr=shape.sgpr, lds=shape.lds, duration=duration,
-                independent=False, arrival=arrival, work=work,
-                barrier=barrier and index == 0))
+        workgroups.append(WorkGroup(
+            id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
+            vgpr=shape.vgpr, sgpr=shape.sgpr, lds=shape.lds, duration=duration,
+            independent=False, arrival=arrival, work=work), kernel.workgroups, barrier)
         key = (_short(kernel.name), shape)
         row = shapes.setdefault(key, [key[0], 0, 0, kernel.threads, shape.waves, shape.vgpr,
                                       shape.sgpr, shape.lds, resident, 0, 0])
@@ -391,7 +393,7 @@ def prepare(scenario: Scenario, cycles: int | None = None
     windows = [0] * len(converted.channels)
     for key, channel in converted.channels.items():
         windows[channel] = key[0] if source.windows else 0
-    return (replace(scenario, workgroups=tuple(converted.workgroups), cycles=limit,
+    return (replace(scenario, workgroups=converted.workgroups, cycles=limit,
                     channel_windows=tuple(windows), stagger=source.stagger), converted)
 
 
@@ -538,8 +540,7 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
                 channel_of[key] = None       # numbered below, in order of first appearance
             arrival = shifted[launch.arrival] + spec.offset
             measured_end = max(measured_end, arrival + launch.measured)
-            merged.append((arrival, key, number, position, launch,
-                           wgs[launch.first_wg:launch.first_wg + launch.workgroups]))
+            merged.append((arrival, key, number, position, launch, wgs[launch.first_wg]))
             priorities[key] = spec.priority
     # Channels: the fixed ones keep their numbers; the others follow, in order of appearance.
     taken = set(fixed)
@@ -554,10 +555,10 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
             taken.add(following)
     merged.sort(key=lambda item: (item[0], channel_of[item[1]], item[2], item[3]))
     late_launches = late_workgroups = 0
-    workgroups: list[WorkGroup] = []
+    workgroups = LaunchWorkload()
     spans: list[LaunchSpan] = []
     started: set[int] = set()
-    for arrival, key, _, _, launch, wgs in merged:
+    for arrival, key, _, _, launch, template in merged:
         if cycles is not None and arrival >= cycles:
             late_launches += 1
             late_workgroups += launch.workgroups
@@ -567,10 +568,8 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
                              first_wg=len(workgroups)))
         barrier = channel in started
         started.add(channel)
-        for index, wg in enumerate(wgs):
-            workgroups.append(replace(wg, id=len(workgroups), channel=channel,
-                                      priority=priorities[key], arrival=arrival,
-                                      barrier=barrier and index == 0))
+        workgroups.append(replace(template, channel=channel, priority=priorities[key],
+                                  arrival=arrival), launch.workgroups, barrier)
     count = 1 + max(channel_of.values(), default=0)
     if len(specs) > 1 or fixed:
         notes.append(f"{len(specs)} traces as {len(set(channel_of.values()))} concurrent "
@@ -586,10 +585,10 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
         # An upper bound on the last completion: after the last arrival, every WG could run
         # alone in turn, each at worst its duration (fixed) or its work on a full PEU
         # (shared), plus the drain, the view's latency and the decision's steps.
-        last = max((wg.arrival for wg in workgroups), default=0)
+        last = max((wg.arrival for wg, _, _ in workgroups.launches()), default=0)
         per_wg = gpu.drain + 16
-        limit = last + 1 + sum(max(wg.duration, (wg.work or 0) * gpu.wave_slots) + per_wg
-                               for wg in workgroups)
+        limit = last + 1 + sum((max(wg.duration, (wg.work or 0) * gpu.wave_slots) + per_wg)
+                               * count for wg, count, _ in workgroups.launches())
         limit = min(limit, MAX_SAMPLES * interval)
         notes.append(f"whole replay: {len(spans)} launches, the last arriving at cycle "
                      f"{last:,}; measured end {measured_end:,} cycles; the run stops when the "
@@ -607,7 +606,7 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
     name = " + ".join(spec.path.name for spec in specs)
     scenario = Scenario(name=f"{name} on {preset}", cycles=max(1, limit), gpu=gpu,
                         channels=(), policies=tuple(PRESETS.values()), path=first_spec.path,
-                        kernel_trace=source, workgroups=tuple(workgroups),
+                        kernel_trace=source, workgroups=workgroups,
                         sample_interval=interval if cycles is None else 64,
                         channel_windows=(0,) * count)
     report = KernelWorkload(workgroups=workgroups, notes=notes, shapes=list(shapes.values()),

@@ -13,17 +13,18 @@ state that no skipped cycle changes), so skipping changes no output.
 
 import csv
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from model.dispatch.config import GpuConfig, WorkGroup
+from model.dispatch.config import GpuConfig, WorkGroup, arrival_of
 from model.dispatch.resources import Allocation, Resources, first_block
 from model.stats import coefficient_of_variation, summary
 
-__all__ = ["EVENT_KINDS", "Counters", "Metrics", "event_columns", "event_recorder",
-           "write_events"]
+__all__ = ["BOX_PERCENTILES", "EVENT_KINDS", "Counters", "Metrics", "box", "event_columns",
+           "event_recorder", "write_events"]
 
 #: The kinds of event in the event log, in the order they can happen within one cycle.
 EVENT_KINDS = ("release", "arrive", "reject", "dispatch", "stale-abort", "split")
@@ -104,6 +105,19 @@ def write_events(path, events, peus: int) -> Path:
             row += [wg.duration if wg.work is None else wg.work, int(wg.barrier)]
             writer.writerow(row)
     return path
+
+
+#: The percentiles of a wait box (:func:`box`): whiskers, quartiles, median.
+BOX_PERCENTILES = (1, 25, 50, 75, 99)
+
+
+def box(values: np.ndarray) -> list[float]:
+    """The wait box of ``values``: their :data:`BOX_PERCENTILES` (numpy's linear
+    interpolation), empty when there are none. What the wait plot draws, a few numbers
+    whatever the run's size, where every WG's wait would be millions on a whole trace."""
+    if values.size == 0:
+        return []
+    return [float(value) for value in np.percentile(values, BOX_PERCENTILES)]
 
 
 class Metrics:
@@ -270,7 +284,7 @@ class Metrics:
         gpu = self.gpu
         queues = sim.queues
         counters = self.counters
-        submitted = len(sim.workload)
+        submitted = sim.submitted
         # WGs still waiting at the end count with their wait so far (a lower bound), so a
         # starved priority shows up as a long wait rather than as no data.
         waiting_ids = set()
@@ -301,7 +315,7 @@ class Metrics:
         if incomplete and sim.debug and not counters.violations and \
                 cycles < sim.cycles_limit:
             sim.violation(f"{incomplete} WGs neither completed nor rejected")
-        for wg in sim.workload:
+        for wg in sim.workload or ():       # kept copies (also checked at each release)
             if wg.completed is not None and wg.dispatched is None and \
                     wg.id not in queues.parents:
                 sim.violation(f"WG {wg.id} completed without being dispatched")
@@ -313,9 +327,8 @@ class Metrics:
         rejected = {r["id"] for r in rejected_rows}
         # The completed WGs first (in completion order), then the others (in submission order).
         releases = np.frombuffer(self.finished_releases, dtype=np.int64)
-        open_arrivals = np.array([wg.arrival for wg in sim.workload
-                                  if wg.completed is None and wg.id not in rejected],
-                                 dtype=np.int64)
+        # ``sim.live``: the admitted WGs not completed, in arrival (submission) order.
+        open_arrivals = np.array([wg.arrival for wg in sim.live.values()], dtype=np.int64)
         arrivals = np.concatenate([np.frombuffer(self.finished_arrivals, dtype=np.int64),
                                    open_arrivals])
         latencies = np.concatenate([releases, np.full(open_arrivals.size, cycles,
@@ -323,7 +336,20 @@ class Metrics:
         warmup = sim.warmup
         window = cycles - warmup
         steady_done = int(np.count_nonzero(releases > warmup))
-        steady_offered = sum(1 for wg in sim.workload if warmup <= wg.arrival < cycles)
+        # The submitted WGs are a prefix of the workload, which is in arrival order.
+        steady_offered = max(0, min(bisect_left(sim.source, cycles, key=arrival_of),
+                                    submitted)
+                             - bisect_left(sim.source, warmup, key=arrival_of))
+        if sim.workload is not None:
+            # The kept copies say the same as what a run that keeps none derives.
+            unfinished = [wg.arrival for wg in sim.workload
+                          if wg.completed is None and wg.id not in rejected]
+            if unfinished != open_arrivals.tolist():
+                sim.violation(f"{len(unfinished)} WGs unfinished, {open_arrivals.size} live")
+            offered = sum(1 for wg in sim.workload if warmup <= wg.arrival < cycles)
+            if offered != steady_offered:
+                sim.violation(f"{offered} WGs offered after the warm-up, {steady_offered} "
+                              f"counted")
         wait_arrivals = np.frombuffer(self.wait_arrivals, dtype=np.int64)
         steady = {
             "throughput": 1000.0 * steady_done / window if window > 0 else 0.0,
@@ -367,6 +393,6 @@ class Metrics:
                        "ap_resource_cv": self.samples["ap_resource_cv"],
                        "ap_power_cv": self.samples["ap_power_cv"],
                        "peu_waves": peu_waves.ravel().tolist(),
-                       "waits": [[p, w] for p, w in zip(self.wait_priorities,
-                                                          self.wait_cycles, strict=True)]},
+                       "wait_boxes": {str(p): box(waits_all[wait_priorities == p])
+                                      for p in range(gpu.priorities)}},
         }

@@ -56,14 +56,19 @@ def _waits(axis, scenario, results: dict) -> None:
     priorities = range(scenario.gpu.priorities)
     width = 0.8 / max(1, len(results))
     for index, (name, r) in enumerate(results.items()):
-        waits = np.array(r["series"]["waits"], dtype=float).reshape(-1, 2)
-        data = [waits[waits[:, 0] == p, 1] for p in priorities]
+        boxes = r["series"]["wait_boxes"]
         positions = [p + (index - (len(results) - 1) / 2) * width for p in priorities]
-        kept = [(d, x) for d, x in zip(data, positions, strict=True) if d.size]
+        # The run's wait box per priority (metrics.box): p1, p25, p50, p75, p99.
+        kept = []
+        for p, x in zip(priorities, positions, strict=True):
+            if boxes.get(str(p)):
+                low, q1, median, q3, high = boxes[str(p)]
+                kept.append(({"whislo": low, "q1": q1, "med": median, "q3": q3,
+                              "whishi": high}, x))
         if kept:
-            boxes = axis.boxplot([d for d, _ in kept], positions=[x for _, x in kept],
-                                 widths=width * 0.9, whis=(1, 99), showfliers=False,
-                                 patch_artist=True, manage_ticks=False)
+            boxes = axis.bxp([stats for stats, _ in kept], positions=[x for _, x in kept],
+                             widths=width * 0.9, showfliers=False, patch_artist=True,
+                             manage_ticks=False)
             for patch in boxes["boxes"]:
                 patch.set_facecolor(f"C{index}")
                 patch.set_alpha(0.6)

@@ -41,7 +41,7 @@ The readers, one module per table:
 
 * :mod:`.gpu`: ``[gpu]`` (:class:`GpuConfig`, embodiment 7's :func:`shared_schedule`);
 * :mod:`.channels`: ``[[channels]]`` (:class:`ChannelConfig`, :class:`WorkGroup`,
-  :func:`generate_workload`, :func:`quantised_mix`);
+  :class:`LaunchWorkload`, :func:`generate_workload`, :func:`quantised_mix`);
 * :mod:`.policy`: ``[[policies]]`` (:class:`PolicyConfig`, :data:`PRESETS`,
   :func:`check_policy`, :func:`ignored_fields`, :func:`with_policy`);
 * :mod:`.traces`: ``trace`` and ``kernel_trace`` (:func:`read_trace`, :func:`write_trace`,
@@ -58,7 +58,9 @@ from model.dispatch.config.channels import (
     MAX_WORK,
     MIX_FRACTION_BITS,
     ChannelConfig,
+    LaunchWorkload,
     WorkGroup,
+    arrival_of,
     generate_workload,
     quantised_mix,
 )
@@ -126,9 +128,11 @@ __all__ = [
     "Claim",
     "GpuConfig",
     "KernelTraceSource",
+    "LaunchWorkload",
     "PolicyConfig",
     "Scenario",
     "WorkGroup",
+    "arrival_of",
     "generate_workload",
     "ignored_fields",
     "load_scenario",

@@ -4,6 +4,8 @@ of its instruction mix (:func:`quantised_mix`)."""
 
 import math
 import random
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -11,7 +13,8 @@ from model.config import Fields
 from model.dispatch.config.gpu import INSTRUCTION_CLASSES, GpuConfig
 
 __all__ = ["DURATION_DISTRIBUTIONS", "MAX_BACK_TO_BACK", "MAX_WORK", "MIX_FRACTION_BITS",
-           "ChannelConfig", "WorkGroup", "generate_workload", "quantised_mix", "read_channel"]
+           "ChannelConfig", "LaunchWorkload", "WorkGroup", "arrival_of", "generate_workload",
+           "quantised_mix", "read_channel"]
 
 DURATION_DISTRIBUTIONS = ("uniform", "exponential")
 #: Largest work per wave (a 32-bit register).
@@ -88,6 +91,90 @@ class WorkGroup:
         return WorkGroup(self.id, self.channel, self.priority, self.waves, self.vgpr, self.sgpr,
                          self.lds, self.duration, self.independent, self.arrival, self.parent,
                          self.work, self.barrier)
+
+
+def arrival_of(wg: WorkGroup) -> int:
+    """A WG's arrival cycle (the key of a workload in arrival order)."""
+    return wg.arrival
+
+
+class LaunchWorkload(Sequence):
+    """A workload of kernel launches whose WGs are made when read: per launch one template
+    WG and a count, so a whole real trace of millions of WGs holds a few numbers per launch,
+    not one object per WG. A launch's WGs are its template with consecutive ids, the first
+    one a barrier when the launch waits for its stream (in order); every read makes fresh
+    objects (changing one changes nothing here).
+
+    Launches are appended in arrival order (:meth:`append`); ``len``, indexing, slicing and
+    iteration behave as on the list of those WGs. ``channel_count`` is one more than the
+    highest channel of any launch.
+    """
+
+    __slots__ = ("_firsts", "_launches", "channel_count")
+
+    def __init__(self):
+        self._firsts: list[int] = []        # the first WG id of every launch
+        self._launches: list[tuple[WorkGroup, int, bool]] = []   # template, count, barrier
+        self.channel_count = 0
+
+    def append(self, template: WorkGroup, count: int, barrier: bool = False) -> None:
+        """``count`` WGs like ``template`` (its id, barrier and simulator fields are set
+        here; the ids continue from the last launch's), the first one a barrier when
+        ``barrier``. Raises ``ValueError`` for a launch arriving before the last one."""
+        if self._launches and template.arrival < self._launches[-1][0].arrival:
+            raise ValueError(f"a launch arriving in cycle {template.arrival} follows one "
+                             f"arriving in cycle {self._launches[-1][0].arrival}: launches "
+                             f"are appended in arrival order")
+        if count <= 0:
+            return
+        first = len(self)
+        template = template.submitted()
+        template.id, template.barrier = first, False
+        self._firsts.append(first)
+        self._launches.append((template, count, barrier))
+        self.channel_count = max(self.channel_count, template.channel + 1)
+
+    def launches(self):
+        """``(first WG, count, barrier)`` per launch, in order: its first WG as made."""
+        for template, count, barrier in self._launches:
+            yield self._make(template, 0, barrier), count, barrier
+
+    @staticmethod
+    def _make(template: WorkGroup, offset: int, barrier: bool) -> WorkGroup:
+        wg = template.submitted()
+        wg.id += offset
+        wg.barrier = barrier and offset == 0
+        return wg
+
+    def __len__(self) -> int:
+        if not self._launches:
+            return 0
+        return self._firsts[-1] + self._launches[-1][1]
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        length = len(self)
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError(f"WG {index} of a workload of {length}")
+        launch = bisect_right(self._firsts, index) - 1
+        template, _, barrier = self._launches[launch]
+        return self._make(template, index - self._firsts[launch], barrier)
+
+    def __iter__(self):
+        make = self._make
+        for template, count, barrier in self._launches:
+            for offset in range(count):
+                yield make(template, offset, barrier)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, LaunchWorkload):
+            return self._launches == other._launches
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None
 
 
 def quantised_mix(mix) -> tuple[int, ...]:

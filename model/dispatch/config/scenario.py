@@ -8,7 +8,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from model.config import Budget, ConfigError, Fields, load_toml
-from model.dispatch.config.channels import ChannelConfig, WorkGroup, generate_workload, read_channel
+from model.dispatch.config.channels import (
+    ChannelConfig,
+    LaunchWorkload,
+    WorkGroup,
+    generate_workload,
+    read_channel,
+)
 from model.dispatch.config.claims import Claim, metric_paths, read_claim
 from model.dispatch.config.gpu import EXECUTIONS, GpuConfig, read_gpu
 from model.dispatch.config.policy import PRESETS, PolicyConfig, read_policy
@@ -55,7 +61,7 @@ class Scenario:
     # Kernel traces (issue 15): the source, and its WGs once model.dispatch.kernels.prepare
     # has converted it (the conversion drives the dispatcher model, which imports this module).
     kernel_trace: KernelTraceSource | None = None
-    workgroups: tuple[WorkGroup, ...] | None = None
+    workgroups: LaunchWorkload | tuple[WorkGroup, ...] | None = None
     execution: str = "fixed"
     warmup: int = 0
     # A kernel trace's windows (issue 15 §4): the window of each channel, and the largest
@@ -67,12 +73,14 @@ class Scenario:
         """The WGs of this scenario (fresh objects): the converted kernel trace (each window
         after the first delayed by a random ``0..stagger`` cycles drawn with ``seed``), the
         CSV trace, or the generators run with ``seed``. ``copy=False``: a converted trace
-        that is not staggered gives the scenario's own WG objects, which the caller must not
-        change (a :class:`~model.dispatch.engine.DispatchSimulator` copies what it runs: one
-        copy of a million-WG trace fewer)."""
+        that is not staggered gives its :class:`LaunchWorkload` itself, which makes its WGs
+        when read (a :class:`~model.dispatch.engine.DispatchSimulator` then holds only the
+        WGs in flight, not a list of millions)."""
         if self.workgroups is not None:
             staggered = self.stagger and len(set(self.channel_windows)) > 1
             if not copy and not staggered:
+                if isinstance(self.workgroups, LaunchWorkload):
+                    return self.workgroups
                 return list(self.workgroups)
             workload = [replace(wg) for wg in self.workgroups]
             if staggered:
@@ -98,6 +106,8 @@ class Scenario:
     @property
     def channel_count(self) -> int:
         """Channels of the workload: the declared ones, or those the trace uses."""
+        if isinstance(self.workgroups, LaunchWorkload):
+            return max(len(self.channels), self.workgroups.channel_count, 1)
         rows = self.trace_workload or self.workgroups
         if rows:
             return max(len(self.channels), 1 + max(wg.channel for wg in rows))
