@@ -236,6 +236,46 @@ def test_stopping_the_claims_pool_keeps_the_tables_and_leaves_no_worker(tmp_path
     assert not [pid for pid in workers if _alive(pid)], "a pool process outlived the command"
 
 
+def test_stopping_a_traces_policy_pool_keeps_the_finished_policies(tmp_path):
+    """SIGTERM to a kernel trace run whose policies run on two processes: exit 143 with one
+    line, the JSON keeps every policy that had finished (each whole), no worker outlives it."""
+    out = tmp_path / "out.json"
+    trace = ROOT / "tests" / "data" / "nvprof-magus" / "traces_rodinia_pathfinder.csv"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--kernel-trace",
+         f"{trace}", "--kernel-trace", f"{trace}:offset=3000", "--preset", "pascal-sm",
+         "--jobs", "2", "--json", str(out), "--plots", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        workers: set[int] = set()
+        while time.monotonic() < deadline and process.poll() is None:
+            workers = _descendants(process.pid)
+            if len(workers) >= 3:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None and len(workers) >= 3, process.communicate()
+        time.sleep(4.0)            # the fastest policies done (the whole run takes 15-20 s)
+        workers = _descendants(process.pid)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 143, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    (entry,) = data["scenarios"].values()
+    assert 1 <= len(entry["policies"]) < 9
+    for result in entry["policies"].values():
+        assert result["workgroups_completed"] == result["workgroups_submitted"] == 9260
+    time.sleep(2.5)                                # a worker's watch looks once a second
+    assert not [pid for pid in workers if _alive(pid)], "a pool process outlived the command"
+
+
 def test_a_signal_while_the_pool_starts_workers_is_held_to_the_end_of_the_start():
     # Ctrl-C in the middle of a worker's start left the fork server or the half-started worker
     # to print a traceback of its own (1 run in 40 of a stress loop); run_all now holds it.

@@ -148,6 +148,28 @@ def test_a_launch_workload_reads_as_the_list_of_its_workgroups(tmp_path):
         lazy.append(replace(listed[0], arrival=0), 3)
 
 
+def test_a_traces_policies_on_two_processes_give_the_serial_results(tmp_path, capsys):
+    """``--jobs 2`` spreads a kernel trace's policies over two processes: the JSON results
+    (but the wall-clock seconds) and the per-launch CSV are those of ``--jobs 1``."""
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}.json"
+        status = gpusched(["dispatch", "--quiet", "--kernel-trace",
+                           str(DATA / "traces_rodinia_lud.csv"), "--preset", "pascal-sm",
+                           "--policy", "seed", "--policy", "gpgpusim", "--policy", "miaow",
+                           "--jobs", jobs, "--json", str(out), "--plots", str(tmp_path)])
+        assert status == 0
+        capsys.readouterr()
+        (scenario,) = json.loads(out.read_text())["scenarios"].values()
+        for result in scenario["policies"].values():
+            del result["seconds"]
+        outputs.append((scenario["policies"], out.with_suffix(".launches.csv").read_text()))
+    (serial, serial_csv), (parallel, parallel_csv) = outputs
+    assert list(parallel) == list(serial) == ["miaow", "gpgpusim", "seed"]
+    assert parallel == serial and parallel_csv == serial_csv
+    assert len(serial_csv.splitlines()) == 1 + 3 * 46
+
+
 def test_a_workload_out_of_arrival_order_is_refused():
     scenario, _ = replay_scenario([DATA / "traces_rodinia_gaussian.csv"], "pascal-sm")
     listed = list(scenario.workgroups)

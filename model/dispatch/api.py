@@ -40,9 +40,10 @@ from model.dispatch.config import (
 )
 from model.dispatch.engine import DispatchSimulator
 from model.dispatch.kernels import prepare
+from model.pool import run_all
 from model.report import RunProgress, format_cell
 
-__all__ = ["DispatchResult", "Summary", "measure_claims", "run", "run_scenario",
+__all__ = ["DispatchResult", "Summary", "measure_claims", "run", "run_policy", "run_scenario",
            "summary_table", "workload_notes"]
 
 
@@ -50,7 +51,8 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
                  debug: bool = False, quiet: bool = True, strict: bool = False,
                  events: dict | None = None, skip: bool = True,
                  execution: str | None = None, bar: RunProgress | None = None,
-                 done=None, warmup: int | None = None, event_sink=None) -> dict:
+                 done=None, warmup: int | None = None, event_sink=None,
+                 jobs: int = 1) -> dict:
     """Run the scenario's policies on its workload; ``{policy name: results}`` (plus the
     wall-clock seconds of each run under ``"seconds"``). WGs arriving at or after the cycle
     limit are not submitted; each result counts them (``workgroups_after_end``). With
@@ -59,17 +61,42 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
     :class:`~model.dispatch.launches.LaunchTally`).
     ``execution`` overrides the scenario's execution model; its warm-up is scaled to
     ``cycles`` unless ``warmup`` gives it. ``bar`` shows the simulated cycles;
-    ``done(policy, result)`` is called after each policy."""
+    ``done(policy, result)`` is called after each policy.
+
+    ``jobs > 1`` runs the policies on that many processes (:func:`model.pool.run_all`), each
+    with the workload made afresh in its worker and the event sink pickled there and back
+    (give ``event_sink`` a :class:`~model.dispatch.launches.LaunchTally`, not an event list,
+    for a whole trace); the results are the same, ``done`` is called as each run ends and
+    ``bar`` moves per run, not per cycle."""
     limit = cycles or scenario.cycles
     if warmup is None:
         warmup = scenario.warmup * limit // scenario.cycles
-    workload = scenario.workload(seed, copy=False)       # each simulator copies it
     chosen = [p for p in scenario.policies if policies is None or p.name in policies]
     results = {}
     with contextlib.ExitStack() as stack:
         if bar is None:
             bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
                                                   quiet=quiet))
+        if jobs > 1 and len(chosen) > 1:
+            tasks = [(scenario, policy.name, seed, limit, warmup, execution, debug, strict,
+                      skip, None if events is None else [] if event_sink is None
+                      else event_sink(policy.name)) for policy in chosen]
+
+            def finished(index: int, answer: tuple) -> None:
+                name, (result, rows) = chosen[index].name, answer
+                with bar.run(f"{scenario.name} {name}", expected=limit,
+                             unit="cycles") as tick:
+                    if tick is not None:
+                        tick(result["cycles"])
+                if events is not None:
+                    events[name] = rows
+                if done is not None:
+                    done(name, result)
+
+            answers = run_all(run_policy, tasks, jobs, preload=[__name__], done=finished)
+            return {policy.name: result
+                    for policy, (result, _) in zip(chosen, answers, strict=True)}
+        workload = scenario.workload(seed, copy=False)       # each simulator copies it
         for policy in chosen:
             started = time.perf_counter()
             rows = None if events is None else [] if event_sink is None \
@@ -92,6 +119,23 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
             if done is not None:
                 done(policy.name, result)
     return results
+
+
+def run_policy(scenario, name: str, seed: int, limit: int, warmup: int,
+               execution: str | None, debug: bool, strict: bool, skip: bool, events
+               ) -> tuple[dict, object]:
+    """One policy's run of :func:`run_scenario` in a pool worker: its result (with its
+    wall-clock ``seconds``) and ``events`` as the run left it (an event list or tally)."""
+    policy = next(p for p in scenario.policies if p.name == name)
+    started = time.perf_counter()
+    result = DispatchSimulator(
+        scenario.gpu, policy, scenario.workload(seed, copy=False), channels=scenario.channels,
+        cycles=limit, debug=debug, strict=strict, skip=skip,
+        sample_interval=scenario.sample_interval, power_window=scenario.power_window,
+        events=events, execution=execution or scenario.execution, warmup=warmup,
+        keep=False).run()
+    result["seconds"] = time.perf_counter() - started
+    return result, events
 
 
 def workload_notes(scenario, results: dict, limit: int) -> list[str]:

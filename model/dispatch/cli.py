@@ -73,9 +73,9 @@ def add_arguments(parser) -> None:
                         help=f"workload seeds of the claims, from --seed (default {SEEDS}, "
                              f"{QUICK_SEEDS} with --quick; at least 2)")
     parser.add_argument("--jobs", type=positive_int, metavar="N",
-                        help="processes the claims' runs are spread over (default: every "
-                             "core; 1: one after the other in this process); the results "
-                             "are the same")
+                        help="processes the claims' runs and a kernel trace's policies are "
+                             "spread over (default: every core; 1: one after the other in "
+                             "this process); the results are the same")
     parser.add_argument("--generated-cycles", type=int, metavar="N",
                         help="cycle limit of every run on a generated workload, the scenario "
                              "tables and the claims (default: each scenario's; --quick: "
@@ -320,12 +320,19 @@ def run(args) -> int:
             # (tallied as they happen unless the event log is written).
             events = {} if args.events or spans else None
             collect = LaunchCollector(spans, events, bool(args.events)) if spans else None
+            # A kernel trace's policies run on --jobs processes (a whole trace takes minutes
+            # per policy), unless every event row is written (they would travel back).
             results = run_scenario(
                 scenario, seed=args.seed, cycles=cycles, policies=chosen[str(path)],
                 debug=args.debug, events=events, execution=args.execution, bar=bar,
                 event_sink=collect.sink if collect is not None else None,
+                jobs=(getattr(args, "jobs", None) or default_jobs())
+                if spans and not args.events else 1,
                 done=lambda policy, result, name=scenario.name, path=path, c=collect: (
                     record.add(name, policy, result, file=path), c and c(policy)))
+            if collect is not None:         # in policy order, however the runs ended
+                collect.by_policy = {name: collect.by_policy[name] for name in results
+                                     if name in collect.by_policy}
             notes = workload_notes(scenario, results, cycles or scenario.cycles)
             with bar.paused():
                 _table(scenario, results)
