@@ -4,11 +4,13 @@ cannot drift from the source silently. The random event-log replays of
 tests/test_dispatch_exact.py run every preset, these included, with skipping on and off."""
 
 from collections import deque
+from pathlib import Path
 
 import pytest
 
 from model.dispatch.config import PRESETS, GpuConfig, WorkGroup, with_policy
 from model.dispatch.engine import DispatchSimulator
+from model.dispatch.kernels import replay_scenario
 from model.dispatch.miaow import decision_clocks, lock_clocks
 
 MIAOW, GPGPUSIM, GEM5 = PRESETS["miaow"], PRESETS["gpgpusim"], PRESETS["gem5"]
@@ -138,6 +140,49 @@ def test_gpgpusim_one_cta_per_sm_per_cycle():
     _, dispatched = run(gpu, GPGPUSIM, [wg(i) for i in range(8)])
     assert sorted(c for c, *_ in dispatched) == [0] * 4 + [1] * 4
     assert sorted(ap for c, _, ap, *_ in dispatched if c == 0) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("grid", [None, 4, 2 * 32])
+def test_gpgpusim_a_small_grid_is_spread_over_the_sms(grid):
+    # G6: kernel A (one CTA, SM 0, cycles 1-500), then kernel B of 4 CTAs at cycle 1. SM 0
+    # keeps A until drained (G3), so only SM 1 can take B. A grid of 4 on 2 SMs is capped
+    # at ceil(4 / 2) = 2 CTAs per SM: B2 and B3 wait for SM 0 (released at 501). An unknown
+    # grid (None) or one of MAX_CTA x SMs is not: SM 1 takes all four, one per cycle.
+    gpu = GpuConfig(aps=2, peus=4, vgpr=16, sgpr=16, lds=8, wave_slots=8, priorities=1)
+    a = WorkGroup(id=0, channel=0, priority=0, waves=1, vgpr=0, sgpr=0, lds=0, duration=500,
+                  independent=False, arrival=0, grid=None if grid is None else 1)
+    b = [WorkGroup(id=1 + i, channel=1, priority=0, waves=1, vgpr=0, sgpr=0, lds=0,
+                   duration=1000, independent=False, arrival=1, grid=grid) for i in range(4)]
+    _, dispatched = run(gpu, GPGPUSIM, [a, *b])
+    placed = [(c, ap) for c, w, ap, *_ in sorted(dispatched, key=lambda d: d[1]) if w >= 1]
+    if grid == 4:
+        assert placed == [(1, 1), (2, 1), (501, 0), (502, 0)], placed
+    else:
+        assert placed == [(1, 1), (2, 1), (3, 1), (4, 1)], placed
+
+
+def test_gpgpusim_never_holds_more_ctas_on_an_sm_than_max_cta_allows():
+    # G6 read back from the event log of a real-shaped trace (MI300X, 304 CUs, grids of 49 to
+    # 4,096 WGs): when a WG is dispatched its AP holds fewer than 32 WGs, and fewer than
+    # ceil(grid / 304) for a grid under 32 x 304 = 9,728 (every kernel here: caps of 1 and,
+    # for 4,096 WGs, 14). Without the cap a CU takes a second WG of a small kernel.
+    trace = Path(__file__).parent / "data" / "kernel-traces" / "mi300x_kernel_trace.csv"
+    scenario, _ = replay_scenario([trace], "cdna3-cu")
+    events = []
+    DispatchSimulator(scenario.gpu, GPGPUSIM, scenario.workgroups, cycles=scenario.cycles,
+                      events=events, keep=False).run()
+    P = scenario.gpu.aps
+    running = [set() for _ in range(P)]
+    capped = 0
+    for _, kind, w, ap, *_ in events:
+        if kind == "dispatch":
+            limit = 32 if w.grid >= 32 * P else -(-w.grid // P)
+            assert len(running[ap]) < limit, (w.id, ap, w.grid)
+            running[ap].add(w.id)
+            capped += limit < 32
+        elif kind == "release":
+            running[ap].discard(w.id)
+    assert capped == len(scenario.workgroups) == 4593
 
 
 def test_gpgpusim_lowest_cta_slot_and_warp_i_mod_4():

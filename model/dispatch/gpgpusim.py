@@ -25,8 +25,16 @@ Rules, each with its source:
 - **G5, rate** (``gpgpu_sim::issue_block2core``, once per core clock;
   ``m_cta_issue_next_core``): every cycle each AP may take one WG, the APs tried in round
   robin from one past the last AP that issued (up to one WG per AP per cycle).
-- **G6, max_cta** (``shader_core_config::max_cta``, ``-gpgpu_shader_cta`` = 32): at most
-  ``MAX_CTA`` WGs on an AP.
+- **G6, max_cta** (``shader_core_config::max_cta``, ``-gpgpu_shader_cta`` = 32;
+  ``can_issue_1block``): at most ``MAX_CTA`` WGs on an AP, and the resources by the fit
+  test. A kernel too small to fill every SM (``num_blocks() < result * num_shader()``) is
+  capped at ``ceil(grid / SMs)`` WGs per SM, so its WGs spread over the SMs instead of
+  piling on those free first; the grid is the WG's ``grid`` (its launch's WGs, which a
+  trace gives). We test ``grid < MAX_CTA * APs`` where GPGPU-Sim tests its occupancy
+  ``result`` (at most ``MAX_CTA``): for ``result * APs <= grid < MAX_CTA * APs`` our cap
+  ``ceil(grid / APs)`` is at least ``result``, which the fit test enforces on an AP running
+  that kernel alone, so the WGs placed are the same (in concurrent mode, where an SM may
+  hold other kernels' CTAs, GPGPU-Sim's cap counts them and ours may admit more).
 - **G8, CTA slot and warp binding** (``shader_core_ctx::issue_block2core``; ``shader.cc``,
   the scheduler binding): the WG takes the AP's lowest free WG slot ``k``; its wave ``i`` is
   hardware warp ``k w + i`` (``w`` its waves), served by PEU ``(k w + i) mod Q``. Not a
@@ -40,8 +48,8 @@ Rules, each with its source:
 
 Not modelled, and what the policy sees instead:
 
-- **G6**: the small-grid cap ``ceil(CTAs / SMs)`` is not applied (a synthetic kernel's size
-  is not known at launch).
+- **G6** on a generated workload: its kernels' sizes are not known (``grid`` is ``None``),
+  so only ``MAX_CTA`` caps them.
 - **G10**: kernel launch latency 0 (GPGPU-Sim's default; the tested configs' 5,000 cycles
   would dominate short scenarios).
 """
@@ -54,7 +62,16 @@ MAX_CTA = 32
 
 
 class GpgpuSimMatcher(RecordingMatcher):
-    """G6, G8: the lowest free WG slot of the AP and the warp-to-scheduler rule."""
+    """G6, G8: the WGs an AP may hold of a kernel, the lowest free WG slot of the AP and
+    the warp-to-scheduler rule."""
+
+    def cta_limit(self, wg) -> int:
+        """G6: ``MAX_CTA``, or ``ceil(grid / APs)`` for a kernel of ``grid < MAX_CTA x
+        APs`` WGs."""
+        grid = wg.grid
+        if grid is None or grid >= MAX_CTA * self.P:
+            return MAX_CTA
+        return -(-grid // self.P)
 
     def slot(self, ap: int) -> int | None:
         """The lowest free WG slot of ``ap`` (``None``: ``MAX_CTA`` WGs there)."""
@@ -74,7 +91,7 @@ class GpgpuSimMatcher(RecordingMatcher):
         return tuple(row)
 
     def fits(self, wg, ap: int) -> bool:
-        if wg.waves > self.ap_slots[ap]:
+        if wg.waves > self.ap_slots[ap] or len(self.records.live(ap)) >= self.cta_limit(wg):
             return False
         row = self.placement(wg, ap)
         return row is not None and self.peu_fits(wg, ap, row)

@@ -349,7 +349,8 @@ def trace_workload(trace: KernelTrace, preset, *, first: int = 0, last: int | No
         workgroups.append(WorkGroup(
             id=len(workgroups), channel=channel, priority=priority, waves=shape.waves,
             vgpr=shape.vgpr, sgpr=shape.sgpr, lds=shape.lds, duration=duration,
-            independent=False, arrival=arrival, work=work), kernel.workgroups, barrier)
+            independent=False, arrival=arrival, work=work, grid=kernel.workgroups),
+            kernel.workgroups, barrier)
         key = (_short(kernel.name), shape)
         row = shapes.setdefault(key, [key[0], 0, 0, kernel.threads, shape.waves, shape.vgpr,
                                       shape.sgpr, shape.lds, resident, 0, 0])

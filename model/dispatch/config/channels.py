@@ -58,13 +58,16 @@ class ChannelConfig:
 
 @dataclass(slots=True)
 class WorkGroup:
-    """One workgroup as submitted (or one of its per-wave sub-WGs after a split). Slotted: a
-    whole-trace replay holds millions (about 190 bytes each instead of about 250).
+    """One workgroup as submitted (or one of its per-wave sub-WGs after a split). Slotted
+    (a run holds the WGs in flight; a converted trace makes them when read,
+    :class:`LaunchWorkload`).
 
     ``duration`` is its run time under the fixed execution model; ``work`` the
     wave-instructions each of its waves issues under the shared-issue model (``None``: the
     duration). ``barrier``: it may not be dispatched while WGs dispatched before it from its
-    channel still run (the first WG of a kernel launched on an in-order stream).
+    channel still run (the first WG of a kernel launched on an in-order stream). ``grid``:
+    the WGs of its kernel launch, where a trace says (``None``: not known; GPGPU-Sim's
+    small-grid cap reads it, :mod:`model.dispatch.gpgpusim`).
     """
 
     id: int
@@ -80,6 +83,7 @@ class WorkGroup:
     parent: int | None = None          # the split WG's id, for a sub-WG
     work: int | None = None
     barrier: bool = False
+    grid: int | None = None
     # Filled in by the simulator:
     dispatched: int | None = None
     completed: int | None = None
@@ -90,7 +94,7 @@ class WorkGroup:
         ``ap``) cleared. ``dataclasses.replace`` with those fields, at a third of its cost."""
         return WorkGroup(self.id, self.channel, self.priority, self.waves, self.vgpr, self.sgpr,
                          self.lds, self.duration, self.independent, self.arrival, self.parent,
-                         self.work, self.barrier)
+                         self.work, self.barrier, self.grid)
 
 
 def arrival_of(wg: WorkGroup) -> int:
