@@ -180,6 +180,27 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+def _command(arguments: list[str], **popen) -> subprocess.Popen:
+    """``gpusched dispatch --quiet ARGUMENTS`` in a new session (a terminal's Ctrl-C reaches
+    all of it), its output captured."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", *arguments],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True, **popen)
+
+
+def _wait_for_the_pool(process: subprocess.Popen) -> None:
+    """Until the pool runs: the fork server and at least one worker forked from it."""
+    deadline = time.monotonic() + 120
+    workers: set[int] = set()
+    while time.monotonic() < deadline and process.poll() is None:
+        workers = _descendants(process.pid)
+        if len(workers) >= 3:
+            break
+        time.sleep(0.2)
+    assert process.poll() is None and len(workers) >= 3, process.communicate()
+
+
 @pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_stopping_the_claims_pool_keeps_the_tables_and_leaves_no_worker(tmp_path, stop,
                                                                          status):
@@ -189,23 +210,11 @@ def test_stopping_the_claims_pool_keeps_the_tables_and_leaves_no_worker(tmp_path
     # A new session, and the signal sent to all of it, as a terminal's Ctrl-C is: the
     # workers must ignore it and the driver stop them. 40 seeds: the claims' runs last well
     # beyond the signal (on 5 they could all be done a second after the pool started).
-    process = subprocess.Popen(
-        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--config",
-         str(config), "--cycles", "20000", "--jobs", "2", "--seeds", "40",
-         "--json", str(out), "--plots", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = _command(["--config", str(config), "--cycles", "20000", "--jobs", "2",
+                        "--seeds", "40", "--json", str(out), "--plots", str(tmp_path)],
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 120
-        workers: set[int] = set()
-        while time.monotonic() < deadline and process.poll() is None:
-            # The pool: the fork server and at least one worker forked from it.
-            workers = _descendants(process.pid)
-            if len(workers) >= 3:
-                break
-            time.sleep(0.2)
-        assert process.poll() is None and len(workers) >= 3, process.communicate()
+        _wait_for_the_pool(process)
         time.sleep(1.0)                            # the workers well into their runs
         workers = _descendants(process.pid)
         sent = time.monotonic()
@@ -241,21 +250,11 @@ def test_stopping_a_traces_policy_pool_keeps_the_finished_policies(tmp_path):
     line, the JSON keeps every policy that had finished (each whole), no worker outlives it."""
     out = tmp_path / "out.json"
     trace = ROOT / "tests" / "data" / "nvprof-magus" / "traces_rodinia_pathfinder.csv"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--kernel-trace",
-         f"{trace}", "--kernel-trace", f"{trace}:offset=3000", "--preset", "pascal-sm",
-         "--jobs", "2", "--json", str(out), "--plots", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    process = _command(["--kernel-trace", f"{trace}", "--kernel-trace", f"{trace}:offset=3000",
+                        "--preset", "pascal-sm", "--jobs", "2", "--json", str(out),
+                        "--plots", str(tmp_path)])
     try:
-        deadline = time.monotonic() + 120
-        workers: set[int] = set()
-        while time.monotonic() < deadline and process.poll() is None:
-            workers = _descendants(process.pid)
-            if len(workers) >= 3:
-                break
-            time.sleep(0.2)
-        assert process.poll() is None and len(workers) >= 3, process.communicate()
+        _wait_for_the_pool(process)
         time.sleep(4.0)            # the fastest policies done (the whole run takes 15-20 s)
         workers = _descendants(process.pid)
         process.send_signal(signal.SIGTERM)
