@@ -77,62 +77,58 @@ def run_scenario(scenario, *, seed: int = 1, cycles: int | None = None, policies
         if bar is None:
             bar = stack.enter_context(RunProgress(scenario.name, runs=len(chosen),
                                                   quiet=quiet))
+        sinks = [None if events is None else [] if event_sink is None
+                 else event_sink(policy.name) for policy in chosen]
+
+        def finished(name: str, result: dict, rows) -> None:
+            results[name] = result
+            if events is not None:
+                events[name] = rows
+            if done is not None:
+                done(name, result)
+
         if jobs > 1 and len(chosen) > 1:
             tasks = [(scenario, policy.name, seed, limit, warmup, execution, debug, strict,
-                      skip, None if events is None else [] if event_sink is None
-                      else event_sink(policy.name)) for policy in chosen]
+                      skip, sink) for policy, sink in zip(chosen, sinks, strict=True)]
 
-            def finished(index: int, answer: tuple) -> None:
+            def ended(index: int, answer: tuple) -> None:
                 name, (result, rows) = chosen[index].name, answer
                 with bar.run(f"{scenario.name} {name}", expected=limit,
                              unit="cycles") as tick:
                     if tick is not None:
                         tick(result["cycles"])
-                if events is not None:
-                    events[name] = rows
-                if done is not None:
-                    done(name, result)
+                finished(name, result, rows)
 
-            answers = run_all(run_policy, tasks, jobs, preload=[__name__], done=finished)
-            return {policy.name: result
-                    for policy, (result, _) in zip(chosen, answers, strict=True)}
+            run_all(run_policy, tasks, jobs, preload=[__name__], done=ended)
+            return {policy.name: results[policy.name] for policy in chosen}  # policy order
         workload = scenario.workload(seed, copy=False)       # each simulator copies it
-        for policy in chosen:
-            started = time.perf_counter()
-            rows = None if events is None else [] if event_sink is None \
-                else event_sink(policy.name)
+        for policy, sink in zip(chosen, sinks, strict=True):
             with bar.run(f"{scenario.name} {policy.name}", expected=limit,
                          unit="cycles") as tick:
-                simulator = DispatchSimulator(
-                    scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
-                    debug=debug, strict=strict, skip=skip,
-                    sample_interval=scenario.sample_interval,
-                    power_window=scenario.power_window, events=rows,
-                    execution=execution or scenario.execution, warmup=warmup,
-                    observer=None if tick is None else lambda cycle, _: tick(cycle),
-                    keep=False)
-                result = simulator.run()
-            result["seconds"] = time.perf_counter() - started
-            results[policy.name] = result
-            if events is not None:
-                events[policy.name] = rows
-            if done is not None:
-                done(policy.name, result)
+                result, rows = run_policy(
+                    scenario, policy.name, seed, limit, warmup, execution, debug, strict,
+                    skip, sink, workload=workload,
+                    observer=None if tick is None else lambda cycle, _: tick(cycle))
+            finished(policy.name, result, rows)
     return results
 
 
 def run_policy(scenario, name: str, seed: int, limit: int, warmup: int,
-               execution: str | None, debug: bool, strict: bool, skip: bool, events
-               ) -> tuple[dict, object]:
-    """One policy's run of :func:`run_scenario` in a pool worker: its result (with its
-    wall-clock ``seconds``) and ``events`` as the run left it (an event list or tally)."""
+               execution: str | None, debug: bool, strict: bool, skip: bool, events, *,
+               workload=None, observer=None) -> tuple[dict, object]:
+    """One policy's run of :func:`run_scenario` (here, or in a pool worker): its result
+    (with its wall-clock ``seconds``) and ``events`` as the run left it (an event list or
+    tally). ``workload``: the scenario's for ``seed`` unless given (made once for every
+    policy run in one process); ``observer``: the simulator's."""
     policy = next(p for p in scenario.policies if p.name == name)
+    if workload is None:
+        workload = scenario.workload(seed, copy=False)
     started = time.perf_counter()
     result = DispatchSimulator(
-        scenario.gpu, policy, scenario.workload(seed, copy=False), channels=scenario.channels,
-        cycles=limit, debug=debug, strict=strict, skip=skip,
-        sample_interval=scenario.sample_interval, power_window=scenario.power_window,
-        events=events, execution=execution or scenario.execution, warmup=warmup,
+        scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
+        debug=debug, strict=strict, skip=skip, sample_interval=scenario.sample_interval,
+        power_window=scenario.power_window, events=events,
+        execution=execution or scenario.execution, warmup=warmup, observer=observer,
         keep=False).run()
     result["seconds"] = time.perf_counter() - started
     return result, events

@@ -78,11 +78,11 @@ class Scenario:
         WGs in flight, not a list of millions)."""
         if self.workgroups is not None:
             staggered = self.stagger and len(set(self.channel_windows)) > 1
+            made = isinstance(self.workgroups, LaunchWorkload)     # fresh at each read
             if not copy and not staggered:
-                if isinstance(self.workgroups, LaunchWorkload):
-                    return self.workgroups
-                return list(self.workgroups)
-            workload = [replace(wg) for wg in self.workgroups]
+                return self.workgroups if made else list(self.workgroups)
+            workload = (list(self.workgroups) if made
+                        else [replace(wg) for wg in self.workgroups])
             if staggered:
                 rng = random.Random(f"{seed}/stagger")
                 delays = [0] + [rng.randint(0, self.stagger)
