@@ -30,7 +30,12 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 
-__all__ = ["default_jobs", "deferred_signals", "executor", "run_all", "stop", "worker_start"]
+__all__ = ["default_jobs", "deferred_signals", "executor", "run_all", "stop", "wait_first",
+           "worker_start"]
+
+#: How often (seconds) :func:`wait_first` looks for a held Ctrl-C or SIGTERM: the longest a
+#: signal waits before the command starts to stop.
+POLL = 0.05
 
 
 def default_jobs() -> int:
@@ -75,20 +80,21 @@ def executor(workers: int, preload: Sequence[str] = ()) -> ProcessPoolExecutor:
 
 
 @contextmanager
-def deferred_signals() -> Iterator[None]:
+def deferred_signals() -> Iterator[list[int]]:
     """Hold Ctrl-C and SIGTERM while the pool starts workers (``submit`` forks them through the
     fork server): a signal raised in the middle would leave a half-started worker or the fork
     server to print a traceback of its own (``EOFError`` from a cut message, a semaphore gone).
     The held signal's handler runs at the end of the block, where the pool can be stopped
-    cleanly. Outside the main thread (where Python runs signal handlers) it holds nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    cleanly. Yields the list of the signals held so far, for a loop to look at. Outside the
+    main thread (where Python runs signal handlers) it holds nothing."""
     held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
     previous = {number: signal.signal(number, lambda number, frame: held.append(number))
                 for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield held
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -98,6 +104,25 @@ def deferred_signals() -> Iterator[None]:
                 handler(held[0], None)
             elif handler == signal.SIG_DFL:
                 signal.raise_signal(held[0])
+
+
+def wait_first(futures) -> tuple[set, set]:
+    """``concurrent.futures.wait(futures, return_when=FIRST_COMPLETED)``, which Ctrl-C and
+    SIGTERM stop without breaking the pool.
+
+    Blocked in that ``wait``, the main thread sits in a condition variable that the pool's
+    manager thread also takes; an exception raised there by a signal handler (the
+    ``KeyboardInterrupt`` of Ctrl-C, or of :mod:`model.cli`'s SIGTERM handler) can leave
+    CPython 3.11 releasing the condition's lock while the manager thread holds it, and that
+    thread then dies with ``RuntimeError: release unlocked lock`` and its traceback. So the
+    signals are held while waiting (:func:`deferred_signals`), the wait wakes every
+    :data:`POLL` seconds to look for one, and the held signal's handler runs after the wait,
+    outside every lock: the exception it raises reaches the caller as before."""
+    with deferred_signals() as held:
+        while True:
+            finished, pending = wait(futures, timeout=POLL, return_when=FIRST_COMPLETED)
+            if finished or held:
+                return finished, pending
 
 
 def stop(pool: ProcessPoolExecutor) -> None:
@@ -143,7 +168,7 @@ def run_all(function: Callable, tasks: Sequence[tuple], jobs: int, *,
             futures = {pool.submit(function, *task): index for index, task in enumerate(tasks)}
         pending = set(futures)
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            finished, pending = wait_first(pending)
             # In task order among those finished together, so that a serial-looking caller
             # sees the same sequence whenever it can.
             for future in sorted(finished, key=futures.__getitem__):

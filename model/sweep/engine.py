@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -98,7 +98,7 @@ class LocalPool:
                         break
                     with pool.deferred_signals():         # submit may start a worker
                         inflight[executor.submit(run_task, task.payload)] = task
-                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                finished, _ = pool.wait_first(inflight)
                 lost = []
                 for future in finished:
                     task = inflight.pop(future)
@@ -107,7 +107,7 @@ class LocalPool:
                     # Every other task in flight fails the same way once the pool is broken.
                     for future in list(inflight):
                         task = inflight.pop(future)
-                        wait([future])
+                        pool.wait_first([future])
                         self._settle(future, task, done, failed, lost)
                     executor.shutdown(wait=True)
                     executor = self._executor()
