@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import signal
 import threading
 import time
@@ -125,6 +126,17 @@ def wait_first(futures) -> tuple[set, set]:
                 return finished, pending
 
 
+def _drain(fd: int, feeder: threading.Thread) -> None:
+    try:
+        while feeder.is_alive():
+            if select.select([fd], [], [], POLL)[0] and not os.read(fd, 1 << 16):
+                break                                  # every writer gone
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def stop(pool: ProcessPoolExecutor) -> None:
     """Abandon the running tasks: terminate the workers, cancel what has not started."""
     for process in list((getattr(pool, "_processes", None) or {}).values()):
@@ -132,6 +144,21 @@ def stop(pool: ProcessPoolExecutor) -> None:
             process.terminate()
         except (OSError, AttributeError):
             pass
+    # The tasks queued for the workers go through a pipe, written by a feeder thread. Tasks
+    # larger than its 64 KiB together (three of 24 KiB: six traces' scenario) leave the feeder
+    # blocked in a write that no terminated worker will read, and Python 3.11's pool joins
+    # that thread as it shuts down: the command hung after its last line. So the rest of the
+    # pipe is read here, and thrown away, until the feeder has ended (a copy of the read end,
+    # which the feeder closes when it ends).
+    queue = getattr(pool, "_call_queue", None)
+    feeder = getattr(queue, "_thread", None)
+    if feeder is not None and feeder.is_alive():
+        try:
+            fd = os.dup(queue._reader.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        else:
+            threading.Thread(target=_drain, args=(fd, feeder), daemon=True).start()
     pool.shutdown(wait=False, cancel_futures=True)
     # Python 3.11's pool races at exit: its exit hook wakes the pool's manager thread through
     # a pipe that the thread, seeing its workers gone, may be closing at that moment
