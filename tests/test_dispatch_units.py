@@ -129,3 +129,97 @@ def test_idle_reason_agrees_with_an_idle_ap():
                                  sgpr=rng.randint(0, 8), lds=rng.randint(0, 12))
             fits = wg.waves <= Q * gpu.wave_slots and units.fits(wg, 0, _row(wg.waves))
             assert (idle_reason(kind, gpu, wg) is None) == fits, (kind, wg)
+
+
+class Gem5FreeList:
+    """gem5's ``DynPoolManager`` (``dyn_pool_manager.cc``) as its source reads, for one pool:
+    ``[first, end)`` records in list order; ``allocateRegion`` takes the front of the first
+    record that holds the region, ``freeRegion`` merges with the record ending at the
+    region's start and the one starting at its end, or appends a record at the back."""
+
+    def __init__(self, size):
+        self.records = [[0, size]]
+
+    def allocate(self, size):
+        for record in self.records:
+            if record[1] - record[0] >= size:
+                start = record[0]
+                record[0] += size
+                if record[0] == record[1]:
+                    self.records.remove(record)
+                return start
+        raise AssertionError("no region")
+
+    def free(self, first, last):
+        below = next((r for r in self.records if r[1] == first), None)
+        above = next((r for r in self.records if r[0] == last), None)
+        if below and above:
+            below[1] = above[1]
+            self.records.remove(above)
+        elif below:
+            below[1] = last
+        elif above:
+            above[0] = first
+        else:
+            self.records.append([first, last])
+
+
+def test_wave_regions_follow_gem5s_free_list_order():
+    # Random takes and releases of multi-wave WGs on one CU of 2 SIMDs: every placement and
+    # every free list equal gem5's pool, wave by wave (allocation order, freed in that
+    # order); the address-order first fit the model used before places differently.
+    size = 40
+    differs = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        gpu = GpuConfig(aps=1, peus=2, vgpr=size, sgpr=size, lds=8, wave_slots=16,
+                        priorities=1)
+        bits = {"vgpr": [(1 << size) - 1] * 2, "sgpr": [(1 << size) - 1] * 2, "lds": [255]}
+        resources = SimpleNamespace(bits=bits, size={"vgpr": size, "sgpr": size, "lds": 8},
+                                    free={"vgpr": [size] * 2, "sgpr": [size] * 2, "lds": [8]})
+        units = units_for(gpu, SimpleNamespace(units="wave_regions"), resources,
+                          SimpleNamespace(view={}))
+        pools = {(name, q): Gem5FreeList(size) for name in ("vgpr", "sgpr") for q in range(2)}
+        live = []
+        for step in range(300):
+            if live and (rng.random() < 0.45 or step % 50 == 49):
+                allocation, starts = live.pop(rng.randrange(len(live)))
+                for name, plan in (("vgpr", allocation.vgpr), ("sgpr", allocation.sgpr)):
+                    for q, mask in enumerate(plan):
+                        if mask:
+                            bits[name][q] |= mask
+                for (name, q), per, first in starts:
+                    pools[name, q].free(first, first + per)
+                units.changed(0)
+                units.released(allocation)
+            else:
+                wg = SimpleNamespace(id=step, waves=rng.randint(1, 6), vgpr=rng.randint(1, 7),
+                                     sgpr=rng.randint(0, 3), lds=0)
+                row = (wg.waves - wg.waves // 2, wg.waves // 2)
+                plan = units.plan(wg, 0, row)
+                if plan is None:
+                    continue
+                starts = []
+                for index, name, per in ((0, "vgpr", wg.vgpr), (1, "sgpr", wg.sgpr)):
+                    for q, count in enumerate(row):
+                        if not per or not count:
+                            assert not plan[index][q]
+                            continue
+                        word, expect = bits[name][q], 0
+                        for _ in range(count):
+                            first = pools[name, q].allocate(per)
+                            starts.append(((name, q), per, first))
+                            expect |= ((1 << per) - 1) << first
+                            # what first fit by address would have placed
+                            low = next(s for s, n in runs_by_scan(word, size, 1) if n >= per)
+                            differs += low != first
+                            word &= ~(((1 << per) - 1) << low)
+                        assert plan[index][q] == expect, (seed, step, name, q)
+                        bits[name][q] &= ~expect
+                allocation = SimpleNamespace(wg=wg, ap=0, vgpr=plan[0], sgpr=plan[1])
+                units.changed(0)
+                units.taken(allocation)
+                live.append((allocation, starts))
+            for (name, q), pool in pools.items():
+                assert units.free_list(name, q) == pool.records, (seed, step, name, q)
+    assert differs > 50, differs

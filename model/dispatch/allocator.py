@@ -101,5 +101,5 @@ class Allocator:
         allocation = Allocation(wg, ap, waves, vgpr_plan, sgpr_plan, lds,
                                 self.wave_power[wg.channel] * wg.waves)
         self.resources.take(allocation, cycle, cycle + 1 + self.latency)
-        self.matcher.changed(ap)
+        self.matcher.taken(allocation)
         return allocation

@@ -307,7 +307,7 @@ class DispatchSimulator:
         wg, ap = allocation.wg, allocation.ap
         resources = self.resources
         resources.give_back(allocation, cycle, cycle + self.policy.circuit_latency)
-        self.matcher.changed(ap)
+        self.matcher.released(allocation)
         resources.change_power(ap, cycle, -allocation.power)
         self.event(cycle, "release", wg, ap, allocation.waves, allocation)
         if wg.completed is not None:

@@ -174,6 +174,14 @@ class Matcher:
         for entry in self.masks.values():
             entry[1] |= bit
 
+    def taken(self, allocation) -> None:
+        """``allocation`` was just taken (its blocks and slots held): its AP changed."""
+        self.changed(allocation.ap)
+
+    def released(self, allocation) -> None:
+        """``allocation`` was just given back: its AP changed."""
+        self.changed(allocation.ap)
+
     def mark(self, changed: int) -> None:
         """The APs of ``changed`` (a bit mask) changed: every kept fit mask re-tests them."""
         for entry in self.masks.values():

@@ -66,6 +66,14 @@ class RecordingMatcher(Matcher):
         self.records.dirty.add(ap)
         self.units.changed(ap)
 
+    def taken(self, allocation) -> None:
+        super().taken(allocation)
+        self.units.taken(allocation)
+
+    def released(self, allocation) -> None:
+        super().released(allocation)
+        self.units.released(allocation)
+
     def masks_of(self, wg) -> int:
         return sum(1 << ap for ap in range(self.P) if self.fits(wg, ap))
 

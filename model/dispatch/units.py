@@ -31,9 +31,10 @@ for every policy; what changes is the fit test and which blocks a WG takes:
     ``allocateRegion``; ``lds_state.hh``, ``canReserve``)
     Per SIMD one register region per wave: a SIMD can take ``n`` more waves when its free
     runs hold ``n`` regions (``sum(run // size)``, ``canAllocate``), each placed at the first
-    free run that holds it (``allocateRegion``; gem5 walks its free list in list order, here
-    address order). LDS is a byte counter per CU (``canReserve``): counted, lowest free
-    blocks taken. gem5's rounding of a region to 4 registers is finer than a block.
+    free run that holds it in the order of gem5's free list (``allocateRegion``; a freed
+    region that touches no free run goes to the back, ``freeRegion``), kept beside the status
+    word. LDS is a byte counter per CU (``canReserve``): counted, lowest free blocks taken.
+    gem5's rounding of a region to 4 registers is finer than a block.
 
 A placed need is ``(start, length)`` (contiguous) or an integer bit mask of the blocks (not
 contiguous); :meth:`model.dispatch.resources.Resources.change_plan` takes both.
@@ -92,6 +93,14 @@ class Units:
 
     def changed(self, ap: int) -> None:
         """``ap``'s status changed (a take or a release): drop what is cached for it."""
+        return None
+
+    def taken(self, allocation) -> None:
+        """``allocation``, placed by :meth:`plan`, was taken (after :meth:`changed`)."""
+        return None
+
+    def released(self, allocation) -> None:
+        """``allocation`` was given back (after :meth:`changed`)."""
         return None
 
     def fits(self, wg, ap: int, row) -> bool:
@@ -237,16 +246,39 @@ class CountedUnits(Units):
 
 class WaveRegionUnits(Units):
     """gem5's per-wave register regions and counted LDS (A6, A7); see the module
-    docstring."""
+    docstring.
+
+    Each PEU's VGPR and SGPR word has gem5's free list beside it (``DynPoolManager``'s
+    ``freeSpaceRecord``): ``[first, end)`` records in list order, one per free run (a
+    release merges with the records it touches, so the records stay the word's runs; only
+    their order is the list's). :meth:`plan` places each wave's region at the first record in
+    list order that holds it, taking it from the record's front (``allocateRegion``); a
+    release frees the WG's regions one by one in the order they were placed, each merged with
+    the record that ends at its first block and the one that starts after its last, or
+    appended at the back when it touches none (``freeRegion``). A list is made from its word's
+    runs, lowest first, when first used (a PEU's word is then all free: gem5's
+    ``resetRegion``). The fit test counts regions over the word's runs (``canAllocate``):
+    the same runs."""
 
     kind = "wave_regions"
 
     def __init__(self, gpu, resources, view):
         super().__init__(gpu, resources, view)
         self.counts: dict[int, dict] = {}            # per AP, region counts until it changes
+        self.lists: dict[str, dict[int, list]] = {"vgpr": {}, "sgpr": {}}  # per PEU instance
+        self.planned = None                          # (wg, ap, the lists and starts it makes)
+        self.placed: dict[int, tuple] = {}           # id(allocation) -> its regions, in order
 
     def changed(self, ap: int) -> None:
         self.counts.pop(ap, None)
+
+    def free_list(self, name: str, index: int) -> list:
+        """gem5's free list of ``name`` on PEU instance ``index``: ``[first, end]`` records."""
+        records = self.lists[name].get(index)
+        if records is None:
+            records = self.lists[name][index] = [
+                [start, start + length] for start, length in free_runs(self.bits[name][index])]
+        return records
 
     def capacity(self, wg, ap: int, q: int) -> int:
         """How many of ``wg``'s waves PEU ``q`` of ``ap`` holds by its registers."""
@@ -274,22 +306,68 @@ class WaveRegionUnits(Units):
         if not self.fits(wg, ap, waves):
             return None
         base = ap * self.Q
-        plans = []
+        plans, made = [], []
         for name, size in (("vgpr", wg.vgpr), ("sgpr", wg.sgpr)):
             plan = [None] * self.Q
             for q, count in enumerate(waves):
                 if not count or not size:
                     continue
-                word, mask = self.bits[name][base + q], 0
+                index = base + q
+                records = [record[:] for record in self.free_list(name, index)]
+                mask, starts = 0, []
                 for _ in range(count):              # allocateRegion, one wave at a time
-                    start = first_fit_unchecked(word, size)
-                    region = ((1 << size) - 1) << start
-                    word &= ~region
-                    mask |= region
+                    at = next((at for at, (first, end) in enumerate(records)
+                               if end - first >= size), None)
+                    if at is None:
+                        raise RuntimeError(
+                            f"{name}[{index}]: gem5's free list {records} holds no region of "
+                            f"{size} blocks where the fit test counted one (status word "
+                            f"{self.bits[name][index]:#x})")
+                    first, end = records[at]
+                    if end - first == size:
+                        del records[at]
+                    else:
+                        records[at][0] = first + size
+                    starts.append(first)
+                    mask |= ((1 << size) - 1) << first
                 plan[q] = mask
+                made.append((name, index, size, records, tuple(starts)))
             plans.append(plan)
+        self.planned = (wg, ap, tuple(made))
         lds = lowest_free(self.bits["lds"][ap], wg.lds) if wg.lds else None
         return plans[0], plans[1], lds
+
+    def taken(self, allocation) -> None:
+        planned, self.planned = self.planned, None
+        if planned is None or planned[0] is not allocation.wg or planned[1] != allocation.ap:
+            raise RuntimeError(f"WG {allocation.wg.id} taken on AP {allocation.ap} without "
+                               f"the plan of gem5's free lists")
+        lists = self.lists
+        for name, index, _, records, _ in planned[2]:
+            lists[name][index] = records
+        self.placed[id(allocation)] = tuple((name, index, size, starts)
+                                            for name, index, size, _, starts in planned[2])
+
+    def released(self, allocation) -> None:
+        for name, index, size, starts in self.placed.pop(id(allocation)):
+            records = self.free_list(name, index)
+            for first in starts:                    # freeRegion, one wave at a time
+                end = first + size
+                before = after = None
+                for record in records:
+                    if record[1] == first:
+                        before = record
+                    elif record[0] == end:
+                        after = record
+                if before is not None and after is not None:
+                    before[1] = after[1]
+                    records.remove(after)
+                elif before is not None:
+                    before[1] = end
+                elif after is not None:
+                    after[0] = first
+                else:
+                    records.append([first, end])
 
 
 def idle_reason(units: str, gpu, wg) -> str | None:
