@@ -30,16 +30,17 @@ Rules, each with its source:
 - **A6, per-wave register regions** (``dyn_pool_manager.cc``, ``canAllocate``,
   ``allocateRegion``; ``units = "wave_regions"``, the preset's,
   :class:`model.dispatch.units.WaveRegionUnits`): a SIMD takes ``n`` more waves when its
-  free runs hold ``n`` regions of one wave's registers, each placed first fit.
+  free runs hold ``n`` regions of one wave's registers, each placed at the first record of
+  gem5's free list that holds it, in list order (``freeRegion`` appends a freed region that
+  touches no free record; a WG's regions are freed in the order they were placed).
 - **A7, LDS counted** (``lds_state.hh``, ``canReserve``): a counter per CU, no addresses.
   ``units = "blocks"`` gives the seed's blocks (one VGPR and SGPR block per SIMD for the
   wave group, one contiguous LDS range) instead, for comparison.
 
 Not modelled, and what the policy sees instead:
 
-- **A6's order**: gem5 walks its free list in list order (a freed region is appended), here
-  in address order; the fit test (a count over the runs) is the same. Its rounding to 4
-  registers is finer than a block.
+- **A6's rounding**: gem5 rounds a region to 4 registers, finer than a block. gem5 frees
+  each wave's region when that wave ends; the model's waves of a WG end together.
 - **A8, 10 WF slots per SIMD**: the scenario's ``wave_slots``.
 - **A9, the kernel-launch cache invalidate**: no caches in the model.
 """
