@@ -223,3 +223,38 @@ def test_wave_regions_follow_gem5s_free_list_order():
             for (name, q), pool in pools.items():
                 assert units.free_list(name, q) == pool.records, (seed, step, name, q)
     assert differs > 50, differs
+
+
+def test_gem5_places_in_a_freed_region_by_list_order_not_address():
+    # Directed (A6, freeRegion appends): five one-wave WGs fill a SIMD's 10 blocks; the one
+    # at blocks 6-7 ends, then the one at 2-3. gem5's list is [6, 8), [2, 4): the next WG
+    # goes to 6, where first fit by address would take 2.
+    gpu = GpuConfig(aps=1, peus=1, vgpr=10, sgpr=8, lds=8, wave_slots=8, priorities=1)
+    bits = {"vgpr": [(1 << 10) - 1], "sgpr": [255], "lds": [255]}
+    resources = SimpleNamespace(bits=bits, size={"vgpr": 10, "sgpr": 8, "lds": 8},
+                                free={"vgpr": [10], "sgpr": [8], "lds": [8]})
+    units = units_for(gpu, SimpleNamespace(units="wave_regions"), resources,
+                      SimpleNamespace(view={}))
+
+    def take(number):
+        wg = SimpleNamespace(id=number, waves=1, vgpr=2, sgpr=0, lds=0)
+        plan = units.plan(wg, 0, (1,))
+        bits["vgpr"][0] &= ~plan[0][0]
+        allocation = SimpleNamespace(wg=wg, ap=0, vgpr=plan[0], sgpr=plan[1])
+        units.changed(0)
+        units.taken(allocation)
+        return allocation
+
+    def release(allocation):
+        bits["vgpr"][0] |= allocation.vgpr[0]
+        units.changed(0)
+        units.released(allocation)
+
+    placed = [take(number) for number in range(5)]
+    assert [a.vgpr[0] for a in placed] == [0b11 << start for start in (0, 2, 4, 6, 8)]
+    release(placed[3])
+    release(placed[1])
+    assert units.free_list("vgpr", 0) == [[6, 8], [2, 4]]
+    assert take(5).vgpr[0] == 0b11 << 6
+    release(placed[2])                       # 4-5 joins 2-3 (no record touches 6 now)
+    assert units.free_list("vgpr", 0) == [[2, 6]]
