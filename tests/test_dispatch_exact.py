@@ -13,7 +13,7 @@ import json
 import random
 import signal
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from math import lcm
 from pathlib import Path
@@ -61,6 +61,7 @@ from model.maxblock import (
     max_free_run,
     sampled_max_free_run,
 )
+from tests.test_dispatch_units import Gem5FreeList
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "dispatch"
 SMALL = GpuConfig(aps=2, peus=4, vgpr=16, sgpr=8, lds=8, wave_slots=4, priorities=4)
@@ -717,6 +718,7 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
     expected = (_shared_releases(gpu, events, end, pooled=units == "ap_range")
                 if execution == "shared" else None)
     released = {}
+    pools = {}                               # gem5's free list per (resource, PEU instance)
     bits = {"vgpr": [(1 << gpu.vgpr) - 1] * (gpu.aps * Q),
             "sgpr": [(1 << gpu.sgpr) - 1] * (gpu.aps * Q), "lds": [(1 << gpu.lds) - 1] * gpu.aps}
     slots = [[gpu.wave_slots] * Q for _ in range(gpu.aps)]
@@ -743,7 +745,7 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
                 for q in range(Q):
                     assert waves[q] <= slots[ap][q]
                     slots[ap][q] -= waves[q]
-                masks = _units_masks(units, gpu, bits, ap, w, waves)
+                masks, regions = _units_masks(units, gpu, bits, ap, w, waves, pools)
                 for name, logged in (("vgpr", vgpr), ("sgpr", sgpr)):
                     for q in range(Q):
                         mask = masks[name][q]
@@ -751,7 +753,7 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
                         bits[name][ap * Q + q] &= ~mask
                 assert lds == (_low(masks["lds"]) if masks["lds"] else None)
                 bits["lds"][ap] &= ~masks["lds"]
-                live[w.id] = _Live(w.channel, (cycle, ap, waves, starts), masks)
+                live[w.id] = _Live(w.channel, (cycle, ap, waves, starts), masks, regions)
                 fates.setdefault(w.id if w.parent is None else w.parent, "dispatch")
                 continue
             for q in range(Q):
@@ -788,6 +790,8 @@ def _replay(gpu, events, workload, result, execution="fixed", policy=None):
                         bits[name][ap * Q + q] |= record.masks[name][q]
                 assert bits["lds"][ap] & record.masks["lds"] == 0
                 bits["lds"][ap] |= record.masks["lds"]
+                for pool, first, end in record.regions:     # gem5: in placement order
+                    pool.free(first, end)
                 continue
             vgpr, sgpr, lds = starts
             for q in range(Q):
@@ -813,6 +817,7 @@ class _Live:
     channel: int
     dispatch: tuple
     masks: dict | None = None
+    regions: list = field(default_factory=list)
 
 
 def _low(mask: int) -> int:
@@ -830,11 +835,13 @@ def _lowest_set(word: int, count: int) -> int:
     return mask
 
 
-def _units_masks(units, gpu, bits, ap, w, waves):
+def _units_masks(units, gpu, bits, ap, w, waves, pools):
     """The blocks a baseline's own units give ``w`` on ``ap`` (model.dispatch.units), restated
-    from the rules: ``{"vgpr": [mask per PEU], "sgpr": [...], "lds": mask}``."""
+    from the rules: ``{"vgpr": [mask per PEU], "sgpr": [...], "lds": mask}``, and gem5's
+    regions in placement order, ``[(free list, first, end), ...]`` (``pools``: gem5's free
+    lists, made on first use, as the source's ``DynPoolManager``)."""
     Q = gpu.peus
-    masks = {}
+    masks, regions = {}, []
     for name, per in (("vgpr", w.vgpr), ("sgpr", w.sgpr)):
         size = getattr(gpu, name)
         words = bits[name][ap * Q:(ap + 1) * Q]
@@ -847,16 +854,16 @@ def _units_masks(units, gpu, bits, ap, w, waves):
         elif units == "counted":             # GPGPU-Sim: any free blocks, the lowest first
             assert need <= word.bit_count()
             whole = _lowest_set(word, need)
-        else:                                # gem5: one region per wave, first fit per SIMD
+        else:                                # gem5: one region per wave, its free list
             whole = 0
             for q in range(Q):
-                free = words[q]
+                pool = pools.setdefault((name, ap * Q + q), Gem5FreeList(size))
                 for _ in range(waves[q] if per else 0):
-                    start = first_fit(free, size, per)
-                    assert start is not None
+                    start = pool.allocate(per)
                     region = ((1 << per) - 1) << start
-                    free &= ~region
+                    assert words[q] & region == region
                     whole |= region << (q * size)
+                    regions.append((pool, start, start + per))
         masks[name] = [(whole >> (q * size)) & ((1 << size) - 1) for q in range(Q)]
     if units == "ap_range":
         start, length = largest_free_block(bits["lds"][ap], gpu.lds)
@@ -865,7 +872,7 @@ def _units_masks(units, gpu, bits, ap, w, waves):
     else:                                    # counted LDS (GPGPU-Sim, gem5)
         assert w.lds <= bits["lds"][ap].bit_count()
         masks["lds"] = _lowest_set(bits["lds"][ap], w.lds)
-    return masks
+    return masks, regions
 
 
 @pytest.mark.parametrize("seed", range(0, 40, 4))

@@ -170,10 +170,8 @@ class PooledExecution(SharedExecution):
     ``execution = "shared"``."""
 
     def __init__(self, gpu: GpuConfig, running: dict):
-        self.completions: list = []
-        self.running = running
+        super().__init__(gpu, running)
         self.Q = 1                     # one pool per AP: "PEU" below means the AP's pool
-        self.drain = gpu.drain
         self.setup(gpu.peus * gpu.wave_slots, gpu.peus * gpu.issue_width, gpu.aps)
 
     def start(self, allocation: Allocation, cycle: int) -> None:
