@@ -59,6 +59,8 @@ def test_miaow_a_wg_that_fits_nowhere_blocks_nothing():
     at = {w: c for c, w, *_ in dispatched}
     assert at[3] < 300 and at[4] < 300 and at[2] > 300, at
     assert sim.selector.rejections >= 2
+    # Every decision dispatched its WG or rejected it (the results' "buffer" counts both).
+    assert sim.selector.decisions - sim.selector.rejections == len(dispatched) == 5
     _, blocked = run(gpu, PRESETS["blocking-buffer"], work)
     at = {w: c for c, w, *_ in blocked}
     assert at[2] > 300 and at[3] > at[2] and at[4] > at[2], at
@@ -403,6 +405,8 @@ def test_miaow_rejections_skipped_in_whole_rounds_leave_the_state_of_stepping_th
                 selector = sim.selector
                 if selector.quiet_from is not None:
                     selector.replay(6000)          # what stepping to the limit would do
+                assert result["buffer"] == {"decisions": selector.decisions,
+                                            "rejections": selector.rejections}
                 states.append((selector.last, selector.busy_until, selector.decisions,
                                selector.rejections))
                 results.append(result)

@@ -265,6 +265,20 @@ class Metrics:
         samples["fragmentation"].extend([fragmentation] * count)
         samples["ap_resource_cv"].extend([resource_cv] * count)
 
+    @staticmethod
+    def _buffer(sim, cycles: int) -> dict | None:
+        """MIAOW's in-flight buffer (``miaow``, ``miaow-one-clock``): the decisions its
+        controller started before ``cycles`` and how many of them rejected their WG (M4: a
+        rejected WG stays buffered and is retried); ``None`` for the other policies. Decisions
+        left to replay (every one a rejection, :meth:`model.dispatch.miaow.MiaowSelector.wake`)
+        are counted first."""
+        selector = sim.selector
+        if not hasattr(selector, "rejections"):
+            return None
+        if selector.quiet_from is not None:
+            selector.replay(cycles)
+        return {"decisions": selector.decisions, "rejections": selector.rejections}
+
     def _utilisation_series(self) -> list[float]:
         """The mean utilisation of every sample: one mean per distinct sampled state (a
         skipped span's samples share one list), the same IEEE operations as per sample."""
@@ -379,6 +393,7 @@ class Metrics:
             "sub_workgroups": counters.sub_workgroups,
             "stale_aborts": counters.stale_aborts,
             "flushed": counters.flushed,
+            "buffer": self._buffer(sim, cycles),
             "invariant_violations": len(counters.violations),
             "violations": counters.violations[:20],
             "processed_cycles": counters.processed_cycles,
