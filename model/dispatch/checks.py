@@ -4,8 +4,9 @@ Not a stage of seed 002: independent checks of the state every stage keeps — t
 registers against their held and free counts (the resource table,
 :mod:`model.dispatch.resources`), the view's per-AP sums (:mod:`model.dispatch.views`), the
 wave slots and instruction power against the running WGs' records, the kept fit masks
-against a fresh match (:mod:`model.dispatch.matcher`), and the shared-issue model's own
-(:meth:`model.dispatch.execution.SharedExecution.check`). RTL twin: none (the RTL's checks
+against a fresh match (:mod:`model.dispatch.matcher`), the shared-issue model's own
+(:meth:`model.dispatch.execution.SharedExecution.check`) and a baseline's own units'
+(:meth:`model.dispatch.units.Units.check`). RTL twin: none (the RTL's checks
 are the co-simulation's comparisons, tb/dispatch_bench.py).
 
 A violation is counted in the result (``invariant_violations``, the first 20 messages), or
@@ -97,3 +98,6 @@ def check_all(sim, cycle: int) -> None:
         if (mask ^ fresh) & ~dirty:
             violation(f"cycle {cycle}: WG {wg_id}'s fit mask {mask:#x} is stale "
                       f"({fresh:#x})")
+    units = getattr(matcher, "units", None)
+    if units is not None:
+        units.check(cycle, violation)

@@ -103,6 +103,10 @@ class Units:
         """``allocation`` was given back (after :meth:`changed`)."""
         return None
 
+    def check(self, cycle: int, violation) -> None:
+        """The units' own invariants at ``cycle`` (:mod:`model.dispatch.checks`)."""
+        return None
+
     def fits(self, wg, ap: int, row) -> bool:
         """The seed's: every PEU's wave group of ``row`` fits its VGPR and SGPR views, the
         LDS the AP's view (wave slots are the matcher's)."""
@@ -347,6 +351,16 @@ class WaveRegionUnits(Units):
             lists[name][index] = records
         self.placed[id(allocation)] = tuple((name, index, size, starts)
                                             for name, index, size, _, starts in planned[2])
+
+    def check(self, cycle: int, violation) -> None:
+        """Each free list holds its status word's free runs, one record each."""
+        for name, lists in self.lists.items():
+            for index, records in lists.items():
+                runs = sorted([start, start + length]
+                              for start, length in free_runs(self.bits[name][index]))
+                if sorted(records) != runs:
+                    violation(f"cycle {cycle}: {name}[{index}] gem5 free list {records} "
+                              f"is not the status word's runs {runs}")
 
     def released(self, allocation) -> None:
         for name, index, size, starts in self.placed.pop(id(allocation)):
