@@ -61,15 +61,18 @@ class Gem5Matcher(RecordingMatcher):
     def __init__(self, gpu, policy, view, resources, queues):
         super().__init__(gpu, policy, view, resources, queues)
         self.occupied: dict[int, tuple] = {}         # per AP, cached until it changes
+        self.rows: dict[int, dict] = {}              # per AP and WG shape, the same
 
     def changed(self, ap: int) -> None:
         super().changed(ap)
         self.occupied.pop(ap, None)
+        self.rows.pop(ap, None)
 
     def record(self, wg, ap: int, places) -> None:
         """``wg`` was dispatched to ``ap`` on the WF slots ``places``."""
         self.records.live(ap)[wg.id] = (wg.waves, tuple(places))
         self.occupied.pop(ap, None)
+        self.rows.pop(ap, None)
 
     def free_slots(self, ap: int):
         """``(free WF slots of each PEU in slot order, multi-wave WGs)`` of ``ap``."""
@@ -87,7 +90,17 @@ class Gem5Matcher(RecordingMatcher):
         """``(waves per PEU, [(PEU, slot), ...])`` by A5, or ``None``: the free slots visited
         row by row, each PEU taking waves while its registers hold them in the policy's units
         (:meth:`model.dispatch.units.Units.capacity`; so it takes its first free slots, up to
-        that many) -- the ``w`` first such slots in row order."""
+        that many) -- the ``w`` first such slots in row order. Kept per AP and WG shape
+        until the AP changes (it reads only the AP's slots and registers)."""
+        cached = self.rows.get(ap)
+        if cached is None:
+            cached = self.rows[ap] = {}
+        key = (wg.waves, wg.vgpr, wg.sgpr)
+        if key not in cached:
+            cached[key] = self._slot_rows(wg, ap)
+        return cached[key]
+
+    def _slot_rows(self, wg, ap: int):
         Q, w, capacity = self.Q, wg.waves, self.units.capacity
         free, _ = self.free_slots(ap)
         candidates = []
@@ -101,7 +114,7 @@ class Gem5Matcher(RecordingMatcher):
         for s, q in candidates[:w]:
             counts[q] += 1
             places.append((q, s))
-        return tuple(counts), places
+        return tuple(counts), tuple(places)
 
     def placement(self, wg, ap: int):
         rows = self.slot_rows(wg, ap)

@@ -58,8 +58,15 @@ def free_runs(free: int):
 
 def regions(free: int, size: int) -> int:
     """How many regions of ``size`` blocks first fit places in ``free`` one after another:
-    ``sum(run // size)`` over its free runs (gem5's ``DynPoolManager::canAllocate``)."""
-    return sum(length // size for _, length in free_runs(free))
+    ``sum(run // size)`` over its free runs (gem5's ``DynPoolManager::canAllocate``).
+    Adding the lowest set bit carries through the lowest run: the bits it clears are that
+    run."""
+    count = 0
+    while free:
+        carried = free + (free & -free)
+        count += (free & ~carried).bit_count() // size
+        free &= carried
+    return count
 
 
 def lowest_free(free: int, count: int) -> int:
