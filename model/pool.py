@@ -127,6 +127,8 @@ def wait_first(futures) -> tuple[set, set]:
 
 
 def _drain(fd: int, feeder: threading.Thread) -> None:
+    """Read and discard what arrives on ``fd`` (a copy of a stopped pool's task pipe) until
+    ``feeder``, the thread writing it, has ended; then close ``fd``."""
     try:
         while feeder.is_alive():
             if select.select([fd], [], [], POLL)[0] and not os.read(fd, 1 << 16):
