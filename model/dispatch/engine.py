@@ -192,8 +192,7 @@ class DispatchSimulator:
         self.after_end = len(workload) - self.submitted
         # With ``keep``, copies of them all (``workload``, for tests and the co-simulation);
         # without, each WG is copied as it arrives and dropped when it has completed.
-        self.workload = ([wg.submitted() for wg in islice(workload, self.submitted)] if keep
-                         else None)
+        self.workload = list(self._arrivals()) if keep else None
         self.live: dict[int, WorkGroup] = {}    # arrived, admitted, not completed, by id
         self.P, self.Q = gpu.aps, gpu.peus
         used = getattr(workload, "channel_count", None)
@@ -336,14 +335,20 @@ class DispatchSimulator:
                 metrics.add_finished(parent.wg.arrival, cycle)
                 self.live.pop(parent.wg.id, None)
 
+    def _arrivals(self):
+        """The submitted WGs as this run's own objects, in arrival order: a
+        :class:`~model.dispatch.config.LaunchWorkload` makes fresh ones when read, a list's
+        are copied."""
+        submitted = islice(self.source, self.submitted)
+        if isinstance(self.source, LaunchWorkload):
+            return submitted
+        return (wg.submitted() for wg in submitted)
+
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self) -> dict:
         """Simulate until every WG has completed or the cycle limit; return the metrics."""
-        if self.workload is not None:
-            arriving = iter(self.workload)
-        else:
-            arriving = (wg.submitted() for wg in islice(self.source, self.submitted))
+        arriving = iter(self.workload) if self.workload is not None else self._arrivals()
         upcoming = next(arriving, None)     # the next WG to arrive
         live = self.live
         cycle = 0
