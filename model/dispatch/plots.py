@@ -66,13 +66,13 @@ def _waits(axis, scenario, results: dict) -> None:
                 kept.append(({"whislo": low, "q1": q1, "med": median, "q3": q3,
                               "whishi": high}, x))
         if kept:
-            boxes = axis.bxp([stats for stats, _ in kept], positions=[x for _, x in kept],
+            drawn = axis.bxp([stats for stats, _ in kept], positions=[x for _, x in kept],
                              widths=width * 0.9, showfliers=False, patch_artist=True,
                              manage_ticks=False)
-            for patch in boxes["boxes"]:
+            for patch in drawn["boxes"]:
                 patch.set_facecolor(f"C{index}")
                 patch.set_alpha(0.6)
-            for median in boxes["medians"]:
+            for median in drawn["medians"]:
                 median.set_color("black")
         axis.plot([], [], color=f"C{index}", linewidth=6, alpha=0.6, label=name)
     axis.set_yscale("symlog", linthresh=1)
