@@ -17,7 +17,7 @@ export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
 	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro \
-	formal asic-tools asic-report
+	formal asic-tools asic-report pareto
 all: test
 
 help:
@@ -43,6 +43,10 @@ help:
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
 	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
 	@echo "make fpga-report-dispatch  the RTL dispatcher's rows of make fpga-report alone"
+	@echo "make pareto   every free-block view of the default dispatcher (seed 002's emb. 4-7 and"
+	@echo "              the exact tree, view latency 1 and 2): ECP5 LUT4 by parts against the"
+	@echo "              model's throughput and p99 latency ratios over seeds 1-5, MIAOW outside;"
+	@echo "              results/pareto.json, build/pareto/pareto.{md,png}; cached"
 	@echo "make asic-report  the same circuits, the arbiter and the small co-simulation dispatcher"
 	@echo "              in the OSU 0.18 um standard cells: cells, area, worst reg-to-reg path"
 	@echo "              (Debian's yosys and OpenSTA; results/asic_report.json)"
@@ -243,6 +247,9 @@ fpga-report: $(HAVE_VENV)
 
 fpga-report-dispatch: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.fpga_dispatch --out build/reports
+
+pareto: $(HAVE_VENV)
+	$(PYTHON) -m hw.flow.pareto --out build/pareto
 
 # The OSU 0.18 um standard cells come from Debian (qflow-tech-osu018 ships the Liberty file),
 # and so do the Yosys and OpenSTA that map onto them and time them (not the venv's YoWASP

@@ -60,6 +60,12 @@ class FreeBlockViews(wiring.Component):
         instantiated (the flow replaces each by an instance of one shared Verilog module;
         default: the component itself). The view reads only ``length``; an exact tree's
         ``request`` is tied to 0.
+    shared_circuit : str
+        With ``circuit = "shared"``: what fills each AP's unit, ``"exact"`` (the exact tree,
+        the default, as the dispatcher builds it) or ``"seed"`` (embodiment 4's running AND
+        over the packed word, the seed's own circuit). Both report every resource's exact
+        longest run at the same clock, so the view and the model are the same; only the
+        area differs (``make pareto`` measures both).
 
     Attributes
     ----------
@@ -67,9 +73,14 @@ class FreeBlockViews(wiring.Component):
     view : Out(view_layout(params))
     """
 
-    def __init__(self, params: DispatcherParams, wrap=identity):
+    def __init__(self, params: DispatcherParams, wrap=identity, *,
+                 shared_circuit: str = "exact"):
+        if shared_circuit not in ("exact", "seed"):
+            self._MustUse__silence = True
+            raise ValueError(f"shared_circuit must be 'exact' or 'seed', not {shared_circuit!r}")
         self._params = params
         self._wrap = wrap
+        self._shared_exact = shared_circuit == "exact"
         super().__init__({"status": In(status_layout(params)),
                           "view": Out(view_layout(params))})
 
@@ -109,7 +120,8 @@ class FreeBlockViews(wiring.Component):
         if p.shared:
             schedule = p.schedule
             for ap in range(p.aps):
-                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=True), "view")
+                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=self._shared_exact),
+                                  "view")
                 m.submodules[f"shared{ap}"] = unit
                 for name in p.sizes:
                     per = p.peus if name != "lds" else 1

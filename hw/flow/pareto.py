@@ -1,0 +1,531 @@
+"""What each free-block view costs and what it buys: ``make pareto``.
+
+For the default configuration (16 APs x 4 PEUs x 4 channels, VGPR 128 / SGPR 64 / LDS 48
+blocks, the seed's policy as the RTL builds it), every view seed 002 offers and ours
+(:data:`VIEWS`: exact tree, embodiment 4's full circuit, embodiment 5 grouped /4 and /8,
+embodiment 6 sampled, embodiment 7's unit shared per AP with the seed's circuit or with the
+exact tree), each at view latencies 1 and 2 (:data:`LATENCIES`), plus the exact view at
+latency 0, and MIAOW's dispatcher as an outside point:
+
+* **Area** (ECP5, Yosys through YoWASP, the mapper of :mod:`hw.flow.fpga_dispatch`): the
+  views part of each build synthesized by parts, exactly as :mod:`hw.flow.fpga_dispatch`
+  does it for the whole dispatcher: :class:`hw.dispatch.views.FreeBlockViews` alone with
+  every free-block circuit a black box (its delay registers and wiring), plus each distinct
+  circuit once as the view uses it, times its instance count. The rest of the dispatcher
+  (queues, matcher, selector, allocator, resource table, control) does not depend on the
+  view: the same Verilog in every build (the view's lengths have the same widths), so its
+  parts are taken from the measured hierarchy of the exact build in
+  ``results/dispatch_fpga.json`` (:func:`rest_of_dispatcher`), and the table says so. Sums of
+  parts synthesized alone, not a flat run: no optimisation across the parts' boundaries.
+* **Quality** (the Python model; :mod:`model.dispatch.claims`, the machinery of the README's
+  claims): throughput and p99 latency over workload seeds 1..5, each a ratio to the exact
+  view at latency 1 (:data:`REFERENCE`, the one-clock dispatcher the RTL builds by default)
+  with its 95 % interval, seed by seed: on the default mix at 0.9 of the reference's
+  measured capacity and as written (overloaded), and on the llama.cpp two-request trace
+  (``configs/dispatch/llamacpp_requests.toml``, its own rates: a trace cannot be scaled).
+  The sweep files cannot express "0.9 of a capacity measured first"; the claims' machinery
+  does, and is what ``make sim`` reports with.
+
+Both sides are cached under ``<out>/cache`` (synthesis by the circuits' identity and the
+tools, the model by :func:`model.sweep.worker.code_version` and the scenarios), so a second
+run only reports. Results: ``results/pareto.json``, ``<out>/pareto.md`` and the plot
+``<out>/pareto.png`` (LUT4 against the overloaded throughput ratio, the Pareto front
+marked).
+
+Run ``python -m hw.flow.pareto --help`` for the options.
+"""
+
+import argparse
+import hashlib
+import inspect
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from amaranth.back import verilog
+
+from hw.dispatch.views import FreeBlockViews
+from hw.flow.dispatch_build import BlockLibrary, DispatchShape, _source_digest
+from hw.flow.fpga_dispatch import (
+    COUNTS,
+    MAPPER,
+    ROLE_USE,
+    UNESCAPE,
+    _cached,
+    _circuit_script,
+    _synthesize_cached,
+    combine,
+)
+from hw.flow.fpga_dispatch import (
+    RESULTS as DISPATCH_RESULTS,
+)
+from hw.flow.fpga_report import ABC9_SCRIPT, FAMILIES, tool_versions
+from model.config import ConfigError
+from model.dispatch.claims import Settings, evaluate
+from model.dispatch.config import (
+    PRESETS,
+    Claim,
+    GpuConfig,
+    check_policy,
+    load_scenario,
+    with_policy,
+)
+from model.dispatch.kernels import prepare
+from model.report import print_table
+from model.sweep.worker import code_version
+
+__all__ = ["LATENCIES", "MIAOW", "REFERENCE", "VIEWS", "main", "pareto_front", "view_area",
+           "view_policy"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The measured rows, kept in the repository.
+RESULTS = ROOT / "results" / "pareto.json"
+
+#: The views, in table order: label, the embodiment, the policy fields, and the circuit that
+#: fills embodiment 7's shared unit (``None`` for the others).
+VIEWS = {
+    "exact": ("exact tree", "ours", {"circuit": "exact"}, None),
+    "full": ("full (emb. 4)", "4", {"circuit": "full"}, None),
+    "grouped4": ("grouped /4 (emb. 5)", "5", {"circuit": "grouped", "group_size": 4}, None),
+    "grouped8": ("grouped /8 (emb. 5)", "5", {"circuit": "grouped", "group_size": 8}, None),
+    "sampled": ("sampled (emb. 6)", "6", {"circuit": "sampled"}, None),
+    "shared_seed": ("shared per AP, seed's circuit (emb. 7)", "7", {"circuit": "shared"},
+                    "seed"),
+    "shared_exact": ("shared per AP, exact tree (emb. 7)", "7", {"circuit": "shared"},
+                     "exact"),
+}
+
+#: The view latencies measured (the exact view also at 0, the model's ideal).
+LATENCIES = (1, 2)
+
+#: What every quality figure is a ratio to: the exact view at latency 1.
+REFERENCE = ("exact", 1)
+
+#: MIAOW's dispatcher, the outside point: its area and clock as issue 34 measured them with
+#: this project's flow (8 CUs, its default parameters, ECP5-85k; not re-measured here), its
+#: dispatch quality from the faithful MIAOW baseline (``preset = "miaow"``: its 64-entry
+#: buffer and its clocks per WG, docs/baselines.md).
+MIAOW = {"luts": 36627, "ffs": 10414, "rams": 15, "fmax": 27.4,
+         "source": "issue 34: MIAOW's dispatcher (8 CUs, default parameters) through this "
+                   "project's ECP5 flow, LFE5U-85F"}
+
+#: The model's measurements: (scenario key, load, metric key, results' dotted path, higher
+#: is better). The default mix at 0.9 of the reference's capacity and as written; the trace
+#: at its own rates.
+MEASURES = (
+    ("default", 0.9, "throughput", "steady.throughput", True),
+    ("default", 0.9, "latency.p99", "steady.latency.p99", False),
+    ("default", "as written", "throughput", "steady.throughput", True),
+    ("default", "as written", "latency.p99", "steady.latency.p99", False),
+    ("llama", "as written", "throughput", "throughput", True),
+    ("llama", "as written", "latency.p99", "latency.p99", False),
+)
+
+#: The scenario files of the model side.
+SCENARIOS = {"default": ROOT / "configs" / "dispatch" / "default.toml",
+             "llama": ROOT / "configs" / "dispatch" / "llamacpp_requests.toml"}
+
+#: The point the front is drawn against: the default mix, overloaded, throughput.
+FRONT_MEASURE = ("default", "as written", "throughput")
+
+
+def points() -> list[tuple[str, int]]:
+    """Every (view, latency) of the table, in order: the exact view at 0, then each view
+    at each of :data:`LATENCIES`."""
+    return [("exact", 0)] + [(view, latency) for view in VIEWS for latency in LATENCIES]
+
+
+def point_name(view: str, latency: int) -> str:
+    return f"{view} L{latency}"
+
+
+def view_policy(view: str, latency: int, name: str | None = None):
+    """The seed's policy as the RTL builds it (:func:`hw.flow.fpga_dispatch.shape`: EMA
+    history) with ``view`` at view latency ``latency``: the age of the status the matcher
+    sees. A per-instance circuit has ``circuit_latency = latency``; the shared unit shows a
+    status at least one clock old (its answer is registered) and up to ``C`` clocks
+    (the schedule's length) older, so ``circuit_latency = latency - 1``, and latency 0 does
+    not exist for it."""
+    fields = dict(VIEWS[view][2])
+    if fields["circuit"] == "shared":
+        if latency < 1:
+            raise ValueError("the shared unit's view is at least one clock old")
+        fields["circuit_latency"] = latency - 1
+    else:
+        fields["circuit_latency"] = latency
+    return with_policy(PRESETS["seed"], name=name or point_name(view, latency),
+                       history="ema", **fields)
+
+
+# -- area -----------------------------------------------------------------------------------------
+
+def _views_script(family, top: str) -> str:
+    """Synthesize the views part alone, every free-block circuit a black box."""
+    return "\n".join(["read_verilog -lib blocks.v", "read_verilog top.v",
+                      f"hierarchy -top {top}", UNESCAPE,
+                      f"scratchpad -set abc9.script {ABC9_SCRIPT}",
+                      f"{family.synth} -top {top}", "tee -q -o stat.json stat -json", ""])
+
+
+def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str = "ecp5",
+              gpu: GpuConfig | None = None, channels: int = 4) -> dict:
+    """The views part of ``view`` at ``latency`` on ``gpu`` (default: the default GPU):
+    its own cells plus each distinct circuit's, times its instances (see the module
+    docstring); ``{"status", "luts", ..., "circuits": [...]}``. Cached as a whole by what
+    decides it (the build, the shared unit's circuit, the generating sources, the scripts
+    and the tools), so a second run elaborates nothing; each synthesis is cached on its own
+    too, so a run that stops part way keeps what it measured."""
+    family = FAMILIES[family_name]
+    gpu = gpu or GpuConfig()
+    build = DispatchShape.of(gpu, view_policy(view, latency), channels)
+    shared = VIEWS[view][3] or "exact"
+    top = f"views_{view}_l{latency}"
+    script = _views_script(family, top)
+    material = {"kind": "pareto-views", "build": build.to_json(), "shared": shared,
+                "sources": _source_digest(), "script": script,
+                "circuit_script": _circuit_script(family), "tools": tool_versions(family),
+                "use": inspect.getsource(ROLE_USE["view"])}
+
+    def compute() -> dict:
+        library = BlockLibrary()
+        views = FreeBlockViews(build.params, library.wrap, shared_circuit=shared)
+        top_text = verilog.convert(views, name=top, emit_src=False)
+        blocks_text = library.verilog()
+        identity = {"build": build.to_json(), "shared": shared,
+                    "modules": sorted(library.modules), "sources": _source_digest()}
+        root = work / f"{top}_{family_name}"
+        own = _synthesize_cached(cache, family, root / "views",
+                                 {"top.v": top_text, "blocks.v": blocks_text}, script, identity)
+        if own["status"] == "failed":
+            return {"status": "failed", "error": f"yosys on the views: {own['error']}"}
+        _progress(f"{point_name(view, latency)}: the views' own cells", own)
+        circuits = []
+        for (module, role), count in sorted(library.roles.items()):
+            use = ROLE_USE[role]
+            text = verilog.convert(use(library.modules[module]), name="top", emit_src=False)
+            result = _synthesize_cached(cache, family, root / module, {"top.v": text},
+                                        _circuit_script(family),
+                                        {"module": module, "sources": _source_digest(),
+                                         "use": inspect.getsource(use)})
+            if result["status"] == "failed":
+                return {"status": "failed", "error": f"yosys on {module}: {result['error']}"}
+            _progress(f"{point_name(view, latency)}: {module} x {count}", result)
+            circuits.append({"module": module, "instances": count,
+                             **{key: result[key] for key in (*COUNTS, "seconds")}})
+        total = combine({"views": {key: own[key] for key in COUNTS}},
+                        [{**c, "role": "view"} for c in circuits])
+        return {"status": "ok", **total["parts"]["views"],
+                "own": {k: own[k] for k in COUNTS}, "circuits": circuits}
+
+    result = _cached(cache, material, compute)
+    if result.get("cached") and result["status"] == "ok":
+        print(f"    {point_name(view, latency)}: {result['luts']:,} LUT4 in the views (cached)",
+              flush=True)
+    return result
+
+
+def _progress(what: str, result: dict) -> None:
+    print(f"    {what}: {result['luts']:,} LUT4, {result['seconds']} s"
+          f"{' (cached)' if result.get('cached') else ''}", flush=True)
+
+
+def rest_of_dispatcher(path: Path = DISPATCH_RESULTS) -> dict:
+    """Every part of the default build but its views, from the measured hierarchy of the
+    exact build (``default/exact/ecp5/hierarchy``); ``{"parts": ..., "total": ...}``."""
+    try:
+        rows = json.loads(path.read_text())["rows"]
+        (row,) = [r for r in rows if r.get("key") == "default/exact/ecp5/hierarchy"]
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(f"{path}: no measured hierarchy of the default exact build "
+                          f"(make fpga-report-dispatch): {error}") from None
+    parts = {name: counts for name, counts in row["parts"].items() if name != "views"}
+    total = {key: sum(counts.get(key, 0) for counts in parts.values()) for key in COUNTS}
+    return {"parts": parts, "total": total, "date": row.get("date")}
+
+
+# -- quality --------------------------------------------------------------------------------------
+
+def _scenarios() -> tuple[dict, dict]:
+    """The model side's scenarios: each shipped file with its policies replaced by every
+    distinct model point and MIAOW, and one claim per point, measure and load against the
+    reference. Views the model cannot tell apart (the full circuit reports the exact
+    length; the shared unit's two circuits the same) share one policy. A view the
+    scenario's GPU cannot have (a group size that does not divide a resource: RDNA4's one
+    SGPR block) is left out of it: ``(scenarios, {(scenario, policy): why})``."""
+    scenarios, left_out = {}, {}
+    reference = model_point(*REFERENCE)
+    for key, path in SCENARIOS.items():
+        scenario = load_scenario(path)
+        policies = {reference: view_policy(*REFERENCE, name=reference)}
+        for view, latency in points():
+            name = model_point(view, latency)
+            policies.setdefault(name, view_policy(view, latency, name=name))
+        policies["miaow"] = PRESETS["miaow"]
+        for name, policy in list(policies.items()):
+            try:
+                check_policy(policy, scenario.gpu)
+            except ConfigError as error:
+                left_out[(key, name)] = str(error)
+                del policies[name]
+        claims = []
+        for scenario_key, load, metric, path_, higher in MEASURES:
+            if scenario_key != key:
+                continue
+            claims += [Claim(text=f"{name} vs {reference}: {metric}, {load}", metric=path_,
+                             policy=name, baseline=reference, higher_is_better=higher,
+                             loads=(load,))
+                       for name in policies if name != reference]
+        scenarios[key] = replace(scenario, policies=tuple(policies.values()),
+                                 claims=tuple(claims))
+    return scenarios, left_out
+
+
+def model_point(view: str, latency: int) -> str:
+    """The model's policy of a point: views with the same model share one."""
+    if view == "full":
+        view = "exact"
+    if view == "shared_seed":
+        view = "shared_exact"
+    return point_name(view, latency)
+
+
+def model_side(settings: Settings, cache: Path, jobs: int, quiet: bool) -> dict:
+    """``{(scenario, load, metric, policy): comparison}`` with the capacities, cached by the
+    model's code version, the scenario files and the settings."""
+    scenarios, left_out = _scenarios()
+    material = {"kind": "pareto-model", "code": code_version("dispatch"),
+                "files": {k: hashlib.sha256(p.read_bytes()).hexdigest()
+                          for k, p in SCENARIOS.items()},
+                "scenarios": {k: [repr(s.policies), repr(s.claims)]
+                              for k, s in scenarios.items()},
+                "settings": repr(settings)}
+
+    def compute() -> dict:
+        prepared = [prepare(s, s.cycles)[0] for s in scenarios.values()]
+        judged = evaluate(prepared, settings, quiet=quiet, jobs=jobs)
+        rows = []
+        for row, key in zip(judged["rows"], _row_keys(scenarios), strict=True):
+            comparison = row["comparison"]
+            rows.append({"scenario": key[0], "load": key[1], "metric": key[2],
+                         "policy": row["policy"], "comparison": comparison,
+                         "seeds": row["seeds"], "served": row["load"]["served"],
+                         "offered": row["load"]["offered"]})
+        return {"status": "ok", "rows": rows, "capacities": judged["capacities"],
+                "runs": judged["runs"],
+                "left_out": [{"scenario": k, "policy": p, "why": why}
+                             for (k, p), why in left_out.items()]}
+
+    return _cached(cache, material, compute)
+
+
+def _row_keys(scenarios: dict) -> list[tuple]:
+    """(scenario, load, metric) of each claim row, in :func:`evaluate`'s order."""
+    keys = []
+    for key, scenario in scenarios.items():
+        for claim in scenario.claims:
+            metric = next(m[2] for m in MEASURES if m[0] == key and m[3] == claim.metric)
+            for load in claim.loads:
+                keys.append((key, load, metric))
+    return keys
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+def pareto_front(items: list[tuple[str, float, float]]) -> set[str]:
+    """The names of ``(name, cost, quality)`` that no other item beats: none costs no more
+    and gives at least as much, and one of the two strictly."""
+    front = set()
+    for name, cost, quality in items:
+        if not any(c <= cost and q >= quality and (c < cost or q > quality)
+                   for other, c, q in items if other != name):
+            front.add(name)
+    return front
+
+
+def _ratio(comparison: dict | None) -> dict | None:
+    if comparison is None:
+        return None
+    ratio = comparison.get("ratio")
+    return None if ratio is None else {k: ratio[k] for k in ("mean", "low", "high")}
+
+
+def assemble(areas: dict, rest: dict, model: dict) -> list[dict]:
+    """One row per point (and MIAOW): area, fmax where known, and every quality ratio."""
+    by_key = {}
+    for row in model["rows"]:
+        by_key[(row["scenario"], row["load"], row["metric"], row["policy"])] = row
+    reference = model_point(*REFERENCE)
+    rows = []
+    for view, latency in points():
+        area = areas[(view, latency)]
+        name = model_point(view, latency)
+        quality = {}
+        for scenario, load, metric, _, _ in MEASURES:
+            key = f"{scenario}/{load}/{metric}"
+            if name == reference:
+                quality[key] = {"mean": 1.0, "low": 1.0, "high": 1.0}
+            else:
+                found = by_key.get((scenario, load, metric, name))
+                quality[key] = _ratio(found["comparison"]) if found else None
+        row = {"point": point_name(view, latency), "view": view, "label": VIEWS[view][0],
+               "embodiment": VIEWS[view][1], "latency": latency, "model_policy": name,
+               "status": area["status"], "quality": quality}
+        if area["status"] == "ok":
+            row["views"] = {k: area[k] for k in COUNTS}
+            row["total"] = {k: area[k] + rest["total"][k] for k in COUNTS}
+            row["circuits"] = area["circuits"]
+        else:
+            row["error"] = area.get("error", "")
+        rows.append(row)
+    quality = {}
+    for scenario, load, metric, _, _ in MEASURES:
+        found = by_key.get((scenario, load, metric, "miaow"))
+        quality[f"{scenario}/{load}/{metric}"] = _ratio(found["comparison"]) if found else None
+    rows.append({"point": "MIAOW", "view": None, "label": "MIAOW's dispatcher (outside)",
+                 "embodiment": "", "latency": None, "model_policy": "miaow", "status": "ok",
+                 "total": {"luts": MIAOW["luts"], "ffs": MIAOW["ffs"], "rams": MIAOW["rams"]},
+                 "fmax": MIAOW["fmax"], "source": MIAOW["source"], "quality": quality})
+    front_key = "/".join(map(str, FRONT_MEASURE))
+    items = [(r["point"], r["total"]["luts"], r["quality"][front_key]["mean"])
+             for r in rows if r["status"] == "ok" and r["quality"].get(front_key)]
+    front = pareto_front(items)
+    for row in rows:
+        row["front"] = row["point"] in front
+    return rows
+
+
+def _ratio_text(entry: dict | None) -> str:
+    if entry is None:
+        return "-"
+    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+
+
+def table_rows(rows: list[dict]) -> list[list]:
+    out = []
+    for row in rows:
+        total = row.get("total", {})
+        q = row["quality"]
+        out.append([row["point"] + (" *" if row["front"] else ""), row["label"],
+                    f"{total['luts']:,}" if total else row.get("error", "failed"),
+                    f"{row['views']['luts']:,}" if "views" in row else "-",
+                    f"{total['ffs']:,}" if total else "-",
+                    _ratio_text(q["default/0.9/throughput"]),
+                    _ratio_text(q["default/0.9/latency.p99"]),
+                    _ratio_text(q["default/as written/throughput"]),
+                    _ratio_text(q["default/as written/latency.p99"]),
+                    _ratio_text(q["llama/as written/throughput"]),
+                    _ratio_text(q["llama/as written/latency.p99"])])
+    return out
+
+
+HEADERS = ["point", "view", "LUT4", "of which views", "FF", "thr. @0.9", "p99 lat. @0.9",
+           "thr. overloaded", "p99 lat. overloaded", "llama thr.", "llama p99 lat."]
+
+
+def markdown(rows: list[dict], rest: dict, seeds: int) -> str:
+    lines = [f"| {' | '.join(HEADERS)} |", "|" + " --- |" * len(HEADERS)]
+    lines += [f"| {' | '.join(map(str, r))} |" for r in table_rows(rows)]
+    lines += ["", f"Ratios to exact L1 (95 % interval over {seeds} workload seeds); * = on the "
+              "Pareto front of LUT4 against the overloaded throughput ratio. LUT4: the views "
+              f"synthesized by parts plus the rest of the dispatcher ({rest['total']['luts']:,} "
+              f"LUT4, the exact build's hierarchy of {rest['date']}). MIAOW: {MIAOW['source']}, "
+              f"{MIAOW['fmax']} MHz."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """LUT4 against the overloaded throughput ratio: every point with MIAOW on the left, the
+    builds alone on the right (their ratios differ by a few per cent); the front marked."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = "/".join(map(str, FRONT_MEASURE))
+    shown = [r for r in rows if r["status"] == "ok" and r["quality"].get(key)]
+    figure, panels = plt.subplots(1, 2, figsize=(12, 5.5))
+    for panel, subset in zip(panels, (shown, [r for r in shown if r["view"]]), strict=True):
+        labels: dict[tuple, list[str]] = {}
+        for row in subset:
+            q = row["quality"][key]
+            colour = ("tab:red" if row["view"] is None else
+                      "tab:blue" if row["front"] else "tab:gray")
+            panel.errorbar(row["total"]["luts"], q["mean"],
+                           yerr=[[q["mean"] - q["low"]], [q["high"] - q["mean"]]], fmt="o",
+                           color=colour, capsize=3, ms=5)
+            # Points of one circuit at latency 1 and 2 share their LUT4: one label.
+            spot = (row["total"]["luts"], round(q["mean"], 2))
+            labels.setdefault(spot, []).append(row["point"])
+        for (luts, mean), names in labels.items():
+            if panel is panels[0] and names != ["MIAOW"]:
+                continue                    # the builds are named on the right
+            panel.annotate(", ".join(names), (luts, mean), fontsize=7, rotation=25,
+                           xytext=(4, 4), textcoords="offset points")
+        front = sorted((r["total"]["luts"], r["quality"][key]["mean"]) for r in subset
+                       if r["front"])
+        if front:
+            panel.step(*zip(*front, strict=True), where="post", color="tab:blue", lw=1,
+                       label="Pareto front")
+        panel.axvline(83640, color="k", ls=":", lw=1, label="LFE5U-85F (83,640 LUT4)")
+        panel.set_xscale("log")
+        panel.set_xlabel("LUT4 (ECP5, by parts)")
+        panel.legend(fontsize=8, loc="lower right")
+    panels[0].set_ylabel("throughput / exact L1, default mix overloaded (95 % interval)")
+    panels[0].set_title("every view and MIAOW's dispatcher")
+    panels[1].set_title("the seed-002 builds alone")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hw.flow.pareto", description=__doc__
+                                     .split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build/pareto"))
+    parser.add_argument("--seeds", type=int, default=5, help="workload seeds (default 5)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--cycles", type=int, default=None,
+                        help="cycle limit of the generated workload's runs (default: the "
+                             "scenario's)")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help=f"where the rows are written (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings(seeds=args.seeds, cycles=args.cycles)
+    except ValueError as error:
+        print(f"error: --seeds: {error}", file=sys.stderr)
+        return 2
+    cache = args.out / "cache"
+    try:
+        rest = rest_of_dispatcher()
+        areas = {}
+        for view, latency in points():
+            areas[(view, latency)] = view_area(view, latency, args.out / "work", cache)
+        print("  the model side (claims over seeds) ...", flush=True)
+        model = model_side(settings, cache, args.jobs, args.quiet)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stopped: what finished is cached", file=sys.stderr)
+        return 130
+    rows = assemble(areas, rest, model)
+    print_table(f"views of the default dispatcher: LUT4 (ECP5) against dispatch quality, "
+                f"ratios to exact L1 over {args.seeds} seeds", HEADERS, table_rows(rows))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "pareto.md").write_text(markdown(rows, rest, args.seeds))
+    plot(rows, args.out / "pareto.png")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps({
+        "command": "make pareto", "tools": tool_versions(FAMILIES["ecp5"]), "mapper": MAPPER,
+        "seeds": args.seeds, "reference": point_name(*REFERENCE), "rest": rest,
+        "capacities": model["capacities"], "rows": rows}, indent=1) + "\n")
+    print(f"  written: {args.results}, {args.out / 'pareto.md'}, {args.out / 'pareto.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
