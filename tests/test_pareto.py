@@ -143,3 +143,22 @@ def test_the_table_adds_the_rest_and_marks_the_front(tmp_path):
     assert "| exact L0 * |" in text and "yosys ran out" in text and "100,000 LUT4" in text
     pareto.plot(rows, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 10000
+
+
+def test_one_aps_views_are_routed_once_and_then_cached(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_flow(variant, n, family, text, work, timeout):
+        calls.append((variant, n, text))
+        return {"status": "ok", "fmax": 99.5, "device": "25k", "luts": 3000, "ffs": 900}
+
+    monkeypatch.setattr(pareto, "run_flow", fake_flow)
+    first = pareto.route_view("shared_exact", 1, tmp_path / "work", tmp_path / "cache")
+    again = pareto.route_view("shared_exact", 1, tmp_path / "work", tmp_path / "cache")
+    assert len(calls) == 1 and not first["cached"] and again["cached"]
+    assert again["fmax"] == 99.5
+    variant, n, text = calls[0]
+    # One AP: one shared unit (not sixteen), inside the register wrapper's module ``top``.
+    assert n == 128 and "shared_exact L1" in variant
+    assert "module top" in text and text.count("module sharedmaxfreeblock") <= 1
+    assert "shared1" not in text and "shared0" in text

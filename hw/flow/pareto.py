@@ -55,13 +55,16 @@ from hw.flow.fpga_dispatch import (
     UNESCAPE,
     _cached,
     _circuit_script,
+    _FlatPorts,
     _synthesize_cached,
     combine,
 )
 from hw.flow.fpga_dispatch import (
     RESULTS as DISPATCH_RESULTS,
 )
+from hw.flow.fpga_flow import DEFAULT_TIMEOUT, nextpnr_command, run_flow, synth_script
 from hw.flow.fpga_report import ABC9_SCRIPT, FAMILIES, tool_versions
+from hw.flow.fpga_wrapper import RegisterWrapper
 from model.config import ConfigError
 from model.dispatch.claims import Settings, evaluate
 from model.dispatch.config import (
@@ -73,6 +76,7 @@ from model.dispatch.config import (
     with_policy,
 )
 from model.dispatch.kernels import prepare
+from model.pool import run_all
 from model.report import print_table
 from model.sweep.worker import code_version
 
@@ -226,6 +230,42 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
     return result
 
 
+#: The points routed for the view's own clock limit (``--route``): the reference, the knee
+#: and the cheapest seed-002 build on the front, each at both latencies where it differs.
+ROUTED = (("exact", 1), ("exact", 2), ("shared_exact", 1), ("shared_exact", 2),
+          ("grouped8", 1), ("grouped8", 2))
+
+
+def route_view(view: str, latency: int, work: Path, cache: Path,
+               timeout: float = DEFAULT_TIMEOUT) -> dict:
+    """The views of one AP of the default GPU (its four VGPR, four SGPR and one LDS view,
+    or its one shared unit) flat in the register wrapper, placed and routed on the smallest
+    ECP5 that holds them (:func:`hw.flow.fpga_flow.run_flow`, nextpnr seed 1): the view's
+    own clock limit. Not the dispatcher's: the rest of it is not in the design."""
+    gpu = replace(GpuConfig(), aps=1)
+    build = DispatchShape.of(gpu, view_policy(view, latency), 4)
+    shared = VIEWS[view][3] or "exact"
+    family = FAMILIES["ecp5"]
+    wrapper = Path(sys.modules[RegisterWrapper.__module__].__file__).read_bytes()
+    material = {"kind": "pareto-route", "build": build.to_json(), "shared": shared,
+                "sources": _source_digest(), "wrapper": hashlib.sha256(wrapper).hexdigest(),
+                "ports": inspect.getsource(_FlatPorts), "script": synth_script(family),
+                "tools": tool_versions(family), "timeout": timeout,
+                "nextpnr": nextpnr_command(family, family.devices[0])}
+
+    def compute() -> dict:
+        views = FreeBlockViews(build.params, shared_circuit=shared)
+        text = verilog.convert(RegisterWrapper(_FlatPorts(views)), name="top", emit_src=False)
+        return run_flow(f"views {point_name(view, latency)}", max(build.params.sizes.values()),
+                        "ecp5", text, str(work / f"route_{view}_l{latency}"), timeout)
+
+    result = _cached(cache, material, compute)
+    print(f"    {point_name(view, latency)}, one AP's views routed: {result['status']}, "
+          f"{result.get('luts')} LUT4, {result.get('fmax')} MHz on {result.get('device')}"
+          f"{' (cached)' if result.get('cached') else ''}", flush=True)
+    return result
+
+
 def _progress(what: str, result: dict) -> None:
     print(f"    {what}: {result['luts']:,} LUT4, {result['seconds']} s"
           f"{' (cached)' if result.get('cached') else ''}", flush=True)
@@ -351,8 +391,10 @@ def _ratio(comparison: dict | None) -> dict | None:
     return None if ratio is None else {k: ratio[k] for k in ("mean", "low", "high")}
 
 
-def assemble(areas: dict, rest: dict, model: dict) -> list[dict]:
-    """One row per point (and MIAOW): area, fmax where known, and every quality ratio."""
+def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None) -> list[dict]:
+    """One row per point (and MIAOW): area, the view's routed fmax where it was routed
+    (``routes``: point to :func:`route_view`'s result), and every quality ratio."""
+    routes = routes or {}
     by_key = {}
     for row in model["rows"]:
         by_key[(row["scenario"], row["load"], row["metric"], row["policy"])] = row
@@ -372,6 +414,10 @@ def assemble(areas: dict, rest: dict, model: dict) -> list[dict]:
         row = {"point": point_name(view, latency), "view": view, "label": VIEWS[view][0],
                "embodiment": VIEWS[view][1], "latency": latency, "model_policy": name,
                "status": area["status"], "quality": quality}
+        route = routes.get((view, latency))
+        if route is not None:
+            row["route"] = {k: route.get(k) for k in ("status", "device", "fmax", "luts",
+                                                      "ffs", "critical_cells", "error")}
         if area["status"] == "ok":
             row["views"] = {k: area[k] for k in COUNTS}
             row["total"] = {k: area[k] + rest["total"][k] for k in COUNTS}
@@ -411,6 +457,7 @@ def table_rows(rows: list[dict]) -> list[list]:
                     f"{total['luts']:,}" if total else row.get("error", "failed"),
                     f"{row['views']['luts']:,}" if "views" in row else "-",
                     f"{total['ffs']:,}" if total else "-",
+                    _fmax_text(row),
                     _ratio_text(q["default/0.9/throughput"]),
                     _ratio_text(q["default/0.9/latency.p99"]),
                     _ratio_text(q["default/as written/throughput"]),
@@ -420,7 +467,19 @@ def table_rows(rows: list[dict]) -> list[list]:
     return out
 
 
-HEADERS = ["point", "view", "LUT4", "of which views", "FF", "thr. @0.9", "p99 lat. @0.9",
+def _fmax_text(row: dict) -> str:
+    if row["view"] is None:
+        return f"{row['fmax']} (whole)"
+    route = row.get("route")
+    if route is None:
+        return "-"
+    if route["status"] != "ok":
+        return route["status"]
+    return f"{route['fmax']:.1f} ({route['device']})"
+
+
+HEADERS = ["point", "view", "LUT4", "of which views", "FF", "MHz, one AP's views",
+           "thr. @0.9", "p99 lat. @0.9",
            "thr. overloaded", "p99 lat. overloaded", "llama thr.", "llama p99 lat."]
 
 
@@ -430,8 +489,11 @@ def markdown(rows: list[dict], rest: dict, seeds: int) -> str:
     lines += ["", f"Ratios to exact L1 (95 % interval over {seeds} workload seeds); * = on the "
               "Pareto front of LUT4 against the overloaded throughput ratio. LUT4: the views "
               f"synthesized by parts plus the rest of the dispatcher ({rest['total']['luts']:,} "
-              f"LUT4, the exact build's hierarchy of {rest['date']}). MIAOW: {MIAOW['source']}, "
-              f"{MIAOW['fmax']} MHz."]
+              f"LUT4, the exact build's hierarchy of {rest['date']}). MHz: one AP's views alone "
+              "(its 4 VGPR, 4 SGPR and 1 LDS view, or its shared unit) placed and routed in the "
+              "register wrapper, nextpnr seed 1: the view's own clock limit, not the "
+              f"dispatcher's. MIAOW: {MIAOW['source']}, {MIAOW['fmax']} MHz for the whole "
+              "dispatcher."]
     return "\n".join(lines) + "\n"
 
 
@@ -491,6 +553,10 @@ def main(argv=None) -> int:
                              "scenario's)")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help=f"where the rows are written (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--no-route", action="store_true",
+                        help="do not place and route one AP's views of the routed points")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds allowed to one nextpnr run")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     try:
@@ -504,6 +570,10 @@ def main(argv=None) -> int:
         areas = {}
         for view, latency in points():
             areas[(view, latency)] = view_area(view, latency, args.out / "work", cache)
+        routes = {}
+        if not args.no_route:
+            tasks = [(*point, args.out / "work", cache, args.timeout) for point in ROUTED]
+            routes = dict(zip(ROUTED, run_all(route_view, tasks, args.jobs), strict=True))
         print("  the model side (claims over seeds) ...", flush=True)
         model = model_side(settings, cache, args.jobs, args.quiet)
     except ConfigError as error:
@@ -512,7 +582,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("stopped: what finished is cached", file=sys.stderr)
         return 130
-    rows = assemble(areas, rest, model)
+    rows = assemble(areas, rest, model, routes)
     print_table(f"views of the default dispatcher: LUT4 (ECP5) against dispatch quality, "
                 f"ratios to exact L1 over {args.seeds} seeds", HEADERS, table_rows(rows))
     args.out.mkdir(parents=True, exist_ok=True)
