@@ -162,3 +162,30 @@ def test_one_aps_views_are_routed_once_and_then_cached(tmp_path, monkeypatch):
     assert n == 128 and "shared_exact L1" in variant
     assert "module top" in text and text.count("module sharedmaxfreeblock") <= 1
     assert "shared1" not in text and "shared0" in text
+
+
+def test_miaows_refused_event_lists_are_made_synchronous_and_nothing_else():
+    from hw.flow.miaow_area import patched
+    text = ("   always @(posedge clk or rst) begin\n"
+            "   end // always @(posedge clk or rst)\n"
+            "   always @( posedge clk or posedge rst ) begin\n"
+            "\talways @ (posedge  clk or rst)\n")
+    out, count = patched(text)
+    assert count == 2
+    assert out.splitlines() == ["   always @(posedge clk) begin",
+                                "   end // always @(posedge clk or rst)",
+                                "   always @( posedge clk or posedge rst ) begin",
+                                "\talways @(posedge clk)"]
+
+
+def test_miaows_dispatcher_is_wrapped_with_a_power_on_reset():
+    from amaranth.back import verilog
+
+    from hw.flow.fpga_wrapper import RegisterWrapper
+    from hw.flow.miaow_area import MiaowDispatcher
+    ports = {"clk": ("input", 1), "rst": ("input", 1), "host_wg_id": ("input", 6),
+             "dispatch2cu_wf_dispatch": ("output", 8)}
+    dut = MiaowDispatcher(ports)
+    assert set(dut.signature.members) == {"host_wg_id", "dispatch2cu_wf_dispatch"}
+    text = verilog.convert(RegisterWrapper(dut), name="top", emit_src=False)
+    assert "dispatcher dut" in text and ".rst(" in text and ".host_wg_id(" in text

@@ -65,6 +65,7 @@ from hw.flow.fpga_dispatch import (
 from hw.flow.fpga_flow import DEFAULT_TIMEOUT, nextpnr_command, run_flow, synth_script
 from hw.flow.fpga_report import ABC9_SCRIPT, FAMILIES, tool_versions
 from hw.flow.fpga_wrapper import RegisterWrapper
+from hw.flow.pareto_tables import FRONT_MEASURE, HEADERS, markdown, plot, table_rows
 from model.config import ConfigError
 from model.dispatch.claims import Settings, evaluate
 from model.dispatch.config import (
@@ -80,7 +81,8 @@ from model.pool import run_all
 from model.report import print_table
 from model.sweep.worker import code_version
 
-__all__ = ["LATENCIES", "MIAOW", "REFERENCE", "VIEWS", "main", "pareto_front", "view_area",
+__all__ = ["LATENCIES", "MIAOW", "REFERENCE", "ROUTED", "VIEWS", "assemble", "main",
+           "markdown", "pareto_front", "plot", "route_view", "table_rows", "view_area",
            "view_policy"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,13 +109,17 @@ LATENCIES = (1, 2)
 #: What every quality figure is a ratio to: the exact view at latency 1.
 REFERENCE = ("exact", 1)
 
-#: MIAOW's dispatcher, the outside point: its area and clock as issue 34 measured them with
-#: this project's flow (8 CUs, its default parameters, ECP5-85k; not re-measured here), its
-#: dispatch quality from the faithful MIAOW baseline (``preset = "miaow"``: its 64-entry
-#: buffer and its clocks per WG, docs/baselines.md).
+#: MIAOW's dispatcher, the outside point: its area and clock through this project's flow (8
+#: CUs, its default parameters), issue 34's figures on the ECP5-85k; re-measured here with
+#: :mod:`hw.flow.miaow_area` from its public source (36,680 LUT4, 10,834 FF with the
+#: wrapper's, 15 block RAMs, 25.3 MHz on the ECP5-45k). Its dispatch quality comes from the
+#: faithful MIAOW baseline (``preset = "miaow"``: its 64-entry buffer and its clocks per WG,
+#: docs/baselines.md).
 MIAOW = {"luts": 36627, "ffs": 10414, "rams": 15, "fmax": 27.4,
          "source": "issue 34: MIAOW's dispatcher (8 CUs, default parameters) through this "
-                   "project's ECP5 flow, LFE5U-85F"}
+                   "project's ECP5 flow, LFE5U-85F; re-measured by python -m "
+                   "hw.flow.miaow_area: 36,680 LUT4, 10,834 FF, 15 DP16KD, 25.3 MHz on the "
+                   "ECP5-45k"}
 
 #: The model's measurements: (scenario key, load, metric key, results' dotted path, higher
 #: is better). The default mix at 0.9 of the reference's capacity and as written; the trace
@@ -130,9 +136,6 @@ MEASURES = (
 #: The scenario files of the model side.
 SCENARIOS = {"default": ROOT / "configs" / "dispatch" / "default.toml",
              "llama": ROOT / "configs" / "dispatch" / "llamacpp_requests.toml"}
-
-#: The point the front is drawn against: the default mix, overloaded, throughput.
-FRONT_MEASURE = ("default", "as written", "throughput")
 
 
 def points() -> list[tuple[str, int]]:
@@ -440,106 +443,6 @@ def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None) -
     for row in rows:
         row["front"] = row["point"] in front
     return rows
-
-
-def _ratio_text(entry: dict | None) -> str:
-    if entry is None:
-        return "-"
-    return f"{entry['mean']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
-
-
-def table_rows(rows: list[dict]) -> list[list]:
-    out = []
-    for row in rows:
-        total = row.get("total", {})
-        q = row["quality"]
-        out.append([row["point"] + (" *" if row["front"] else ""), row["label"],
-                    f"{total['luts']:,}" if total else row.get("error", "failed"),
-                    f"{row['views']['luts']:,}" if "views" in row else "-",
-                    f"{total['ffs']:,}" if total else "-",
-                    _fmax_text(row),
-                    _ratio_text(q["default/0.9/throughput"]),
-                    _ratio_text(q["default/0.9/latency.p99"]),
-                    _ratio_text(q["default/as written/throughput"]),
-                    _ratio_text(q["default/as written/latency.p99"]),
-                    _ratio_text(q["llama/as written/throughput"]),
-                    _ratio_text(q["llama/as written/latency.p99"])])
-    return out
-
-
-def _fmax_text(row: dict) -> str:
-    if row["view"] is None:
-        return f"{row['fmax']} (whole)"
-    route = row.get("route")
-    if route is None:
-        return "-"
-    if route["status"] != "ok":
-        return route["status"]
-    return f"{route['fmax']:.1f} ({route['device']})"
-
-
-HEADERS = ["point", "view", "LUT4", "of which views", "FF", "MHz, one AP's views",
-           "thr. @0.9", "p99 lat. @0.9",
-           "thr. overloaded", "p99 lat. overloaded", "llama thr.", "llama p99 lat."]
-
-
-def markdown(rows: list[dict], rest: dict, seeds: int) -> str:
-    lines = [f"| {' | '.join(HEADERS)} |", "|" + " --- |" * len(HEADERS)]
-    lines += [f"| {' | '.join(map(str, r))} |" for r in table_rows(rows)]
-    lines += ["", f"Ratios to exact L1 (95 % interval over {seeds} workload seeds); * = on the "
-              "Pareto front of LUT4 against the overloaded throughput ratio. LUT4: the views "
-              f"synthesized by parts plus the rest of the dispatcher ({rest['total']['luts']:,} "
-              f"LUT4, the exact build's hierarchy of {rest['date']}). MHz: one AP's views alone "
-              "(its 4 VGPR, 4 SGPR and 1 LDS view, or its shared unit) placed and routed in the "
-              "register wrapper, nextpnr seed 1: the view's own clock limit, not the "
-              f"dispatcher's. MIAOW: {MIAOW['source']}, {MIAOW['fmax']} MHz for the whole "
-              "dispatcher."]
-    return "\n".join(lines) + "\n"
-
-
-def plot(rows: list[dict], path: Path) -> None:
-    """LUT4 against the overloaded throughput ratio: every point with MIAOW on the left, the
-    builds alone on the right (their ratios differ by a few per cent); the front marked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    key = "/".join(map(str, FRONT_MEASURE))
-    shown = [r for r in rows if r["status"] == "ok" and r["quality"].get(key)]
-    figure, panels = plt.subplots(1, 2, figsize=(12, 5.5))
-    for panel, subset in zip(panels, (shown, [r for r in shown if r["view"]]), strict=True):
-        labels: dict[tuple, list[str]] = {}
-        for row in subset:
-            q = row["quality"][key]
-            colour = ("tab:red" if row["view"] is None else
-                      "tab:blue" if row["front"] else "tab:gray")
-            panel.errorbar(row["total"]["luts"], q["mean"],
-                           yerr=[[q["mean"] - q["low"]], [q["high"] - q["mean"]]], fmt="o",
-                           color=colour, capsize=3, ms=5)
-            # Points of one circuit at latency 1 and 2 share their LUT4: one label.
-            spot = (row["total"]["luts"], round(q["mean"], 2))
-            labels.setdefault(spot, []).append(row["point"])
-        for (luts, mean), names in labels.items():
-            if panel is panels[0] and names != ["MIAOW"]:
-                continue                    # the builds are named on the right
-            panel.annotate(", ".join(names), (luts, mean), fontsize=7, rotation=25,
-                           xytext=(4, 4), textcoords="offset points")
-        front = sorted((r["total"]["luts"], r["quality"][key]["mean"]) for r in subset
-                       if r["front"])
-        if front:
-            panel.step(*zip(*front, strict=True), where="post", color="tab:blue", lw=1,
-                       label="Pareto front")
-        panel.axvline(83640, color="k", ls=":", lw=1, label="LFE5U-85F (83,640 LUT4)")
-        panel.set_xscale("log")
-        panel.set_xlabel("LUT4 (ECP5, by parts)")
-        panel.legend(fontsize=8, loc="lower right")
-    panels[0].set_ylabel("throughput / exact L1, default mix overloaded (95 % interval)")
-    panels[0].set_title("every view and MIAOW's dispatcher")
-    panels[1].set_title("the seed-002 builds alone")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
 
 
 def main(argv=None) -> int:
