@@ -189,3 +189,15 @@ def test_miaows_dispatcher_is_wrapped_with_a_power_on_reset():
     assert set(dut.signature.members) == {"host_wg_id", "dispatch2cu_wf_dispatch"}
     text = verilog.convert(RegisterWrapper(dut), name="top", emit_src=False)
     assert "dispatcher dut" in text and ".rst(" in text and ".host_wg_id(" in text
+
+
+def test_an_unwritable_output_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(pareto, "view_area", lambda *a, **k: pytest.fail("it ran"))
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    assert pareto.main(["--out", str(not_a_folder)]) == 2
+    assert pareto.main(["--results", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert pareto.main(["--seeds", "1", "--out", str(tmp_path / "o")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and "is not a folder" in lines[0] and "is a folder" in lines[1]
+    assert "--seeds" in lines[2]

@@ -66,6 +66,7 @@ from hw.flow.fpga_flow import DEFAULT_TIMEOUT, nextpnr_command, run_flow, synth_
 from hw.flow.fpga_report import ABC9_SCRIPT, FAMILIES, tool_versions
 from hw.flow.fpga_wrapper import RegisterWrapper
 from hw.flow.pareto_tables import FRONT_MEASURE, HEADERS, markdown, plot, table_rows
+from model.cli import output_problem
 from model.config import ConfigError
 from model.dispatch.claims import Settings, evaluate
 from model.dispatch.config import (
@@ -467,6 +468,13 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f"error: --seeds: {error}", file=sys.stderr)
         return 2
+    for option, path, kind in (("--out", args.out, "a folder"),
+                               ("--results", args.results, "a file")):
+        problem = output_problem(path, kind)
+        if problem:
+            print(f"error: {option} {path}: {problem} (checked before the run; {option} "
+                  f"names {kind})", file=sys.stderr)
+            return 2
     cache = args.out / "cache"
     try:
         rest = rest_of_dispatcher()
@@ -488,14 +496,19 @@ def main(argv=None) -> int:
     rows = assemble(areas, rest, model, routes)
     print_table(f"views of the default dispatcher: LUT4 (ECP5) against dispatch quality, "
                 f"ratios to exact L1 over {args.seeds} seeds", HEADERS, table_rows(rows))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "pareto.md").write_text(markdown(rows, rest, args.seeds))
-    plot(rows, args.out / "pareto.png")
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps({
-        "command": "make pareto", "tools": tool_versions(FAMILIES["ecp5"]), "mapper": MAPPER,
-        "seeds": args.seeds, "reference": point_name(*REFERENCE), "rest": rest,
-        "capacities": model["capacities"], "rows": rows}, indent=1) + "\n")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "pareto.md").write_text(markdown(rows, rest, args.seeds))
+        plot(rows, args.out / "pareto.png")
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps({
+            "command": "make pareto", "tools": tool_versions(FAMILIES["ecp5"]),
+            "mapper": MAPPER, "seeds": args.seeds, "reference": point_name(*REFERENCE),
+            "rest": rest, "capacities": model["capacities"], "rows": rows}, indent=1) + "\n")
+    except OSError as error:
+        print(f"error: {error.filename}: cannot write: {error.strerror} (every measurement is "
+              f"cached in {cache}: run again with a writable path)", file=sys.stderr)
+        return 2
     print(f"  written: {args.results}, {args.out / 'pareto.md'}, {args.out / 'pareto.png'}")
     return 0
 
