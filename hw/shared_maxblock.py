@@ -20,6 +20,7 @@ from hw.maxblock import (
     named,
     scan_down,
 )
+from hw.maxblock.contract import _data_register
 from model.maxblock import SharedSchedule, aligned_blocks, check_free_level
 
 __all__ = ["SharedMaxFreeBlock", "port_layouts"]
@@ -81,6 +82,12 @@ class SharedMaxFreeBlock(wiring.Component):
         1 when a free block reads 1, 0 when it reads 0.
     exact : bool
         Use the exact tree (and provide ``request``, ``start``, ``fit``, ``fit_start``).
+    pipeline : int
+        Registers inside the unit (0 to :meth:`max_pipeline`): 1 registers the packed word
+        (with the period served and ``valid``, and the requests) after the period's
+        multiplexer, so the circuit starts from a register; 2 and 3 also cut the exact tree
+        in two or three. Each adds one clock between the period's read and its answer; the
+        schedule, the strobes and what is read in which clock stay the same.
 
     Attributes
     ----------
@@ -104,23 +111,32 @@ class SharedMaxFreeBlock(wiring.Component):
         High in the clock after a type's period was served with ``valid`` (held while
         ``enable`` is low): that type's answers are fresh.
 
-    Reset clears the control state only: the period counter (to period 0) and the strobes.
-    The answers are data registers without reset; each is defined once its type has been
-    served after power-on (zero in simulation before that). Latency: a type's answer appears
-    in the clock after its period, so it describes a status at most ``C`` enabled clocks old
+    Reset clears the control state only: the period counter (to period 0), the strobes and
+    the periods in flight in the pipeline (their answers are not loaded). The answers are
+    data registers without reset; each is defined once its type has been served after
+    power-on (zero in simulation before that). Latency: a type's answer appears ``pipeline +
+    1`` enabled clocks after its period was read, so it describes a status at most ``C +
+    pipeline`` enabled clocks old
     (and a block taken since still reads as free: the read-after-write hazard of
     :data:`hw.maxblock.PIPELINE_CONTRACT`).
     """
 
-    def __init__(self, schedule=None, *, free_level=1, exact=False):
+    def __init__(self, schedule=None, *, free_level=1, exact=False, pipeline=0):
         if schedule is None:
             schedule = SharedSchedule()
         if not isinstance(schedule, SharedSchedule):
             self._MustUse__silence = True
             raise TypeError(f"Schedule must be a SharedSchedule, not {schedule!r}")
+        limit = self.max_pipeline(exact)
+        if not isinstance(pipeline, int) or isinstance(pipeline, bool) \
+                or not 0 <= pipeline <= limit:
+            self._MustUse__silence = True
+            raise ValueError(f"Pipeline must be an integer from 0 to {limit} for the "
+                             f"{'exact' if exact else 'seed'} circuit, not {pipeline!r}")
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
+        self._pipeline = pipeline
         layouts = port_layouts(schedule, exact=self._exact)
         members = {port: In(layouts[port]) for port in _INPUTS if port in layouts}
         members.update({"valid": In(1, init=1), "enable": In(1, init=1)})
@@ -141,6 +157,16 @@ class SharedMaxFreeBlock(wiring.Component):
     @property
     def exact(self) -> bool:
         return self._exact
+
+    @property
+    def pipeline(self) -> int:
+        return self._pipeline
+
+    @staticmethod
+    def max_pipeline(exact: bool) -> int:
+        """The deepest pipeline: the packed word registered, and for the exact tree also up
+        to two cuts in the tree (the seed's chain is not cut)."""
+        return 3 if exact else 1
 
     def elaborate(self, platform):
         m = Module()
@@ -173,20 +199,49 @@ class SharedMaxFreeBlock(wiring.Component):
             word = named(m, "packed", word)
         free = word if self._free_level else named(m, "packed_free", ~word)
 
-        results = (self._exact_results(m, free, serving) if self._exact
-                   else self._seed_results(m, free, serving))
+        # The pipeline: the packed word (and the requests) in data registers, the period
+        # served and `valid` beside them in control registers, which reset: a period in
+        # flight at a reset loads nothing.
+        valid, requests = self.valid, self.request if self._exact else None
+        if self._pipeline:
+            free = _data_register(m, free, "packed_q", self.enable)
+            if self._exact:
+                requests = _data_register(m, self.request.as_value(), "request_q",
+                                          self.enable)
+                requests = data.View(self.request.shape(), requests)
+            serving, valid = self._delayed_control(m, serving, valid, "q")
 
-        # Register the served types' answers at the end of their period: data registers load
-        # only then (and only with `valid`); the strobes are control state.
+        results = (self._exact_results(m, free, serving, requests) if self._exact
+                   else self._seed_results(m, free, serving))
+        for cut in range(self._pipeline - 1):
+            serving, valid = self._delayed_control(m, serving, valid, f"cut{cut}")
+
+        # Register the served types' answers at the end of their period (or as the period
+        # leaves the pipeline): data registers load only then (and only with `valid`); the
+        # strobes are control state.
         for index, types in enumerate(periods):
-            load = named(m, f"load_period{index}", self.enable & self.valid & serving[index])
+            load = named(m, f"load_period{index}", self.enable & valid & serving[index])
             for name, _ in types:
                 with m.If(load):
                     m.d.sync += [getattr(self, port)[name].eq(value)
                                  for port, value in results[name].items()]
                 with m.If(self.enable):
-                    m.d.sync += self.result_valid[name].eq(self.valid & serving[index])
+                    m.d.sync += self.result_valid[name].eq(valid & serving[index])
         return m
+
+    def _delayed_control(self, m, serving, valid, suffix: str):
+        """The period served and ``valid`` one enabled clock later (control registers, with
+        reset)."""
+        delayed = []
+        for index, value in enumerate(serving):
+            register = Signal(name=f"serving_period{index}_{suffix}")
+            with m.If(self.enable):
+                m.d.sync += register.eq(value)
+            delayed.append(register)
+        valid_q = Signal(name=f"valid_{suffix}")
+        with m.If(self.enable):
+            m.d.sync += valid_q.eq(valid)
+        return delayed, valid_q
 
     def _seed_results(self, m, free, serving):
         # The seed's chain SA_i = SA_(i-1) AND S_i over the packed word, where a field's first
@@ -234,7 +289,7 @@ class SharedMaxFreeBlock(wiring.Component):
             results[name] = {"length": scan_down(flags)}
         return results
 
-    def _exact_results(self, m, free, serving):
+    def _exact_results(self, m, free, serving, request_port):
         # One exact tree over the packed word. A type's field is cut into aligned power-of-two
         # parts; parts of four blocks or more are tree nodes, smaller ones single blocks, and
         # a join piece merges them when there are several. Each node answers the request of
@@ -260,9 +315,9 @@ class SharedMaxFreeBlock(wiring.Component):
             held = holders(k, node)
             key = "_".join(name for _, name in held)
             if key not in requests:
-                value = self.request[held[0][1]]
+                value = request_port[held[0][1]]
                 for index, name in held[1:]:
-                    value = Mux(serving[index], self.request[name], value)
+                    value = Mux(serving[index], request_port[name], value)
                 requests[key] = value if len(held) == 1 else named(m, f"request_{key}", value)
                 request_widths[key] = len(requests[key])
             return key
@@ -311,11 +366,27 @@ class SharedMaxFreeBlock(wiring.Component):
             for key in piece.consumes:
                 if key[0] == "bit":
                     stage[key] = free[key[1]]
-        stage = _build_pipeline(m, pieces, stage, set(), [0] * len(pieces), None)
+        # With a pipeline of 2 or more, its registers after the first are spread evenly
+        # between the pieces (as the exact block places its registers); each carries what
+        # later pieces and the answers read, the requests included.
+        cuts = [0] * len(pieces)
+        for index in range(self._pipeline - 1):
+            cuts[(index + 1) * len(pieces) // self._pipeline] = 1
+        if sum(cuts) != max(self._pipeline - 1, 0) or (cuts and cuts[0]):
+            raise ValueError(f"Pipeline {self._pipeline} needs {self._pipeline - 1} cuts "
+                             f"between the {len(pieces)} pieces of this schedule's tree")
+        final = {("request", key) for key in requests}
+        for name in fields:
+            if name in single:
+                final |= {("node", *single[name], field) for field in ("best", "bst", "ffs")}
+            else:
+                final |= {(f"join_{name}", field) for field in ("best", "bst", "ffs", "fit")}
+        stage = _build_pipeline(m, pieces, stage, final, cuts,
+                                self.enable if self._pipeline > 1 else None)
 
         results = {}
         for name, (_, low, _) in fields.items():
-            request = requests[request_of(0, low)]
+            request = stage[("request", request_of(0, low))]
             if name in single:
                 k, node = single[name]
                 best, start, ffs = (stage[("node", k, node, field)]

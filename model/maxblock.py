@@ -667,13 +667,18 @@ class SharedMaxFreeBlockModel:
     answers are data registers without reset: what they hold before a type is first served
     is not specified, and the model says ``None`` for it.
 
+    With ``pipeline = P`` the answers of a period read in an enabled clock are registered
+    ``P`` enabled clocks later (and its strobes rise then): the period's read, and so the
+    schedule, stay where they were. A reset drops the periods in flight.
+
     ``step(statuses, requests=None, *, valid=1, enable=1, reset=False)`` takes
     ``{name: status word}`` (and, with ``exact``, ``{name: request}``) for this clock and
     returns ``{"length": {name: ...}, "result_valid": {name: 0/1}}`` (plus ``"start"``,
     ``"fit"`` and ``"fit_start"`` with ``exact``) as seen during this clock, before the edge.
     """
 
-    def __init__(self, schedule: SharedSchedule, *, free_level: int = 1, exact: bool = False):
+    def __init__(self, schedule: SharedSchedule, *, free_level: int = 1, exact: bool = False,
+                 pipeline: int = 0):
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
@@ -682,6 +687,10 @@ class SharedMaxFreeBlockModel:
         self._outputs = {port: dict.fromkeys(types) for port in ports}
         self._outputs["result_valid"] = dict.fromkeys(types, 0)
         self._period = 0
+        self._pipeline = int(pipeline)
+        # The periods in flight, oldest first: None, or the answers by type (empty when the
+        # period was read without `valid`).
+        self._inflight: list = [None] * self._pipeline
 
     def _exact_answer(self, status: int, request: int, size: int) -> ExactOutputs:
         # The request port of a type holds range(size + 1), so it can carry values above the
@@ -695,6 +704,7 @@ class SharedMaxFreeBlockModel:
         """What the reset input does at an edge: period 0, every strobe 0, answers kept."""
         self._period = 0
         self._outputs["result_valid"] = dict.fromkeys(self._schedule.types, 0)
+        self._inflight = [None] * self._pipeline
 
     def step(self, statuses: dict[str, int], requests: dict[str, int] | None = None, *,
              valid: int = 1, enable: int = 1, reset: bool = False) -> dict:
@@ -702,17 +712,23 @@ class SharedMaxFreeBlockModel:
         seen = {key: dict(value) for key, value in self._outputs.items()}
         if enable:
             served = self._schedule.periods[self._period]
-            self._outputs["result_valid"] = dict.fromkeys(self._schedule.types, 0)
+            answers = {}
             if valid:
                 for name, size in served:
-                    self._outputs["result_valid"][name] = 1
                     if self._exact:
                         result = self._exact_answer(statuses[name], requests[name], size)
-                        for port in ("length", "start", "fit", "fit_start"):
-                            self._outputs[port][name] = getattr(result, port)
+                        answers[name] = {port: getattr(result, port)
+                                         for port in ("length", "start", "fit", "fit_start")}
                     else:
-                        self._outputs["length"][name] = max_free_run(
-                            statuses[name], size, free_level=self._free_level)
+                        answers[name] = {"length": max_free_run(
+                            statuses[name], size, free_level=self._free_level)}
+            self._inflight.append(answers)
+            leaving = self._inflight.pop(0)
+            self._outputs["result_valid"] = dict.fromkeys(self._schedule.types, 0)
+            for name, ports in (leaving or {}).items():
+                self._outputs["result_valid"][name] = 1
+                for port, value in ports.items():
+                    self._outputs[port][name] = value
             self._period = (self._period + 1) % len(self._schedule.periods)
         if reset:
             self.reset()

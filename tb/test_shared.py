@@ -49,6 +49,8 @@ class SharedBench:
         self.period = 0
         self.expected_strobes = dict.fromkeys(self.types, 0)
         self.expected_answers = {}
+        # With a pipeline, the periods read and not yet answered, oldest first.
+        self.inflight = [None] * self.config.pipeline
         dut._log.info("%s, seed %d", self.config.name, self.seed)
 
     async def start(self):
@@ -137,15 +139,19 @@ class SharedBench:
                     context(f"{name}'s {port} should be {value}"))
         if enable:
             served = dict(self.config.schedule.periods[self.period])
-            self.expected_strobes = {name: int(bool(valid) and name in served)
-                                     for name in self.types}
-            self.expected_answers = ({name: self._answer(name, statuses[name], requests[name])
-                                      for name in served} if valid else {})
+            strobes = {name: int(bool(valid) and name in served) for name in self.types}
+            answers = ({name: self._answer(name, statuses[name], requests[name])
+                        for name in served} if valid else {})
+            self.inflight.append((strobes, answers))
+            leaving = self.inflight.pop(0)
+            self.expected_strobes, self.expected_answers = leaving or (
+                dict.fromkeys(self.types, 0), {})
             self.period = (self.period + 1) % len(self.config.schedule.periods)
         if reset:
             self.period = 0
             self.expected_strobes = dict.fromkeys(self.types, 0)
             self.expected_answers = {}
+            self.inflight = [None] * self.config.pipeline
 
     def random_statuses(self):
         masks = {name: random_free_masks(size, 1, self.rng)[0] for name, size in self.types.items()}

@@ -104,6 +104,25 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     assert drivers[-1].dispatches > 0
 
 
+@pytest.mark.parametrize("latency", [2, 3, 4])
+def test_the_shared_units_own_pipeline_shows_the_models_view(latency):
+    # Latencies 2 and 3 are all the unit's pipeline (the packed word registered, the tree cut
+    # in two or three), latency 4 that and a register on the status words in front: the same
+    # view as registers in front only, so the model's, clock for clock.
+    from dataclasses import replace
+
+    from model.dispatch.config import with_policy
+    base = SHAPES["shared3x2"]
+    shape = replace(base, name=f"shared3x2_l{latency}",
+                    policy=with_policy(base.policy, circuit_latency=latency))
+    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    drivers = _drivers(build.params, shape, reset_run)
+    simulate(build.dispatcher(), build.params, drivers)
+    assert not _failures(drivers), _failures(drivers)[:3]
+    assert all(driver.summary["dispatches"] > 0 for driver in drivers
+               if hasattr(driver, "summary"))
+
+
 # -- every mutant fails the fast tier ---------------------------------------------------------
 
 def _mutant_drivers(mutant: str):

@@ -164,6 +164,13 @@ def test_widest_full_circuit_elaborates():
     SharedConfig(SharedSchedule(((("a", 5), ("b", 3)), (("c", 8),), (("d", 1), ("e", 2))),
                                 width=8), 0, False),
     SharedConfig(SharedSchedule(((("x", 7),),), width=9), 1, True),
+    # Embodiment 7's unit pipelined: the packed word registered; the exact tree also cut.
+    SharedConfig(SharedSchedule(), 1, False, 1),
+    SharedConfig(SharedSchedule(), 1, True, 1),
+    SharedConfig(SharedSchedule(), 0, True, 2),
+    SharedConfig(SharedSchedule(), 1, True, 3),
+    SharedConfig(SharedSchedule(((("a", 5), ("b", 3)), (("c", 8),), (("d", 1), ("e", 2))),
+                                width=8), 1, True, 2),
 ], ids=lambda config: config.name)
 def test_shared_unit(config):
     rng = random.Random(config.name)

@@ -109,6 +109,13 @@ def test_the_front_keeps_what_nothing_beats():
     assert pareto.pareto_front([("x", 1, 1.0), ("y", 1, 1.0)]) == {"x", "y"}
 
 
+def test_the_points_are_every_view_at_every_latency_and_the_deepest_shared_unit():
+    found = pareto.points()
+    assert found[0] == ("exact", 0) and len(found) == len(set(found))
+    assert {(v, lat) for v in pareto.VIEWS for lat in pareto.LATENCIES} <= set(found)
+    assert ("shared_exact", 3) in found and set(pareto.ROUTED) <= set(found)
+
+
 def _fake_model():
     rows = []
     scenarios, _ = pareto._scenarios()

@@ -180,7 +180,8 @@ class Dispatcher(wiring.Component):
         ap_weights, wave_powers = cfg.ap_weights, cfg.wave_powers
 
         # START waits until the view's pipelines hold the all-free status (and the shared
-        # unit's schedule is at its last period, so that cycle 0 is period 0); with a
+        # unit's schedule is one period before its pipeline's depth, so that the period read
+        # in cycle 0 is the one the model's unit serves in cycle 0 + that depth); with a
         # pipelined decision, until the score pipeline holds the scores of the idle GPU with
         # the registers as they will be in cycle 0 (what the model keeps before cycle 0).
         prime = views.prime_clocks + (p.score_layers + 1 if p.pipeline else 0)
@@ -192,7 +193,7 @@ class Dispatcher(wiring.Component):
             periods = len(p.schedule.periods)
             phase = Signal(range(max(periods, 2)), name="shared_phase")
             m.d.sync += phase.eq(Mux(equals(phase, periods - 1), 0, phase + 1))
-            start_ok = start_ok & equals(phase, periods - 1)
+            start_ok = start_ok & equals(phase, (views.shared_pipeline - 1) % periods)
         config = self.config
         is_start = equals(config.payload.address.as_value(), ConfigAddress.START.value)
         written = config.valid & config.ready

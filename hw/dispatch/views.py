@@ -90,8 +90,17 @@ class FreeBlockViews(wiring.Component):
         (with the shared unit: every resource has been served once)."""
         p = self._params
         if p.shared:
-            return len(p.schedule.periods)
+            return len(p.schedule.periods) + self.shared_pipeline
         return max(p.circuit_latency(n) for n in p.sizes.values())
+
+    @property
+    def shared_pipeline(self) -> int:
+        """With the shared unit, how much of ``circuit_latency`` is the unit's own pipeline
+        (the rest is registers on the status words in front of it): the period the unit
+        reads in cycle ``t`` is the one the model serves in cycle ``t + shared_pipeline``,
+        so the dispatcher starts cycle 0 on period ``shared_pipeline`` (mod ``C``)."""
+        return min(self._params.policy.circuit_latency,
+                   SharedMaxFreeBlock.max_pipeline(self._shared_exact))
 
     def _circuit(self, n: int):
         p = self._params
@@ -118,17 +127,23 @@ class FreeBlockViews(wiring.Component):
         p = self._params
         latency = p.policy.circuit_latency
         if p.shared:
-            schedule = p.schedule
+            # The unit's pipeline registers the packed word after the period's multiplexer
+            # (and cuts the exact tree): the period read in clock k is answered in clock
+            # k + pipeline + 1, where registers in front would answer the period of clock k
+            # + pipeline on the status of clock k. The same view, once the unit has been
+            # primed pipeline clocks longer (prime_clocks), with one multiplexer and tree
+            # per clock instead of both behind the status registers.
+            schedule, pipeline = p.schedule, self.shared_pipeline
             for ap in range(p.aps):
-                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=self._shared_exact),
-                                  "view")
+                unit = self._wrap(SharedMaxFreeBlock(schedule, exact=self._shared_exact,
+                                                     pipeline=pipeline), "view")
                 m.submodules[f"shared{ap}"] = unit
                 for name in p.sizes:
                     per = p.peus if name != "lds" else 1
                     for q in range(per):
                         index = ap * per + q
                         key = f"{name}{q}" if name != "lds" else "lds"
-                        word = self._delayed(m, self.status[name][index], latency,
+                        word = self._delayed(m, self.status[name][index], latency - pipeline,
                                              f"{name}{index}")
                         m.d.comb += [unit.status[key].eq(word),
                                      self.view[name][index].eq(unit.length[key])]

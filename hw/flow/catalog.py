@@ -160,6 +160,7 @@ class SharedConfig:
     schedule: SharedSchedule = SharedSchedule()
     free_level: int = 1
     exact: bool = False
+    pipeline: int = 0
 
     def __post_init__(self):
         if not isinstance(self.schedule, SharedSchedule):
@@ -171,15 +172,17 @@ class SharedConfig:
         """The Verilog module name, unique per parameter set."""
         digest = zlib.crc32(repr((self.schedule.periods, self.schedule.width)).encode())
         return (f"sharedmaxfreeblock_w{self.schedule.width}_p{len(self.schedule.periods)}"
-                f"_x{digest:08x}_free{self.free_level}_{'exact' if self.exact else 'seed'}")
+                f"_x{digest:08x}_free{self.free_level}_{'exact' if self.exact else 'seed'}"
+                + (f"_pipe{self.pipeline}" if self.pipeline else ""))
 
     def component(self) -> SharedMaxFreeBlock:
-        return SharedMaxFreeBlock(self.schedule, free_level=self.free_level, exact=self.exact)
+        return SharedMaxFreeBlock(self.schedule, free_level=self.free_level, exact=self.exact,
+                                  pipeline=self.pipeline)
 
     def model(self) -> SharedMaxFreeBlockModel:
         """A fresh cycle-exact model, bit-exact to :meth:`component`."""
         return SharedMaxFreeBlockModel(self.schedule, free_level=self.free_level,
-                                       exact=self.exact)
+                                       exact=self.exact, pipeline=self.pipeline)
 
     def layouts(self) -> dict:
         """The layouts of the component's structured ports (see
@@ -188,7 +191,8 @@ class SharedConfig:
 
     def to_json(self) -> str:
         return json.dumps({"periods": self.schedule.periods, "width": self.schedule.width,
-                           "free_level": self.free_level, "exact": self.exact})
+                           "free_level": self.free_level, "exact": self.exact,
+                           "pipeline": self.pipeline})
 
     @classmethod
     def from_json(cls, text: str) -> "SharedConfig":
@@ -196,7 +200,7 @@ class SharedConfig:
         periods = tuple(tuple((name, size) for name, size in period)
                         for period in fields["periods"])
         return cls(SharedSchedule(periods, fields["width"]), fields["free_level"],
-                   fields["exact"])
+                   fields["exact"], fields.get("pipeline", 0))
 
 
 def _full(n, free_level, latency):
@@ -262,7 +266,8 @@ REGRESSION = (
 )
 
 #: The cocotb regression of the shared unit: the seed's schedule with both circuits and both
-#: free levels, and a narrow three-period schedule with a partly unused period.
+#: free levels, a narrow three-period schedule with a partly unused period, and each
+#: circuit's deepest pipeline (embodiment 7 as the dispatcher builds it at latency 2).
 _NARROW = SharedSchedule(((("a", 5), ("b", 3)), (("c", 8),), (("d", 1), ("e", 2), ("f", 4))),
                          width=8)
 SHARED_REGRESSION = (
@@ -271,4 +276,6 @@ SHARED_REGRESSION = (
     SharedConfig(SharedSchedule(), 1, True),
     SharedConfig(_NARROW, 0, False),
     SharedConfig(_NARROW, 1, True),
+    SharedConfig(_NARROW, 0, False, 1),
+    SharedConfig(SharedSchedule(), 1, True, 2),
 )

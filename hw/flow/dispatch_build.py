@@ -48,7 +48,8 @@ SOURCES = sorted([*(ROOT / "hw" / "dispatch").glob("*.py"),
 def block_name(component) -> str:
     """The Verilog module name of a free-block component (unique per parameter set)."""
     if isinstance(component, SharedMaxFreeBlock):
-        return SharedConfig(component.schedule, component.free_level, component.exact).name
+        return SharedConfig(component.schedule, component.free_level, component.exact,
+                            component.pipeline).name
     kinds = {ExactMaxFreeBlock: "exact", MaxFreeBlock: "full", GroupedMaxFreeBlock: "grouped",
              SampledMaxFreeBlock: "sampled"}
     kind = kinds[type(component)]

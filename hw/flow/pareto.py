@@ -139,10 +139,19 @@ SCENARIOS = {"default": ROOT / "configs" / "dispatch" / "default.toml",
              "llama": ROOT / "configs" / "dispatch" / "llamacpp_requests.toml"}
 
 
+#: Points beyond :data:`LATENCIES`: the shared unit with the exact tree at view latencies 3
+#: and 4, its pipelines of 2 and 3 (the packed word registered, the tree cut in two or three).
+EXTRA_POINTS = (("shared_exact", 3), ("shared_exact", 4))
+
+
 def points() -> list[tuple[str, int]]:
     """Every (view, latency) of the table, in order: the exact view at 0, then each view
-    at each of :data:`LATENCIES`."""
-    return [("exact", 0)] + [(view, latency) for view in VIEWS for latency in LATENCIES]
+    at each of :data:`LATENCIES` (and :data:`EXTRA_POINTS` after its others)."""
+    found = [("exact", 0)]
+    for view in VIEWS:
+        found += [(view, latency) for latency in LATENCIES]
+        found += [point for point in EXTRA_POINTS if point[0] == view]
+    return found
 
 
 def point_name(view: str, latency: int) -> str:
@@ -155,7 +164,8 @@ def view_policy(view: str, latency: int, name: str | None = None):
     sees. A per-instance circuit has ``circuit_latency = latency``; the shared unit shows a
     status at least one clock old (its answer is registered) and up to ``C`` clocks
     (the schedule's length) older, so ``circuit_latency = latency - 1``, and latency 0 does
-    not exist for it."""
+    not exist for it. (Its ``circuit_latency`` is first the unit's own pipeline, up to 3:
+    :attr:`hw.dispatch.views.FreeBlockViews.shared_pipeline`.)"""
     fields = dict(VIEWS[view][2])
     if fields["circuit"] == "shared":
         if latency < 1:
@@ -237,7 +247,7 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
 #: The points routed for the view's own clock limit (``--route``): the reference, the knee
 #: and the cheapest seed-002 build on the front, each at both latencies where it differs.
 ROUTED = (("exact", 1), ("exact", 2), ("shared_exact", 1), ("shared_exact", 2),
-          ("grouped8", 1), ("grouped8", 2))
+          ("shared_exact", 3), ("shared_exact", 4), ("grouped8", 1), ("grouped8", 2))
 
 
 def route_view(view: str, latency: int, work: Path, cache: Path,
