@@ -108,8 +108,9 @@ class SharedMaxFreeBlock(wiring.Component):
         run of ``request`` blocks exists, and its lowest start (0 when none, or for a request
         of 0), as :class:`hw.maxblock.ExactMaxFreeBlock` gives them.
     result_valid : Out(StructLayout({type: 1}))
-        High in the clock after a type's period was served with ``valid`` (held while
-        ``enable`` is low): that type's answers are fresh.
+        High in the clock after a type's answers were registered, ``pipeline + 1`` enabled
+        clocks after its period was read with ``valid`` (held while ``enable`` is low):
+        that type's answers are fresh.
 
     Reset clears the control state only: the period counter (to period 0), the strobes and
     the periods in flight in the pipeline (their answers are not loaded). The answers are
