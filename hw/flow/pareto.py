@@ -5,7 +5,8 @@ blocks, the seed's policy as the RTL builds it), every view seed 002 offers and 
 (:data:`VIEWS`: exact tree, embodiment 4's full circuit, embodiment 5 grouped /4 and /8,
 embodiment 6 sampled, embodiment 7's unit shared per AP with the seed's circuit or with the
 exact tree), each at view latencies 1 and 2 (:data:`LATENCIES`), plus the exact view at
-latency 0, and MIAOW's dispatcher as an outside point:
+latency 0 and the shared unit with the exact tree at 3 and 4 (its own pipelines,
+:data:`EXTRA_POINTS`), and MIAOW's dispatcher as an outside point:
 
 * **Area** (ECP5, Yosys through YoWASP, the mapper of :mod:`hw.flow.fpga_dispatch`): the
   views part of each build synthesized by parts, exactly as :mod:`hw.flow.fpga_dispatch`
@@ -25,6 +26,11 @@ latency 0, and MIAOW's dispatcher as an outside point:
   (``configs/dispatch/llamacpp_requests.toml``, its own rates: a trace cannot be scaled).
   The sweep files cannot express "0.9 of a capacity measured first"; the claims' machinery
   does, and is what ``make sim`` reports with.
+
+* **Clock** (``--no-route`` skips it): one AP's views of the points :data:`ROUTED` (the
+  front's ends and the shared unit at every latency) placed and routed alone, flat in the
+  register wrapper, on the smallest ECP5 that holds them (:func:`route_view`): the view's
+  own clock limit, since no whole build fits a device.
 
 Both sides are cached under ``<out>/cache`` (synthesis by the circuits' identity and the
 tools, the model by :func:`model.sweep.worker.code_version` and the scenarios), so a second
