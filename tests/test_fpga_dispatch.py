@@ -72,16 +72,18 @@ def test_every_part_is_renamed_and_keeps_its_circuits_as_black_boxes(part):
     assert circuit.index(fd.UNESCAPE) < circuit.index("synth_ecp5 -top top")
 
 
-def test_cell_counts_include_multipliers_and_distributed_ram():
+def test_cell_counts_include_multipliers_distributed_and_block_ram():
     cells = {"LUT4": 7, "CCU2C": 2, "TRELLIS_FF": 3, "MULT18X18D": 4, "TRELLIS_DPR16X4": 5,
-             "PFUMX": 9}
+             "DP16KD": 6, "PFUMX": 9}
     assert fd.cell_counts(fd.FAMILIES["ecp5"], cells) == {
-        "luts": 7, "carries": 2, "ffs": 3, "multipliers": 4, "rams": 5}
-    assert fd.cell_counts(fd.FAMILIES["ice40"], {"SB_LUT4": 1, "SB_MAC16": 2})["multipliers"] == 2
+        "luts": 7, "carries": 2, "ffs": 3, "multipliers": 4, "rams": 5, "block_rams": 6}
+    ice40 = fd.cell_counts(fd.FAMILIES["ice40"], {"SB_LUT4": 1, "SB_MAC16": 2,
+                                                  "SB_RAM40_4K": 3})
+    assert (ice40["multipliers"], ice40["rams"], ice40["block_rams"]) == (2, 0, 3)
 
 
 def test_circuits_are_counted_per_instance_in_their_role():
-    one = {"luts": 1, "carries": 0, "ffs": 1, "multipliers": 0, "rams": 0}
+    one = {"luts": 1, "carries": 0, "ffs": 1, "multipliers": 0, "rams": 0, "block_rams": 0}
     parts = {p: dict(one) for p in (*fd.PARTS, "control")}
     circuits = [{"module": "exact128", "role": "view", "instances": 64, "luts": 100, "ffs": 7,
                  "carries": 3, "seconds": 1.0},
@@ -89,7 +91,7 @@ def test_circuits_are_counted_per_instance_in_their_role():
                  "ffs": 0, "carries": 5, "seconds": 2.0}]
     result = fd.combine(parts, circuits)
     assert result["parts"]["views"] == {"luts": 1 + 6400, "carries": 192, "ffs": 1 + 448,
-                                        "multipliers": 0, "rams": 0}
+                                        "multipliers": 0, "rams": 0, "block_rams": 0}
     assert result["parts"]["allocator"]["luts"] == 1 + 1200
     assert result["parts"]["table"] == one and parts["views"] == one    # inputs unchanged
     assert result["luts"] == 7 + 6400 + 1200 and result["carries"] == 192 + 20
@@ -97,7 +99,7 @@ def test_circuits_are_counted_per_instance_in_their_role():
     counts, listed = fd.format_details([{
         "configuration": "default", "view": "exact", "family": "ecp5", "kind": "hierarchy",
         "status": "ok", **result, "circuits": circuits, "seconds": 3.0}])
-    assert "| 6,401 | 192 | 449 | 0 | 0 |" in counts and "**7,607**" in counts
+    assert "| 6,401 | 192 | 449 | 0 | 0 | 0 |" in counts and "**7,607**" in counts
     assert "| exact128 | allocator | 4 | 300 | 5 | 0 | 2.0 |" in listed
 
 

@@ -132,10 +132,11 @@ def _fake_model():
 
 def test_the_table_adds_the_rest_and_marks_the_front(tmp_path):
     areas = {point: {"status": "ok", "luts": 1000 * (i + 1), "carries": 0, "ffs": 10,
-                     "multipliers": 0, "rams": 0, "circuits": []}
+                     "multipliers": 0, "rams": 0, "block_rams": 0, "circuits": []}
              for i, point in enumerate(pareto.points())}
     areas[("full", 2)] = {"status": "failed", "error": "yosys ran out"}
-    rest = {"total": {"luts": 100000, "carries": 0, "ffs": 5, "multipliers": 0, "rams": 0},
+    rest = {"total": {"luts": 100000, "carries": 0, "ffs": 5, "multipliers": 0, "rams": 0,
+                      "block_rams": 48},
             "date": "2026-11-22"}
     rows = pareto.assemble(areas, rest, _fake_model())
     by_point = {r["point"]: r for r in rows}

@@ -3,14 +3,21 @@ history (embodiment 10, exponential average), and the allocation record of every
 with the free list of record tags.
 
 An allocation (``allocate`` high) takes the record's blocks and slots at the clock edge and
-files the record under ``tag``; a release accepted in clock ``t`` reads the record of its tag
-(asynchronously) and gives everything back at the same edge, so the blocks are free in the
-status registers of clock ``t + 1``. One release per clock (``release.ready`` is always high).
-In a pipelined build (``decision_pipeline``) what a release gives back (block masks, wave
-slots, power) is registered as read from the record, with one bit per AP for the release
-check, and ORed or added into the ``status`` and ``slots`` outputs (subtracted from the power
-the history adds) a clock late: the outputs are the same in every clock, and the record read
-and its check end at registers beside the record memory.
+files the record under ``tag``; a release accepted in clock ``t`` gives everything back, so
+the blocks are free in the ``status`` of clock ``t + 1``. One release per clock
+(``release.ready`` is always high).
+
+A record is filed in two memories. Its owner (WG id, AP, channel) is read asynchronously, so
+the release check (tag in flight, WG id the record's), the in-flight bits, the tag ring, the
+sticky ``error`` and the barrier's ``released`` all act in clock ``t``. What it gives back
+(the block masks worked out when it is filed, the waves per PEU, the power) is read through a
+registered port -- block RAM, one read a clock -- and is in clock ``t + 1`` ORed into the
+``status``, added to the ``slots`` and subtracted from the power the history adds, as the AP
+bit of the release check registered in ``t`` selects; the registers take it at the edge
+after. So every output is what the model shows in every clock (the blocks free from
+``t + 1``), and no record memory is read asynchronously beside the owners' (on the default
+16 x 4 x 4 build: 1,024 records, 48 DP16KD for the masks, waves and power, 512 LUT-RAM cells
+for the owners, docs/dispatch_rtl.md).
 
 Model twin: :mod:`model.dispatch.resources`.
 """
@@ -76,6 +83,45 @@ class ResourceTable(wiring.Component):
         })
 
     @staticmethod
+    def instances(params: DispatcherParams) -> list[tuple[str, int, int]]:
+        """``(resource, PEU or 0 for LDS, blocks)`` of every block mask a record holds."""
+        return [(name, q, n) for name, n in params.sizes.items()
+                for q in range(params.peus if name != "lds" else 1)]
+
+    @classmethod
+    def owner_layout(cls, params: DispatcherParams) -> data.StructLayout:
+        """What the owners' memory holds per tag (read asynchronously): the record's WG id,
+        AP and, with in-order barriers, channel."""
+        members = params.record_layout.members
+        return data.StructLayout({key: members[key] for key in ("wg", "ap", "channel")
+                                  if key in members})
+
+    @classmethod
+    def given_layout(cls, params: DispatcherParams) -> data.StructLayout:
+        """What the record memory holds per tag (read through a registered port): the block
+        mask of every resource instance of the AP (``masks``, named ``vgpr0``, ..., ``lds0``),
+        the waves per PEU and the power."""
+        members = params.record_layout.members
+        return data.StructLayout({
+            "masks": data.StructLayout({f"{name}{q}": n
+                                        for name, q, n in cls.instances(params)}),
+            "waves": members["waves"], "power": members["power"]})
+
+    def filed(self, record, m: Module | None = None, prefix: str = "give") -> tuple:
+        """``(owner, given)``: the values the two memories take for ``record`` (a value of
+        :attr:`DispatcherParams.record_layout`), as :meth:`owner_layout` and
+        :meth:`given_layout`; the masks' ends named in ``m``."""
+        p = self._params
+        owner = Cat(*(record[key] for key in self.owner_layout(p).members))
+        masks = []
+        for name, q, n in self.instances(p):
+            start = record.lds_start if name == "lds" else record[f"{name}_start"][q]
+            length = record.lds_length if name == "lds" else record[f"{name}_length"][q]
+            masks.append(self._returned(start, length, n, m, f"{prefix}_{name}{q}_end"))
+        given = Cat(*masks, record.waves, record.power)
+        return owner, given
+
+    @staticmethod
     def _returned(start, length, n: int, m: Module | None = None, name: str = "give_end"):
         """The blocks a release gives back: those its record holds (the end a signal of
         ``m``, see :func:`hw.dispatch.logic.block_mask`)."""
@@ -115,19 +161,27 @@ class ResourceTable(wiring.Component):
                      self.tag.eq(Mux(unused, fresh, free_read.data)),
                      self.tag_valid.eq(unused | returned.any())]
 
-        records = Memory(shape=p.record_layout, depth=N, init=[])
+        # The two memories of the records, written together on an allocation.
+        owners = Memory(shape=self.owner_layout(p), depth=N, init=[])
+        m.submodules.owners = owners
+        records = Memory(shape=self.given_layout(p), depth=N, init=[])
         m.submodules.records = records
-        record_write = records.write_port()
-        record_read = records.read_port(domain="comb")
+        owner_write, owner_read = owners.write_port(), owners.read_port(domain="comb")
+        record_write, record_read = records.write_port(), records.read_port(domain="sync")
+        taken = self.record
         busy = Signal(N, name="in_flight")
         allocate = Signal(name="allocating")
-        m.d.comb += allocate.eq(self.allocate & self.tag_valid)
-        m.d.comb += [record_write.addr.eq(self.tag), record_write.data.eq(self.record),
+        owner, given = self.filed(taken, m)
+        m.d.comb += [allocate.eq(self.allocate & self.tag_valid),
+                     owner_write.addr.eq(self.tag), owner_write.data.eq(owner),
+                     owner_write.en.eq(allocate),
+                     record_write.addr.eq(self.tag), record_write.data.eq(given),
                      record_write.en.eq(allocate)]
 
         release = self.release
-        m.d.comb += [release.ready.eq(1), record_read.addr.eq(release.payload.tag)]
-        held = record_read.data
+        m.d.comb += [release.ready.eq(1), owner_read.addr.eq(release.payload.tag),
+                     record_read.addr.eq(release.payload.tag)]
+        held = owner_read.data
         known = busy.bit_select(release.payload.tag, 1) & less(release.payload.tag, N)
         releasing = Signal(name="releasing")
         m.d.comb += releasing.eq(self._release_ok(release.valid, known, held.wg,
@@ -154,81 +208,44 @@ class ResourceTable(wiring.Component):
             & ~(releasing & equals(release.payload.tag, i))
             for i in range(N))))
 
-        # A pipelined build gives back a clock late, ORed or added into what the readers see
-        # in the meantime: the record's masks, waves and power are registered as read (no
-        # logic in front, so the registers sit by the record memory) with one bit per AP, the
-        # release check and the AP's decode, and each reader selects by its AP's bit.
-        if p.pipeline:
-            released = Signal(P, name="released_aps")
-            m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
-
-        def later(value, name: str):
-            register = Signal.like(value, name=f"released_{name}", init=0)
-            m.d.sync += register.eq(value)
-            return register
-
-        # Blocks: the allocation's and the release's masks, per PEU of their AP.
-        taken = self.record
-        for name, n in p.sizes.items():
+        # What the release of the last clock gives back, as read (the memory's registered
+        # port), for the AP whose bit the release check set: ORed or added into what the
+        # readers see in this clock, and into the registers at the edge.
+        released = Signal(P, name="released_aps")
+        m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
+        back = Signal(self.given_layout(p), name="given_back")
+        m.d.comb += back.eq(record_read.data)
+        take_masks = {}
+        for name, q, n in self.instances(p):
+            start = taken.lds_start if name == "lds" else taken[f"{name}_start"][q]
+            length = taken.lds_length if name == "lds" else taken[f"{name}_length"][q]
+            take_masks[name, q] = Signal(n, name=f"take_{name}{q}")
+            m.d.comb += take_masks[name, q].eq(block_mask(start, length, n, m,
+                                                          f"take_{name}{q}_end"))
+        for name, q, n in self.instances(p):
             per = Q if name != "lds" else 1
-            for q in range(per):
-                if name == "lds":
-                    take_start, take_length = taken.lds_start, taken.lds_length
-                    give_start, give_length = held.lds_start, held.lds_length
-                else:
-                    take_start = taken[f"{name}_start"][q]
-                    take_length = taken[f"{name}_length"][q]
-                    give_start, give_length = held[f"{name}_start"][q], held[f"{name}_length"][q]
-                take_mask = Signal(n, name=f"take_{name}{q}")
-                give_mask = Signal(n, name=f"give_{name}{q}")
-                m.d.comb += [take_mask.eq(block_mask(take_start, take_length, n, m,
-                                                     f"take_{name}{q}_end")),
-                             give_mask.eq(self._returned(give_start, give_length, n, m,
-                                                         f"give_{name}{q}_end"))]
-                returned = later(give_mask, f"{name}{q}") if p.pipeline else None
-                for ap in range(P):
-                    index = ap * per + q
-                    word = Signal(n, name=f"{name}{index}", init=(1 << n) - 1)
-                    take = allocate & equals(taken.ap, ap)
-                    if p.pipeline:
-                        seen = word | Mux(released[ap], returned, 0)
-                        m.d.sync += word.eq(seen & ~Mux(take, take_mask, 0))
-                    else:
-                        seen = word
-                        give = Mux(releasing & equals(held.ap, ap), give_mask, 0)
-                        m.d.sync += word.eq((word & ~Mux(take, take_mask, 0)) | give)
-                    m.d.comb += self.status[name][index].eq(seen)
+            for ap in range(P):
+                word = Signal(n, name=f"{name}{ap * per + q}", init=(1 << n) - 1)
+                take = allocate & equals(taken.ap, ap)
+                seen = word | Mux(released[ap], back.masks[f"{name}{q}"], 0)
+                m.d.sync += word.eq(seen & ~Mux(take, take_masks[name, q], 0))
+                m.d.comb += self.status[name][ap * per + q].eq(seen)
 
-        # Wave slots and instruction power.
-        if p.pipeline:
-            returned_waves = [later(held.waves[q], f"waves{q}") for q in range(Q)]
-            returned_power = later(held.power, "power")
+        # Wave slots and instruction power (subtracted beside the average's shift, from
+        # registers both, so the history adds no delay).
         for ap in range(P):
             take = allocate & equals(taken.ap, ap)
-            give = releasing & equals(held.ap, ap)
             for q in range(Q):
                 slots = Signal(range(gpu.wave_slots + 1), name=f"slots{ap}_{q}",
                                init=gpu.wave_slots)
-                if p.pipeline:
-                    seen = Signal.like(slots, name=f"slots{ap}_{q}_seen")
-                    m.d.comb += seen.eq(slots + Mux(released[ap], returned_waves[q], 0))
-                    m.d.sync += slots.eq(seen - Mux(take, taken.waves[q], 0))
-                else:
-                    seen = slots
-                    m.d.sync += slots.eq(slots - Mux(take, taken.waves[q], 0)
-                                         + Mux(give, held.waves[q], 0))
+                seen = Signal.like(slots, name=f"slots{ap}_{q}_seen")
+                m.d.comb += seen.eq(slots + Mux(released[ap], back.waves[q], 0))
+                m.d.sync += slots.eq(seen - Mux(take, taken.waves[q], 0))
                 m.d.comb += self.slots[ap][q].eq(seen)
             power = Signal(p.widths["ap_power"], name=f"power{ap}")
-            if p.pipeline:
-                # Subtracted beside the average's shift (from registers both, so the history
-                # adds no delay).
-                now = Signal.like(power, name=f"power{ap}_seen")
-                m.d.comb += now.eq(subtract(power, Mux(released[ap], returned_power, 0)))
-                m.d.sync += power.eq(add(now, Mux(take, taken.power, 0)))
-            else:
-                now = power
-                m.d.sync += power.eq(subtract(add(power, Mux(take, taken.power, 0)),
-                                              Mux(give, held.power, 0)))
+            now = Signal.like(power, name=f"power{ap}_seen")
+            m.d.comb += now.eq(subtract(power, Mux(released[ap], back.power, 0)))
+            m.d.sync += power.eq(add(now, Mux(take, taken.power, 0)))
             average = Signal(p.widths["history"], name=f"history{ap}")
             with m.If(self.running):
                 m.d.sync += average.eq(add(self._decayed(average, self.history_shift), now))

@@ -149,9 +149,9 @@ class DispatcherHarness(wiring.Component):
         self.dut = dut or tiny_dispatcher(shape=shape)
         p = self.dut.params
         self._tables = []
-        # What the table's record memory holds under each tag, read by ports the harness adds
-        # (helpers for the proof: the shadow's copies equal them).
-        self._stored = [Signal(p.record_layout, name=f"stored_record{t}")
+        # What the table's two record memories hold under each tag, read by ports the
+        # harness adds (helpers for the proof: what the shadow's copies would file).
+        self._stored = [Signal(_filed_width(p), name=f"stored_record{t}")
                         for t in range(p.records)]
         make_table = self.dut._table
 
@@ -161,10 +161,7 @@ class DispatcherHarness(wiring.Component):
 
             def with_ports(platform):
                 module = elaborate(platform)
-                records = module.submodules.records
-                for t, stored in enumerate(self._stored):
-                    port = records.read_port(domain="comb")
-                    module.d.comb += [port.addr.eq(t), stored.eq(port.data)]
+                _read_records(module, self._stored)
                 # Elaborated here, so that the harness can read its registers by name.
                 fragment = Fragment.get(module, platform)
                 self._table_registers = _assigned(fragment)
@@ -302,7 +299,7 @@ class DispatcherHarness(wiring.Component):
             # the shadow's copies are what the record memory holds, and the tag handed out is
             # not in flight.
             for t in range(N):
-                m.d.comb += Assert(copies[t].as_value() == self._stored[t].as_value(),
+                m.d.comb += Assert(Cat(*table.filed(copies[t])) == self._stored[t],
                                    f"helper: record {t} as filed")
             m.d.comb += Assert(~table.tag_valid | ~busy.bit_select(table.tag, 1),
                                "helper: the next tag is not in flight")
@@ -448,7 +445,8 @@ class TableHarness(wiring.Component):
     Properties: ``table_helpers`` -- the shadow's copies equal the record memory, the
     offered tag is not in flight, the table's in-flight bits are the shadow's;
     ``power_history`` -- with those assumed (the other job proves them on the same table),
-    each AP's power register equals the shadow's power of the AP (the power of every
+    each AP's power as the history reads it (``power<ap>_seen``: the register less what the
+    last clock's release gives back) equals the shadow's power of the AP (the power of every
     record filed on it, less that of every copy on it a good release drops: the summed
     power of its in-flight records) and its history ``x`` becomes ``x - (x >> shift) + p``
     in a running clock (``p`` that power), else holds.
@@ -475,10 +473,8 @@ class TableHarness(wiring.Component):
         N = p.records
         table._MustUse__silence = True
         module = table.elaborate(platform)
-        stored = [Signal(p.record_layout, name=f"stored_record{t}") for t in range(N)]
-        for t in range(N):
-            port = module.submodules.records.read_port(domain="comb")
-            module.d.comb += [port.addr.eq(t), stored[t].eq(port.data)]
+        stored = [Signal(_filed_width(p), name=f"stored_record{t}") for t in range(N)]
+        _read_records(module, stored)
         fragment = Fragment.get(module, platform)
         registers = _assigned(fragment)
         m.submodules.table = fragment
@@ -504,42 +500,73 @@ class TableHarness(wiring.Component):
                 m.d.sync += copies[t].eq(table.record)
             m.d.sync += busy[t].eq((busy[t] | filing) & ~(good & (release.tag == t)))
 
-        helpers = [(Cat(*(c.as_value() for c in copies)) == Cat(*(s.as_value() for s in stored)),
+        # The release of the last clock: what the record memory's registered port gives back
+        # is that record's word, for the AP bit its check set.
+        tag_index = release.tag[:max(1, (N - 1).bit_length())]
+        dropped = Signal(p.record_layout, name="dropped_record")
+        m.d.comb += dropped.eq(Cat(*(c.as_value() for c in copies)).word_select(
+            tag_index, p.record_layout.size))
+        last_good = Signal(name="last_good_release")
+        last = Signal(p.record_layout, name="last_dropped_record")
+        m.d.sync += [last_good.eq(good), last.eq(dropped)]
+        given_width = ResourceTable.given_layout(p).size
+        helpers = [(Cat(*(Cat(*table.filed(c)) for c in copies)) == Cat(*stored),
                     "helper: the records as filed"),
                    (~table.tag_valid | ~busy.bit_select(table.tag, 1),
                     "helper: the next tag is not in flight"),
                    (registers["in_flight"] == busy,
-                    "helper: the table's in-flight tags are the shadow's")]
+                    "helper: the table's in-flight tags are the shadow's"),
+                   (registers["released_aps"] == Mux(last_good, 1 << last.ap, 0)[:p.aps],
+                    "helper: the AP bits of the last clock's release"),
+                   (~last_good | (registers["given_back"]
+                                  == table.filed(last)[1][:given_width]),
+                    "helper: the record memory's port gives back the last release's word")]
         if self.prop == "table_helpers":
             for condition, what in helpers:
                 m.d.comb += Assert(condition, what)
             return m
         for condition, _ in helpers:
             m.d.comb += Assume(condition)
-        # The shadow's power of each AP: a register that adds the power of a record filed on
-        # the AP and takes back that of a shadow copy on it that a good release drops -- the
-        # summed power of the AP's in-flight records, kept as the sum is defined (and, with
-        # the helpers, equal to the sum over the copies; summed afresh in every clock that
-        # sum defeated PDR and Z3 alike, docs/verification.md).
-        tag_index = release.tag[:max(1, (N - 1).bit_length())]
-        dropped = Signal(p.record_layout, name="dropped_record")
-        m.d.comb += dropped.eq(Cat(*(c.as_value() for c in copies)).word_select(
-            tag_index, p.record_layout.size))
+        # The shadow's power of each AP: the summed power of the AP's in-flight records, kept
+        # as the sum is defined -- a register that adds the power of a record filed on the AP,
+        # less, in the clock after, that of a shadow copy on it that a good release dropped
+        # (the register's split is the table's; summed afresh over the copies in every clock
+        # that sum defeated PDR and Z3 alike, and an adder between the two registers' split
+        # defeats PDR too, docs/verification.md).
         for ap in range(p.aps):
-            shadow = Signal(p.widths["ap_power"], name=f"shadow_power{ap}")
+            width = p.widths["ap_power"]
+            shadow = Signal(width, name=f"shadow_power{ap}")
+            summed = Signal(width, name=f"shadow_power{ap}_seen")
             record = table.record
-            m.d.sync += shadow.eq(shadow + Mux(allocating & (record.ap == ap), record.power, 0)
-                                  - Mux(good & (dropped.ap == ap), dropped.power, 0))
-            m.d.comb += Assert(registers[f"power{ap}"] == shadow,
+            m.d.comb += summed.eq(shadow - Mux(last_good & (last.ap == ap), last.power, 0))
+            m.d.sync += shadow.eq(summed + Mux(allocating & (record.ap == ap), record.power, 0))
+            m.d.comb += Assert(registers[f"power{ap}_seen"] == summed,
                                f"AP {ap}'s power = summed power of its in-flight WGs")
             history = table.history[ap]
             expected = Signal.like(history, name=f"expected_history{ap}")
             m.d.sync += expected.eq(Mux(self.running,
-                                        history - (history >> self.history_shift) + shadow,
+                                        history - (history >> self.history_shift) + summed,
                                         history))
             m.d.comb += Assert(history == expected,
                                f"AP {ap}'s history = x - (x >> shift) + p of the last clock")
         return m
+
+
+def _filed_width(params) -> int:
+    """Bits the table files per tag: its owners' and its record memory's words."""
+    return (ResourceTable.owner_layout(params).size
+            + ResourceTable.given_layout(params).size)
+
+
+def _read_records(module, stored) -> None:
+    """Drive each of ``stored`` (one per tag) with what the table's ``module`` holds under
+    that tag: its owners' word, then its record memory's (asynchronous ports added for the
+    proof)."""
+    owners, records = module.submodules.owners, module.submodules.records
+    for t, word in enumerate(stored):
+        owner, given = owners.read_port(domain="comb"), records.read_port(domain="comb")
+        module.d.comb += [owner.addr.eq(t), given.addr.eq(t),
+                          word.eq(Cat(owner.data, given.data))]
 
 
 def _assigned(fragment) -> dict:

@@ -76,7 +76,7 @@ from model.dispatch.config import PRESETS, GpuConfig, with_policy
 
 __all__ = ["CONFIGURATIONS", "PARTS", "VIEWS", "main", "shape"]
 
-FLOW_VERSION = 2
+FLOW_VERSION = 3
 
 #: The measured rows, kept in the repository.
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "dispatch_fpga.json"
@@ -194,13 +194,17 @@ class _FlatPorts(wiring.Component):
 #: become ``_``) before synthesis: it renames, the netlist is the same.
 UNESCAPE = "rename -unescape"
 
-#: The cell types counted besides LUT4s, carries and flip-flops, per family: hard multipliers
-#: and distributed (LUT) RAM, which :meth:`Family.cell_counts` leaves out.
-EXTRA_CELLS = {"ecp5": {"multipliers": ("MULT18X18D",), "rams": ("TRELLIS_DPR16X4",)},
-               "ice40": {"multipliers": ("SB_MAC16",), "rams": ("SB_RAM40_4K",)}}
+#: The cell types counted besides LUT4s, carries and flip-flops, per family, which
+#: :meth:`Family.cell_counts` leaves out: hard multipliers, distributed RAM (``rams``: ECP5's
+#: 16 x 4 LUT-RAM cells, each of which takes LUT4 sites; the iCE40 has none) and block RAM
+#: (``block_rams``: ECP5's 18 kbit DP16KD, the iCE40's 4 kbit SB_RAM40_4K).
+EXTRA_CELLS = {"ecp5": {"multipliers": ("MULT18X18D",), "rams": ("TRELLIS_DPR16X4",),
+                        "block_rams": ("DP16KD",)},
+               "ice40": {"multipliers": ("SB_MAC16",), "rams": (),
+                         "block_rams": ("SB_RAM40_4K",)}}
 
 #: The keys of a part's counts.
-COUNTS = ("luts", "carries", "ffs", "multipliers", "rams")
+COUNTS = ("luts", "carries", "ffs", "multipliers", "rams", "block_rams")
 
 #: The LUT mapper of every part and circuit (recorded in the results).
 MAPPER = f"abc9 (script {ABC9_SCRIPT}, that of abc9 -fast)"
@@ -543,7 +547,7 @@ def format_details(results: list[dict]) -> list[str]:
     the free-block circuits each synthesized once per role (counts of one instance)."""
     rows = [r for r in results if r["kind"] == "hierarchy" and r["status"] == "ok"]
     lines = ["| configuration | view | family | part | LUT4 | carries | FF | multipliers | "
-             "RAM cells | seconds |", "| --- | --- | --- | --- |" + " ---: |" * 6]
+             "LUT-RAM cells | block RAMs | seconds |", "| --- | --- | --- | --- |" + " ---: |" * 7]
     for r in rows:
         for part, counts in r["parts"].items():
             seconds = r.get("part_seconds", {}).get(part)
@@ -610,7 +614,8 @@ def write_results(path: Path, results: list[dict]) -> None:
         key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
         keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
                 "fmax_placed",
-                "luts", "ffs", "carries", "multipliers", "rams", "depth", "parts", "circuits",
+                "luts", "ffs", "carries", "multipliers", "rams", "block_rams", "depth", "parts",
+                "circuits",
                 "mapper", "error", "synth_seconds", "pnr_seconds", "part_seconds", "seconds")
         rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
                      "date": date.today().isoformat()}

@@ -124,7 +124,7 @@ REFERENCE = ("exact", 1)
 #: wrapper's, 15 block RAMs, 25.3 MHz on the ECP5-45k). Its dispatch quality comes from the
 #: faithful MIAOW baseline (``preset = "miaow"``: its 64-entry buffer and its clocks per WG,
 #: docs/baselines.md).
-MIAOW = {"luts": 36627, "ffs": 10414, "rams": 15, "fmax": 27.4,
+MIAOW = {"luts": 36627, "ffs": 10414, "block_rams": 15, "fmax": 27.4,
          "source": "issue 34: MIAOW's dispatcher (8 CUs, default parameters) through this "
                    "project's ECP5 flow, LFE5U-85F; re-measured by python -m "
                    "hw.flow.miaow_area: 36,680 LUT4, 10,834 FF, 15 DP16KD, 25.3 MHz on the "
@@ -430,7 +430,8 @@ def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None) -
         quality[f"{scenario}/{load}/{metric}"] = _ratio(found["comparison"]) if found else None
     rows.append({"point": "MIAOW", "view": None, "label": "MIAOW's dispatcher (outside)",
                  "embodiment": "", "latency": None, "model_policy": "miaow", "status": "ok",
-                 "total": {"luts": MIAOW["luts"], "ffs": MIAOW["ffs"], "rams": MIAOW["rams"]},
+                 "total": {"luts": MIAOW["luts"], "ffs": MIAOW["ffs"],
+                           "block_rams": MIAOW["block_rams"]},
                  "fmax": MIAOW["fmax"], "source": MIAOW["source"], "quality": quality})
     front_key = "/".join(map(str, FRONT_MEASURE))
     items = [(r["point"], r["total"]["luts"], r["quality"][front_key]["mean"])
