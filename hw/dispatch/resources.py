@@ -88,24 +88,20 @@ class ResourceTable(wiring.Component):
         return [(name, q, n) for name, n in params.sizes.items()
                 for q in range(params.peus if name != "lds" else 1)]
 
-    @classmethod
-    def owner_layout(cls, params: DispatcherParams) -> data.StructLayout:
+    @staticmethod
+    def owner_layout(params: DispatcherParams) -> data.StructLayout:
         """What the owners' memory holds per tag (read asynchronously): the record's WG id,
-        AP and, with in-order barriers, channel."""
+        AP, waves per PEU, power and, with in-order barriers, channel."""
         members = params.record_layout.members
-        return data.StructLayout({key: members[key] for key in ("wg", "ap", "channel")
+        return data.StructLayout({key: members[key]
+                                  for key in ("wg", "ap", "waves", "power", "channel")
                                   if key in members})
 
     @classmethod
     def given_layout(cls, params: DispatcherParams) -> data.StructLayout:
         """What the record memory holds per tag (read through a registered port): the block
-        mask of every resource instance of the AP (``masks``, named ``vgpr0``, ..., ``lds0``),
-        the waves per PEU and the power."""
-        members = params.record_layout.members
-        return data.StructLayout({
-            "masks": data.StructLayout({f"{name}{q}": n
-                                        for name, q, n in cls.instances(params)}),
-            "waves": members["waves"], "power": members["power"]})
+        mask of every resource instance of the AP, named ``vgpr0``, ..., ``lds0``."""
+        return data.StructLayout({f"{name}{q}": n for name, q, n in cls.instances(params)})
 
     def filed(self, record, m: Module | None = None, prefix: str = "give") -> tuple:
         """``(owner, given)``: the values the two memories take for ``record`` (a value of
@@ -118,8 +114,7 @@ class ResourceTable(wiring.Component):
             start = record.lds_start if name == "lds" else record[f"{name}_start"][q]
             length = record.lds_length if name == "lds" else record[f"{name}_length"][q]
             masks.append(self._returned(start, length, n, m, f"{prefix}_{name}{q}_end"))
-        given = Cat(*masks, record.waves, record.power)
-        return owner, given
+        return owner, Cat(*masks)
 
     @staticmethod
     def _returned(start, length, n: int, m: Module | None = None, name: str = "give_end"):
@@ -208,13 +203,19 @@ class ResourceTable(wiring.Component):
             & ~(releasing & equals(release.payload.tag, i))
             for i in range(N))))
 
-        # What the release of the last clock gives back, as read (the memory's registered
-        # port), for the AP whose bit the release check set: ORed or added into what the
-        # readers see in this clock, and into the registers at the edge.
+        # What the release of the last clock gives back, for the AP whose bit the release
+        # check set: its masks as the record memory's registered port reads them, its waves
+        # and power registered as read from the owners' memory (they reach the matcher and
+        # the scores, so they leave from registers, not from block RAM's slower output);
+        # ORed or added into what the readers see in this clock, into the registers at the
+        # edge.
         released = Signal(P, name="released_aps")
         m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
         back = Signal(self.given_layout(p), name="given_back")
+        back_waves = Signal.like(held.waves, name="released_waves")
+        back_power = Signal.like(held.power, name="released_power")
         m.d.comb += back.eq(record_read.data)
+        m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
         take_masks = {}
         for name, q, n in self.instances(p):
             start = taken.lds_start if name == "lds" else taken[f"{name}_start"][q]
@@ -227,7 +228,7 @@ class ResourceTable(wiring.Component):
             for ap in range(P):
                 word = Signal(n, name=f"{name}{ap * per + q}", init=(1 << n) - 1)
                 take = allocate & equals(taken.ap, ap)
-                seen = word | Mux(released[ap], back.masks[f"{name}{q}"], 0)
+                seen = word | Mux(released[ap], back[f"{name}{q}"], 0)
                 m.d.sync += word.eq(seen & ~Mux(take, take_masks[name, q], 0))
                 m.d.comb += self.status[name][ap * per + q].eq(seen)
 
@@ -239,12 +240,12 @@ class ResourceTable(wiring.Component):
                 slots = Signal(range(gpu.wave_slots + 1), name=f"slots{ap}_{q}",
                                init=gpu.wave_slots)
                 seen = Signal.like(slots, name=f"slots{ap}_{q}_seen")
-                m.d.comb += seen.eq(slots + Mux(released[ap], back.waves[q], 0))
+                m.d.comb += seen.eq(slots + Mux(released[ap], back_waves[q], 0))
                 m.d.sync += slots.eq(seen - Mux(take, taken.waves[q], 0))
                 m.d.comb += self.slots[ap][q].eq(seen)
             power = Signal(p.widths["ap_power"], name=f"power{ap}")
             now = Signal.like(power, name=f"power{ap}_seen")
-            m.d.comb += now.eq(subtract(power, Mux(released[ap], back.power, 0)))
+            m.d.comb += now.eq(subtract(power, Mux(released[ap], back_power, 0)))
             m.d.sync += power.eq(add(now, Mux(take, taken.power, 0)))
             average = Signal(p.widths["history"], name=f"history{ap}")
             with m.If(self.running):

@@ -65,7 +65,18 @@ Properties (``DISPATCH_PROPERTIES``):
   abort (tiny1x2v1, whose view is a clock late).
 """
 
-from amaranth.hdl import Assert, Assume, Cat, Const, Fragment, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import (
+    Assert,
+    Assume,
+    Cat,
+    Const,
+    Fragment,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+    Value,
+)
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -520,7 +531,10 @@ class TableHarness(wiring.Component):
                     "helper: the AP bits of the last clock's release"),
                    (~last_good | (registers["given_back"]
                                   == table.filed(last)[1][:given_width]),
-                    "helper: the record memory's port gives back the last release's word")]
+                    "helper: the record memory's port gives back the last release's masks"),
+                   (~last_good | ((registers["released_waves"] == Value.cast(last.waves))
+                                  & (registers["released_power"] == last.power)),
+                    "helper: the last release's waves and power, registered")]
         if self.prop == "table_helpers":
             for condition, what in helpers:
                 m.d.comb += Assert(condition, what)
