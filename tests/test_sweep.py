@@ -455,3 +455,15 @@ def test_the_report_shows_intervals_and_ratios_and_writes_plots_and_csv(tmp_path
     assert cli.main(["sweep", "report", str(store), "--metric", "nonesuch", "--no-plots"]) == 2
     assert "'nonesuch' is not a metric of its results (they have: value, seed, " in \
         _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("content", [b"", b"x", b"a,b\n1,2\n", bytes(range(256))],
+                         ids=["empty", "one byte", "csv", "binary"])
+def test_report_of_a_file_that_is_not_a_store_leaves_it_alone(content, tmp_path, capsys):
+    # Issue 31 audit: SQLite took an empty or short file for an empty database, so
+    # 'sweep report FILE' wrote its schema over the file and said "holds no sweep".
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    assert cli.main(["sweep", "report", str(path)]) == 2
+    assert "not a results store" in _one_line(capsys.readouterr().err)
+    assert path.read_bytes() == content
