@@ -245,3 +245,11 @@ def test_files_named_after_the_options_are_checked_before_the_run(blocked, optio
     assert f"{tmp_path / blocked}: is a folder, not a file (checked before the run)" in \
         captured.err, captured.err
     assert "WG/kcyc" not in captured.out and not (tmp_path / "run.json").exists()
+
+
+def test_one_policy_alone_has_no_tie_note(lud):
+    # Issue 31 audit: `--policy seed` alone printed "every policy gives every launch the same
+    # time": with one policy there is nothing to tie.
+    _, converted, _, events = lud
+    alone = {"seed": launch_rows(converted.launches, events["seed"], "seed")}
+    assert differing_kernels(alone)[2] == ""
