@@ -87,6 +87,13 @@ def load_toml(path) -> dict:
             return tomllib.load(file)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        # tomllib decodes the whole file first: a binary or non-UTF-8 file is not TOML.
+        data = error.object
+        what = ("UTF-16 text, not UTF-8" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else
+                "a binary file" if b"\0" in data else "not UTF-8 text")
+        raise ConfigError(f"{path}: {what} (byte {error.start}: {error.reason}); TOML files "
+                          f"are UTF-8 text") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
 

@@ -611,3 +611,20 @@ def test_config_with_kernel_trace_is_refused_in_one_line(tmp_path, capsys):
                      "--plots", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err)
     assert "--config and --kernel-trace cannot be combined" in line, line
+
+
+@pytest.mark.parametrize("command", list(CHEAP))
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "a binary file (byte"),
+    ('name = "caf\u00e9"\n'.encode("latin-1"), "not UTF-8 text (byte 11"),
+    ('name = "x"\n'.encode("utf-16"), "UTF-16 text, not UTF-8 (byte 0"),
+], ids=["binary", "latin-1", "utf-16"])
+def test_a_binary_or_wrongly_encoded_config_is_one_line(command, content, message, tmp_path,
+                                                        capsys):
+    # Issue 31: a binary config file gave a 26-line UnicodeDecodeError traceback.
+    config = tmp_path / "bad.toml"
+    config.write_bytes(content)
+    assert cli.main([command, "--config", str(config), "--quiet", "--no-claims",
+                     "--plots", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{config}: {message}" in line, line

@@ -263,6 +263,22 @@ def test_header_only_and_bad_headers_are_reported(tmp_path, text, message):
         read_pods(path, source(path), timed=False)
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "not a UTF-8 text file"),
+    (POD_HEADER.encode() + "p\u00e9,1000,1024,1,1000,,LS,Running,1,2,1\n".encode("latin-1"),
+     "not a UTF-8 text file"),
+    (b"x" * 200_000 + b",1\n", "not valid CSV"),
+], ids=["binary", "latin-1", "huge field"])
+def test_binary_and_wrongly_encoded_traces_are_a_config_error(tmp_path, content, message):
+    # Issue 31 audit: a binary or latin-1 pod or node list gave a UnicodeDecodeError traceback.
+    path = tmp_path / "pods.csv"
+    path.write_bytes(content)
+    for read in (lambda: read_pods(path, source(path)),
+                 lambda: read_nodes(path, {}, {}, source(path))):
+        with pytest.raises(TraceError, match=f"^{path}: {message}"):
+            read()
+
+
 def test_missing_trace_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         read_pods(tmp_path / "absent.csv", source(tmp_path / "absent.csv"))

@@ -223,3 +223,33 @@ def test_bench_times_a_whole_trace_replay(capsys):
     assert "traces_rodinia_lud.csv on pascal-sm" in out and "WGs/s" in out
     assert out.count(" 1376 ") == 2, "both policies ran all 1,376 WGs of the 46 launches"
     assert "peak memory of the process:" in out
+
+
+@pytest.mark.parametrize("blocked, options", [
+    ("run.launches.csv", ["--json", "run.json"]),                 # beside --json
+    ("launches_traces_rodinia_lud.csv", []),                       # in --plots
+    ("dispatch_traces_rodinia_lud.png", []),                       # the plot
+    ("ev.traces_rodinia_lud.seed.csv", ["--events", "ev.csv"]),    # one run's event log
+])
+def test_files_named_after_the_options_are_checked_before_the_run(blocked, options, tmp_path,
+                                                                  capsys):
+    # Issue 31 audit: the options' own paths were checked first, the files named after them
+    # only when written, after the whole run (a folder or read-only file of that name).
+    (tmp_path / blocked).mkdir()
+    options = [str(tmp_path / option) if "." in option else option for option in options]
+    status = main(["dispatch", "--kernel-trace", str(LUD), "--preset", "pascal-sm",
+                   "--policy", "seed", "--policy", "prior-art", "--quiet", "--plots",
+                   str(tmp_path), *options])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert f"{tmp_path / blocked}: is a folder, not a file (checked before the run)" in \
+        captured.err, captured.err
+    assert "WG/kcyc" not in captured.out and not (tmp_path / "run.json").exists()
+
+
+def test_one_policy_alone_has_no_tie_note(lud):
+    # Issue 31 audit: `--policy seed` alone printed "every policy gives every launch the same
+    # time": with one policy there is nothing to tie.
+    _, converted, _, events = lud
+    alone = {"seed": launch_rows(converted.launches, events["seed"], "seed")}
+    assert differing_kernels(alone)[2] == ""

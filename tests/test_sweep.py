@@ -455,3 +455,38 @@ def test_the_report_shows_intervals_and_ratios_and_writes_plots_and_csv(tmp_path
     assert cli.main(["sweep", "report", str(store), "--metric", "nonesuch", "--no-plots"]) == 2
     assert "'nonesuch' is not a metric of its results (they have: value, seed, " in \
         _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("content", [b"", b"x", b"a,b\n1,2\n", bytes(range(256))],
+                         ids=["empty", "one byte", "csv", "binary"])
+def test_report_of_a_file_that_is_not_a_store_leaves_it_alone(content, tmp_path, capsys):
+    # Issue 31 audit: SQLite took an empty or short file for an empty database, so
+    # 'sweep report FILE' wrote its schema over the file and said "holds no sweep".
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    assert cli.main(["sweep", "report", str(path)]) == 2
+    assert "not a results store" in _one_line(capsys.readouterr().err)
+    assert path.read_bytes() == content
+
+
+def test_sigterm_of_a_local_pool_sweep_saves_like_ctrl_c(tmp_path):
+    # Issue 31: SIGTERM (a batch system's stop, sent to the job's processes) as Ctrl-C: 143,
+    # one line, the finished points in the store and the JSON.
+    sweep = _noop_sweep(tmp_path, "term", "seeds = 20\n[set]\nsleep_ms = 200\n"
+                                          "[axes]\nvalue = [1.0, 2.0]\n")
+    store, out = tmp_path / "term.sqlite", tmp_path / "term.json"
+    process = _start([str(sweep), "--store", str(store), "--workers", "2", "--no-report",
+                      "--quiet", "--json", str(out)], tmp_path)
+    try:
+        _wait_for(store, 2, process)
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=30) == 143
+        line = _one_line(process.stderr.read())
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        process.stderr.close()
+    have = _count(store)
+    assert line.startswith(f"gpusched sweep: terminated (SIGTERM); {have} of 40 points"), line
+    assert json.loads(out.read_text())["interrupted"] is True

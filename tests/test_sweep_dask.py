@@ -1,7 +1,7 @@
 """``gpusched sweep --scheduler tcp://...`` on a Dask ``LocalCluster`` started in this process
 (two single-threaded worker processes, shared by both checks): the same points give the
 same results as the local pool and as single runs, and a worker killed mid-point has its point
-retried on another.
+retried on another; Ctrl-C or SIGTERM of a ``dask-local`` sweep is one line.
 
 One cluster for the module (its start-up is a few seconds), and so one test: pytest-xdist's
 ``--dist loadgroup`` does not keep a module's tests on one worker under pytest 9 (its group
@@ -10,7 +10,12 @@ suffix no longer reaches the node ids), so two tests could start two clusters.
 
 import dataclasses
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,8 @@ from model.dispatch.config import load_scenario  # noqa: E402
 from model.sweep.cli import COMMANDS  # noqa: E402
 from model.sweep.plan import build_plan  # noqa: E402
 from model.sweep.spec import load_sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BASE = """cycles = 1000
 
@@ -111,3 +118,45 @@ def _killed_worker_retried(scheduler, tmp_path):
     assert (data["points"], data["computed"], data["failed"]) == (2, 2, 0)
     results = _results(store)
     assert sorted(metrics["product"] for metrics in results.values()) == [3, 6]
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_of_a_dask_local_sweep_is_one_line(stop, status, tmp_path):
+    # Issue 31: Ctrl-C of `--scheduler dask-local:2` (the terminal signals the whole process
+    # group, the cluster's worker processes too) printed each worker's KeyboardInterrupt
+    # traceback after the sweep's line. Its own session, as a terminal's foreground job.
+    sweep = tmp_path / "long.toml"
+    sweep.write_text('command = "noop"\nseeds = 20\n[set]\nsleep_ms = 300\n'
+                     "[axes]\nvalue = [1.0, 2.0]\n")
+    store = tmp_path / "long.sqlite"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model.cli", "sweep", str(sweep), "--store", str(store),
+         "--scheduler", "dask-local:2", "--quiet", "--no-report"], cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 90
+        while _count(store) < 2:
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline, "the sweep made no progress"
+            time.sleep(0.05)
+        os.killpg(process.pid, stop)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == status, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("gpusched sweep: interrupted;" if stop == signal.SIGINT else
+                          "gpusched sweep: terminated (SIGTERM);"), err
+    assert 2 <= _count(store) < 40
+
+
+def _count(store: Path) -> int:
+    try:
+        with sqlite3.connect(store, timeout=30) as db:
+            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0

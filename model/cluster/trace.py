@@ -27,6 +27,7 @@ import csv
 import math
 from collections import Counter
 from collections.abc import Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from model.cluster.config import CardType, HostType, NodeSpec, TraceSource
@@ -133,12 +134,22 @@ class _Row:
         return value
 
 
+@contextmanager
 def _open(path: Path):
+    """The file as text; a binary or non-UTF-8 file, or one the csv module cannot read, is a
+    :class:`TraceError` naming it (not a traceback)."""
     try:
         file = path.open(newline="")
     except OSError as error:
         raise TraceError(f"{path}: cannot read: {error.strerror}") from None
-    return file
+    with file:
+        try:
+            yield file
+        except UnicodeDecodeError as error:
+            raise TraceError(f"{path}: not a UTF-8 text file ({error.reason}); a trace is CSV "
+                             f"text") from None
+        except csv.Error as error:
+            raise TraceError(f"{path}: not valid CSV ({error})") from None
 
 
 def _header(path: Path, reader, formats: dict[str, tuple[str, ...]]) -> str:

@@ -300,6 +300,7 @@ def run(args) -> int:
                                     for path, scenario in loaded})
     jobs = [(path, scenario) for path, scenario in loaded if chosen[str(path)]]
     runs = sum(len(chosen[str(path)]) for path, _ in jobs)
+    _check_derived_outputs(args, jobs, chosen, runs)
     converted, known = [], {}
     with RunProgress("dispatch", runs=runs, quiet=args.quiet) as bar:
         for number, (path, scenario) in enumerate(jobs):
@@ -362,6 +363,25 @@ def run(args) -> int:
         print("  note: the scenarios' claims were not measured (--policy alone); --claims "
               "measures them")
     return 0
+
+
+def _check_derived_outputs(args, jobs, chosen, runs: int) -> None:
+    """The files named after the options (each run's event log, a trace's launches CSV
+    beside --json or in --plots, each scenario's plot) checked before anything runs: the
+    options themselves are checked by model.cli, not an existing read-only file or a folder
+    of that name."""
+    for path, scenario in jobs:
+        targets = [Path(args.plots) / f"dispatch_{Path(path).stem}.png"]
+        if args.events:
+            targets += [events_path(args.events, scenario, name, runs == 1)
+                        for name in chosen[str(path)]]
+        if getattr(args, "replay", None) is not None or scenario.kernel_trace is not None:
+            targets.append(launches_target(args.launches, args.json, args.plots, scenario,
+                                           len(jobs) == 1))
+        for target in targets:
+            problem = output_problem(target, "a file")
+            if problem:
+                raise ConfigError(f"{target}: {problem} (checked before the run)")
 
 
 def _claims(scenarios, settings, args, known: dict) -> dict:

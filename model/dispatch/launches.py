@@ -173,7 +173,7 @@ def differing_kernels(by_policy: dict, limit: int = 8) -> tuple[list[str], list[
     headers = ["kernel", "launches", "WGs", "lowest", "highest", "seed", "spread",
                "unfinished"]
     note = ""
-    if all(spread == 0 for spread, _ in table):
+    if len(policies) > 1 and all(spread == 0 for spread, _ in table):
         streams = {row["channel"] for rows in by_policy.values() for row in rows}
         why = ("one stream: each launch waits for the one before it and has the GPU to itself, "
                "and every policy fills an empty GPU with one kernel's identical WGs alike"

@@ -167,7 +167,8 @@ class DaskEngine:
             # can make a worker log a lost heartbeat as an error.
             self._cluster = distributed.LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
-                dashboard_address=":0", silence_logs=logging.CRITICAL)
+                dashboard_address=":0", silence_logs=logging.CRITICAL,
+                preload=["model.sweep.dask_preload"])   # its workers ignore Ctrl-C
             arguments["address"] = self._cluster.scheduler_address
         elif scheduler.endswith(".json"):
             if not Path(scheduler).is_file():

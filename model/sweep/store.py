@@ -79,6 +79,13 @@ class Store:
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise SweepError(f"{self.path}: no such results store (a sweep creates it)")
+        if not create:
+            # SQLite takes an empty or short file for an empty database and would write the
+            # schema over it: a report reads only what is a database already.
+            with self.path.open("rb") as file:
+                if file.read(16) != b"SQLite format 3\0":
+                    raise SweepError(f"{self.path}: not a results store (not an SQLite file; "
+                                     f"'sweep report' reads the --store a sweep wrote)")
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
