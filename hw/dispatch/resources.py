@@ -7,17 +7,19 @@ files the record under ``tag``; a release accepted in clock ``t`` gives everythi
 the blocks are free in the ``status`` of clock ``t + 1``. One release per clock
 (``release.ready`` is always high).
 
-A record is filed in two memories. Its owner (WG id, AP, channel) is read asynchronously, so
-the release check (tag in flight, WG id the record's), the in-flight bits, the tag ring, the
-sticky ``error`` and the barrier's ``released`` all act in clock ``t``. What it gives back
-(the block masks worked out when it is filed, the waves per PEU, the power) is read through a
-registered port -- block RAM, one read a clock -- and is in clock ``t + 1`` ORed into the
-``status``, added to the ``slots`` and subtracted from the power the history adds, as the AP
-bit of the release check registered in ``t`` selects; the registers take it at the edge
-after. So every output is what the model shows in every clock (the blocks free from
-``t + 1``), and no record memory is read asynchronously beside the owners' (on the default
-16 x 4 x 4 build: 1,024 records, 48 DP16KD for the masks, waves and power, 512 LUT-RAM cells
-for the owners, docs/dispatch_rtl.md).
+A record is filed in two memories. Its owner (WG id, AP, waves per PEU, power, channel) is
+read asynchronously, so the release check (tag in flight, WG id the record's), the in-flight
+bits, the tag ring, the sticky ``error`` and the barrier's ``released`` all act in clock
+``t``, and the waves and power are registered as read. Its block masks (worked out when it
+is filed) are read through a registered port -- block RAM, one read a clock. In clock
+``t + 1`` the masks are ORed into the ``status``, the waves added to the ``slots`` and the
+power subtracted from what the history adds, as the AP bit of the release check registered
+in ``t`` selects; the registers take them at the edge after. So every output is what the
+model shows in every clock (the blocks free from ``t + 1``). On the default 16 x 4 x 4 build
+(1,024 records) the masks take 46 DP16KD and the owners 1,152 LUT-RAM cells, against 3,136
+LUT-RAM cells for whole records read asynchronously (docs/dispatch_rtl.md); the waves and
+power leave from registers, not from block RAM's slower output, because they reach the
+matcher and the scores in the same clock.
 
 Model twin: :mod:`model.dispatch.resources`.
 """
@@ -102,6 +104,11 @@ class ResourceTable(wiring.Component):
         """What the record memory holds per tag (read through a registered port): the block
         mask of every resource instance of the AP, named ``vgpr0``, ..., ``lds0``."""
         return data.StructLayout({f"{name}{q}": n for name, q, n in cls.instances(params)})
+
+    @classmethod
+    def filed_width(cls, params: DispatcherParams) -> int:
+        """Bits filed per tag: the owners' word and the record memory's."""
+        return cls.owner_layout(params).size + cls.given_layout(params).size
 
     def filed(self, record, m: Module | None = None, prefix: str = "give") -> tuple:
         """``(owner, given)``: the values the two memories take for ``record`` (a value of

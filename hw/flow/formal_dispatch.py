@@ -162,7 +162,7 @@ class DispatcherHarness(wiring.Component):
         self._tables = []
         # What the table's two record memories hold under each tag, read by ports the
         # harness adds (helpers for the proof: what the shadow's copies would file).
-        self._stored = [Signal(_filed_width(p), name=f"stored_record{t}")
+        self._stored = [Signal(ResourceTable.filed_width(p), name=f"stored_record{t}")
                         for t in range(p.records)]
         make_table = self.dut._table
 
@@ -484,7 +484,7 @@ class TableHarness(wiring.Component):
         N = p.records
         table._MustUse__silence = True
         module = table.elaborate(platform)
-        stored = [Signal(_filed_width(p), name=f"stored_record{t}") for t in range(N)]
+        stored = [Signal(ResourceTable.filed_width(p), name=f"stored_record{t}") for t in range(N)]
         _read_records(module, stored)
         fragment = Fragment.get(module, platform)
         registers = _assigned(fragment)
@@ -541,12 +541,10 @@ class TableHarness(wiring.Component):
             return m
         for condition, _ in helpers:
             m.d.comb += Assume(condition)
-        # The shadow's power of each AP: the summed power of the AP's in-flight records, kept
-        # as the sum is defined -- a register that adds the power of a record filed on the AP,
-        # less, in the clock after, that of a shadow copy on it that a good release dropped
-        # (the register's split is the table's; summed afresh over the copies in every clock
-        # that sum defeated PDR and Z3 alike, and an adder between the two registers' split
-        # defeats PDR too, docs/verification.md).
+        # The shadow's power of each AP, the summed power of its in-flight records kept as the
+        # sum is defined: a register adding the power of a record filed on the AP, less, in the
+        # clock after, that of a copy a good release dropped (split as the table's register is;
+        # other forms defeat PDR, docs/verification.md).
         for ap in range(p.aps):
             width = p.widths["ap_power"]
             shadow = Signal(width, name=f"shadow_power{ap}")
@@ -566,16 +564,9 @@ class TableHarness(wiring.Component):
         return m
 
 
-def _filed_width(params) -> int:
-    """Bits the table files per tag: its owners' and its record memory's words."""
-    return (ResourceTable.owner_layout(params).size
-            + ResourceTable.given_layout(params).size)
-
-
 def _read_records(module, stored) -> None:
-    """Drive each of ``stored`` (one per tag) with what the table's ``module`` holds under
-    that tag: its owners' word, then its record memory's (asynchronous ports added for the
-    proof)."""
+    """Drive ``stored[t]`` with the table's owners' word and record memory's word of tag
+    ``t`` (asynchronous ports added for the proof)."""
     owners, records = module.submodules.owners, module.submodules.records
     for t, word in enumerate(stored):
         owner, given = owners.read_port(domain="comb"), records.read_port(domain="comb")
