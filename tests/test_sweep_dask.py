@@ -28,6 +28,7 @@ from model.dispatch.config import load_scenario  # noqa: E402
 from model.sweep.cli import COMMANDS  # noqa: E402
 from model.sweep.plan import build_plan  # noqa: E402
 from model.sweep.spec import load_sweep  # noqa: E402
+from tests.test_sweep import _count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,11 +153,3 @@ def test_ctrl_c_or_sigterm_of_a_dask_local_sweep_is_one_line(stop, status, tmp_p
     assert err.startswith("gpusched sweep: interrupted;" if stop == signal.SIGINT else
                           "gpusched sweep: terminated (SIGTERM);"), err
     assert 2 <= _count(store) < 40
-
-
-def _count(store: Path) -> int:
-    try:
-        with sqlite3.connect(store, timeout=30) as db:
-            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
