@@ -164,7 +164,13 @@ class DaskEngine:
                                  f"{scheduler!r}")
             # Its workers' logs stay quiet: a point's error or a dead worker reaches the
             # sweep through the future (and the store), and stopping the cluster under load
-            # can make a worker log a lost heartbeat as an error.
+            # can make a worker log a lost heartbeat as an error. So does its scheduler, in
+            # this process, until the cluster is closed: LocalCluster's silence_logs lasts
+            # only until its close begins, and a SIGTERM to the process group kills the
+            # workers first, so the scheduler logged each lost comm with a traceback.
+            self._logger = logging.getLogger("distributed")
+            self._level = self._logger.level
+            self._logger.setLevel(logging.CRITICAL)
             self._cluster = distributed.LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=logging.CRITICAL,
@@ -221,6 +227,8 @@ class DaskEngine:
             client.close()
         if self._cluster is not None:
             self._cluster.close()
+            self._cluster = None
+            self._logger.setLevel(self._level)
 
 
 def engine_for(scheduler: str | None, workers: int | None):
