@@ -13,9 +13,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +25,7 @@ from model.dispatch.config import load_scenario  # noqa: E402
 from model.sweep.cli import COMMANDS  # noqa: E402
 from model.sweep.plan import build_plan  # noqa: E402
 from model.sweep.spec import load_sweep  # noqa: E402
-from tests.test_sweep import _count  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.test_sweep import _count, _start, _wait_for  # noqa: E402
 
 BASE = """cycles = 1000
 
@@ -130,17 +125,10 @@ def test_ctrl_c_or_sigterm_of_a_dask_local_sweep_is_one_line(stop, status, tmp_p
     sweep.write_text('command = "noop"\nseeds = 20\n[set]\nsleep_ms = 300\n'
                      "[axes]\nvalue = [1.0, 2.0]\n")
     store = tmp_path / "long.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "model.cli", "sweep", str(sweep), "--store", str(store),
-         "--scheduler", "dask-local:2", "--quiet", "--no-report"], cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = _start([str(sweep), "--store", str(store), "--scheduler", "dask-local:2",
+                      "--quiet", "--no-report"], tmp_path)
     try:
-        deadline = time.monotonic() + 90
-        while _count(store) < 2:
-            assert process.poll() is None, process.stderr.read()
-            assert time.monotonic() < deadline, "the sweep made no progress"
-            time.sleep(0.05)
+        _wait_for(store, 2, process, limit=90)
         os.killpg(process.pid, stop)
         _, err = process.communicate(timeout=60)
     finally:
