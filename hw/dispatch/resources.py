@@ -110,6 +110,13 @@ class ResourceTable(wiring.Component):
         """Bits filed per tag: the owners' word and the record memory's."""
         return cls.owner_layout(params).size + cls.given_layout(params).size
 
+    @staticmethod
+    def _extent(record, name: str, q: int) -> tuple:
+        """``(start, length)`` of ``record``'s blocks of resource ``name`` on PEU ``q``."""
+        if name == "lds":
+            return record.lds_start, record.lds_length
+        return record[f"{name}_start"][q], record[f"{name}_length"][q]
+
     def filed(self, record, m: Module | None = None, prefix: str = "give") -> tuple:
         """``(owner, given)``: the values the two memories take for ``record`` (a value of
         :attr:`DispatcherParams.record_layout`), as :meth:`owner_layout` and
@@ -118,9 +125,8 @@ class ResourceTable(wiring.Component):
         owner = Cat(*(record[key] for key in self.owner_layout(p).members))
         masks = []
         for name, q, n in self.instances(p):
-            start = record.lds_start if name == "lds" else record[f"{name}_start"][q]
-            length = record.lds_length if name == "lds" else record[f"{name}_length"][q]
-            masks.append(self._returned(start, length, n, m, f"{prefix}_{name}{q}_end"))
+            masks.append(self._returned(*self._extent(record, name, q), n, m,
+                                        f"{prefix}_{name}{q}_end"))
         return owner, Cat(*masks)
 
     @staticmethod
@@ -225,10 +231,8 @@ class ResourceTable(wiring.Component):
         m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
         take_masks = {}
         for name, q, n in self.instances(p):
-            start = taken.lds_start if name == "lds" else taken[f"{name}_start"][q]
-            length = taken.lds_length if name == "lds" else taken[f"{name}_length"][q]
             take_masks[name, q] = Signal(n, name=f"take_{name}{q}")
-            m.d.comb += take_masks[name, q].eq(block_mask(start, length, n, m,
+            m.d.comb += take_masks[name, q].eq(block_mask(*self._extent(taken, name, q), n, m,
                                                           f"take_{name}{q}_end"))
         for name, q, n in self.instances(p):
             per = Q if name != "lds" else 1
