@@ -230,6 +230,10 @@ def _part_script(family, top: str, part: str | None, parts=PARTS) -> str:
         "read_verilog top.v",
         *hide,
         f"hierarchy -top {target}",
+        # The top level alone keeps the submodules that are not parts (the pipelined
+        # decision's score pipeline): flattened into it before the renaming, which renames a
+        # module's ports but not the connections of the cells that instantiate it.
+        *([] if part else ["flatten"]),
         UNESCAPE,
         f"scratchpad -set abc9.script {ABC9_SCRIPT}",
         f"{family.synth} -top {target}",
