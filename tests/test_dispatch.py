@@ -230,6 +230,25 @@ def test_emb3_does_not_split_dependent_wgs():
     assert result["splits"] == 0 and sim.workload[1].dispatched == 1001
 
 
+def test_split_attempts_that_split_nothing_are_skipped_and_change_nothing():
+    # A dependent WG waits behind a 200,000-cycle blocker with embodiment 3 on (threshold 5):
+    # every sixth cycle is a split attempt that splits nothing and sets g back to 0. Skipping
+    # them gives the same result, g included (the second WG, independent, arrives when g is
+    # mid-count and is split at the attempt the count gives), in a few evaluated cycles
+    # instead of one every six (a 1e8-us kernel in a real trace: 26 M attempts, a hang).
+    policy = with_policy(EMB1, split_threshold=5)
+    workload = [wg(0, 0, waves=4, vgpr=9, duration=200_000),
+                wg(1, 1, waves=8, vgpr=4, independent=False, arrival=1, duration=20),
+                wg(2, 2, waves=8, vgpr=4, independent=True, arrival=100_003, duration=20)]
+    _, fast = run(ONE_AP, policy, workload, cycles=300_000)
+    _, slow = run(ONE_AP, policy, workload, cycles=300_000, skip=False)
+    assert fast["splits"] == 1 and fast["workgroups_completed"] == 3
+    for key in fast:
+        if key != "processed_cycles":
+            assert fast[key] == slow[key], key
+    assert fast["processed_cycles"] < 1_000 < 200_000 < slow["processed_cycles"]
+
+
 def test_independent_wg_too_big_for_any_ap_is_admitted_only_when_splitting():
     big = [wg(0, 0, waves=8, vgpr=9, independent=True)]       # 2 x 9 = 18 > 16 per PEU
     _, result = run(ONE_AP, EMB1, big)

@@ -437,7 +437,10 @@ class DispatchSimulator:
                     if woken is not None and woken < following:
                         following = woken
                 counting = splitting and waiting and not matched
-                if counting and cycle + threshold + 1 - queues.g < following:
+                # The next split attempt bounds the skip, unless no head can be split: then
+                # every attempt before the next event only sets g back to 0 (below).
+                if (counting and cycle + threshold + 1 - queues.g < following
+                        and queues.splittable()):
                     following = cycle + threshold + 1 - queues.g
                 if shared:
                     # Nothing is dispatched before `following`, so every wave-group finish
@@ -450,7 +453,8 @@ class DispatchSimulator:
                         finish = execution.next_finish()
                 following = max(cycle + 1, following)
                 if counting:
-                    queues.g += following - cycle - 1
+                    # One more a cycle, back to 0 at each attempt (past the threshold).
+                    queues.g = (queues.g + following - cycle - 1) % (threshold + 1)
             if upcoming is None and not running and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 sample(cycle, cycle + 1)

@@ -122,18 +122,29 @@ class Queues:
             return split
         return False
 
-    def split(self, cycle: int, masks: dict) -> bool:
-        """Embodiment 3 (step c3): split every independent head into one sub-WG per wave."""
-        lowest = self.gpu.priorities - 1
-        did = False
-        # The decision pipeline splits a head only when none of its channel's WGs is chosen.
+    def _splittable_heads(self):
+        """The channels and heads a split would replace now: independent, of two waves or
+        more, not already a part, on a channel none of whose WGs is in the decision
+        pipeline (it splits a head only when none of its channel's WGs is chosen)."""
         busy = {decision.channel for decision in self.flight}
         for channel, queue in enumerate(self.channels):
             if not queue or channel in busy:
                 continue
             head = queue[0]
-            if not head.independent or head.waves < 2 or head.parent is not None:
-                continue
+            if head.independent and head.waves >= 2 and head.parent is None:
+                yield channel, head
+
+    def splittable(self) -> bool:
+        """Whether a split attempt now would split a head (the engine skips the attempts
+        that would not)."""
+        return next(self._splittable_heads(), None) is not None
+
+    def split(self, cycle: int, masks: dict) -> bool:
+        """Embodiment 3 (step c3): split every independent head into one sub-WG per wave."""
+        lowest = self.gpu.priorities - 1
+        did = False
+        for channel, head in list(self._splittable_heads()):
+            queue = self.channels[channel]
             queue.popleft()
             masks.pop(head.id, None)
             parts = []
