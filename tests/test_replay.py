@@ -246,10 +246,32 @@ def test_a_streamed_run_holds_only_the_workgroups_in_flight():
 @pytest.mark.parametrize("spec, message", [
     ("x.csv:offset=-3", "offset must be a non-negative integer"),
     ("x.csv:speed=2", "'speed=2' is not offset=N, priority=P or channel=C"),
+    ("x.csv:offset=1,offset=2", "offset is given twice"),
+    # A channel number makes every channel up to it (1e8 of them: a hang, then memory).
+    ("x.csv:channel=100000000", "channel must be 0 to 255, not 100,000,000"),
 ])
 def test_a_bad_trace_option_is_one_line(sparse, capsys, spec, message):
     spec = str(sparse.parent / spec)
     status = gpusched(["dispatch", "--quiet", "--kernel-trace", spec, "--preset", "pascal-sm"])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option, arguments, message", [
+    # pascal-sm has priorities 0-3: priority 4 reached the tie-break's flags as an IndexError.
+    (":priority=4", [], "priority must be 0 to 3 (pascal-sm has 4 priorities), not 4"),
+    # An arrival past int64 overflowed the metrics' arrays (an OverflowError traceback).
+    (":offset=100000000000000000000000", [], "past the 9,007,199,254,740,992 cycles"),
+    ("", ["--clock-mhz", "0"], "--clock-mhz: must be an integer >= 1, not 0"),
+    ("", ["--clock-mhz", "-5"], "--clock-mhz: must be an integer >= 1, not -5"),
+    ("", ["--kernels", "1"], "--kernels: must be FIRST:LAST (either may be left out"),
+])
+def test_a_trace_run_out_of_range_is_one_line(sparse, capsys, option, arguments, message):
+    try:
+        status = gpusched(["dispatch", "--quiet", "--kernel-trace", f"{sparse}{option}",
+                           "--preset", "pascal-sm", "--policy", "seed", *arguments])
+    except SystemExit as leaving:           # argparse's own errors
+        status = leaving.code
     err = capsys.readouterr().err
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
 

@@ -115,14 +115,18 @@ def add_arguments(parser) -> None:
     traces.add_argument("--format", choices=tuple(FORMATS),
                         help="the trace's format (default: detected from its header)")
     traces.add_argument("--kernels", type=_window, metavar="FIRST:LAST",
-                        help="launches FIRST..LAST-1 only (0-based, file order)")
-    traces.add_argument("--clock-mhz", type=int, metavar="MHZ",
+                        help="launches FIRST..LAST-1 only (0-based, file order; FIRST: to "
+                             "the end, :LAST from the first)")
+    traces.add_argument("--clock-mhz", type=positive_int, metavar="MHZ",
                         help="the clock that turns the trace's time into cycles (default: the "
                              "preset's)")
 
 
 def _window(text: str) -> tuple[int, int | None]:
-    first, _, last = text.partition(":")
+    first, colon, last = text.partition(":")
+    if not colon:
+        raise argparse.ArgumentTypeError(f"must be FIRST:LAST (either may be left out: "
+                                         f"FIRST: or :LAST), not {text!r}")
     try:
         window = (int(first or 0), int(last) if last else None)
     except ValueError:

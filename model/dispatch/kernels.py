@@ -68,7 +68,8 @@ from model.dispatch.gpus import GPU_PRESETS, GpuPreset, LaunchError, WorkgroupSh
 from model.dispatch.profilers import FORMATS, Kernel, KernelTrace, read_kernel_trace
 from model.report import print_table
 
-__all__ = ["GPU_PRESETS", "MAX_WORKGROUPS", "REPLAY_SAMPLES", "KernelWorkload", "ReplaySpec",
+__all__ = ["GPU_PRESETS", "MAX_REPLAY_CHANNEL", "MAX_REPLAY_CYCLES", "MAX_WORKGROUPS",
+           "REPLAY_SAMPLES", "KernelWorkload", "ReplaySpec",
            "compress_gaps", "parse_replay_spec", "replay_scenario", "LaunchSpan", "adapt",
            "ns_to_cycles", "occupancy", "preset_gpu", "prepare", "print_summary",
            "resident_workgroups", "trace_scenario", "trace_workload", "workgroup_duration",
@@ -416,6 +417,15 @@ def trace_scenario(path, preset: str, *, format: str | None = None,  # noqa: A00
                     kernel_trace=source)
 
 
+#: The last cycle a replay may reach (every launch's arrival, offset included, plus its measured
+#: duration): 2^53, about 66 days at 1,582 MHz, so that every cycle count, sum and product of
+#: the run stays a 64-bit integer (a later start overflowed the metrics' arrays).
+MAX_REPLAY_CYCLES = 1 << 53
+
+#: ``channel=C`` of a ``--kernel-trace`` option: at most this (each channel number up to it
+#: is a channel of the run, with its own queue and state).
+MAX_REPLAY_CHANNEL = 255
+
 #: Samples a whole replay keeps at most: its ``sample_interval`` is 64 cycles doubled until the
 #: trace's measured span needs no more (a 230 M-cycle trace: 2,048 cycles, 112 k samples).
 REPLAY_SAMPLES = 1 << 17
@@ -447,6 +457,8 @@ def parse_replay_spec(text: str) -> ReplaySpec:
         if key not in ("offset", "priority", "channel") or not equals:
             raise ConfigError(f"--kernel-trace {text!r}: {item!r} is not offset=N, priority=P "
                               f"or channel=C")
+        if key in values:
+            raise ConfigError(f"--kernel-trace {text!r}: {key} is given twice")
         try:
             values[key] = int(value.replace("_", ""))
         except ValueError:
@@ -454,6 +466,9 @@ def parse_replay_spec(text: str) -> ReplaySpec:
         if values[key] < 0:
             raise ConfigError(f"--kernel-trace {text!r}: {key} must be a non-negative integer, "
                               f"not {value!r}")
+    if values.get("channel", 0) > MAX_REPLAY_CHANNEL:
+        raise ConfigError(f"--kernel-trace {text!r}: channel must be 0 to "
+                          f"{MAX_REPLAY_CHANNEL}, not {values['channel']:,}")
     return ReplaySpec(Path(path), **values)
 
 
@@ -502,6 +517,11 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
         if not spec.path.is_file():
             raise ConfigError(f"--kernel-trace names {str(spec.path)!r}, which is not a file")
     gpu = preset_gpu(preset)
+    for spec in specs:
+        if spec.priority >= gpu.priorities:
+            raise ConfigError(f"--kernel-trace {str(spec.path)!r}: priority must be 0 to "
+                              f"{gpu.priorities - 1} ({preset} has {gpu.priorities} "
+                              f"priorities), not {spec.priority}")
     clock = clock_mhz or gpu_preset(preset).clock_mhz
     notes: list[str] = []
     shapes: dict[tuple, list] = {}
@@ -540,6 +560,12 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
             if key not in channel_of:
                 channel_of[key] = None       # numbered below, in order of first appearance
             arrival = shifted[launch.arrival] + spec.offset
+            if arrival + launch.measured > MAX_REPLAY_CYCLES:
+                raise ConfigError(
+                    f"{spec.path}: row {launch.kernel.row}: the launch ends at cycle "
+                    f"{arrival + launch.measured:,} (its start and duration at {clock} MHz, offset "
+                    f"{spec.offset:,}), past the {MAX_REPLAY_CYCLES:,} cycles a replay may "
+                    f"span (about 66 days at 1,582 MHz)")
             measured_end = max(measured_end, arrival + launch.measured)
             merged.append((arrival, key, number, position, launch, wgs[launch.first_wg]))
             priorities[key] = spec.priority
