@@ -118,11 +118,13 @@ class Dispatcher(wiring.Component):
         return ResourceTable(params)
 
     @staticmethod
-    def _held(barrier, running, behind: bool):
+    def _held(barrier, running, behind):
         """In-order barriers: a WG with ``barrier`` is held while its channel is
         ``running`` a WG, or when it is ``behind`` another WG of its channel not yet
-        dispatched (the pipelined match's rows past the first)."""
-        return barrier & (1 if behind else running)
+        dispatched (the pipelined match's rows past the first; a bool or a 1-bit value)."""
+        if isinstance(behind, bool):
+            return barrier & (1 if behind else running)
+        return barrier & (behind | running)
 
     def _scores(self, params: DispatcherParams) -> ScorePipeline:
         return ScorePipeline(params)
@@ -166,7 +168,7 @@ class Dispatcher(wiring.Component):
 
         m.submodules.queues = queues = self._queues(p)
         m.submodules.views = views = FreeBlockViews(p, self._wrap)
-        m.submodules.matcher = matcher = Matcher(p, (p.pipeline + 3) * R if p.pipeline else R)
+        m.submodules.matcher = matcher = Matcher(p, 2 * R if p.pipeline else R)
         m.submodules.selector = selector = self._selector(p)
         m.submodules.allocator = allocator = Allocator(p, self._wrap,
                                                        max(p.pipeline - 1, 0))
@@ -449,38 +451,35 @@ class Dispatcher(wiring.Component):
         last = flight[1]                    # chosen in the previous clock
         leaving = flight[k]                 # dispatched (or aborted) in this clock
 
-        # -- match: each channel's two WGs behind those in flight, APs in flight left out. Every
-        # WG a row can be is tested (k + 2 entries and a split head's part), the rows' fit
-        # masks selected afterwards: the positions are worked out beside the compares. -------
+        # -- match: each channel's two WGs behind those in flight, APs in flight left out. Each
+        # row's WG is picked from the channel's k + 2 entries and its split head's part first,
+        # then matched: 2 rows a channel against every AP, where matching every WG a row can be
+        # and picking the fit masks afterwards took (k + 3) rows a channel (the default 16 x 4
+        # x 4 GPU at k = 4: 36,304 LUT4 of comparators, docs/dispatch_rtl.md). --------------
         busy = Signal(P, name="busy_aps")
         m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
+        matches = []
         for c in range(R):
             count = sum((flight[j].valid & equals(flight[j].channel, c)) for j in range(1, k + 1))
             m.d.comb += queues.in_flight[c].eq(count)
-            for j in range(k + 3):
-                m.d.comb += matcher.heads[(k + 3) * c + j].eq(queues.entries[c][j])
-            if p.barriers:
-                # The model's match stage: a barrier WG is held while its channel runs a WG
-                # or when it is not the first WG of its channel not chosen (entry j > 0 is
-                # at position j or beyond; a split head's part carries no barrier).
-                for j in range(k + 2):
-                    m.d.comb += matcher.held[(k + 3) * c + j].eq(self._held(
-                        queues.entries[c][j].barrier, queues.running[c], j > 0))
-        # Each channel's two rows, registered below as the one the next clock's choice reads.
-        matches = []
-        for c in range(R):
+            heads = [queues.entries[c][j].as_value() for j in range(k + 3)]
             pair = []
             for r in range(2):
                 part, entry = queues.row_part[c][r], queues.row_entry[c][r]
-                fits = [matcher.fit[(k + 3) * c + j] for j in range(k + 3)]
-                heads = [queues.entries[c][j].as_value() for j in range(k + 3)]
                 head = Signal(p.head_layout, name=f"match_c{c}_r{r}")
                 m.d.comb += head.eq(Mux(part, heads[k + 2],
                                         Cat(*heads[:k + 2]).word_select(entry,
                                                                         p.head_layout.size)))
-                pair.append((head, Mux(part, fits[k + 2],
-                                       Cat(*fits[:k + 2]).word_select(entry, P))))
+                row = 2 * c + r
+                m.d.comb += matcher.heads[row].eq(head)
+                if p.barriers:
+                    # The model's match stage: a barrier WG is held while its channel runs a
+                    # WG or when it is not the first WG of its channel not chosen (entry j > 0
+                    # is at position j or beyond; a split head's part carries no barrier).
+                    m.d.comb += matcher.held[row].eq(~part & self._held(
+                        head.barrier, queues.running[c], entry.any()))
+                pair.append((head, matcher.fit[row]))
             matches.append(pair)
 
         # -- dispatch of the WG in the last stage ---------------------------------------------
