@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -599,6 +600,17 @@ def test_config_defaults():
     (minimal(seed={"cache_size": 4}), "seed.cache_size is not a known field"),
     (minimal(seed={"t0_us": 0}), "seed.t0_us must be an integer >= 1, not 0"),
     (minimal(gpu={"bandwidth_gb_s": 0}), "gpu.bandwidth_gb_s must be a number >= 0.001"),
+    (minimal(gpu={"register_kib_per_cu": 10**30}),
+     f"gpu.register_kib_per_cu must be an integer in 0..16384, not {10**30}"),
+    (minimal(gpu={"shared_kib_per_cu": 16_385}),
+     "gpu.shared_kib_per_cu must be an integer in 0..16384, not 16385"),
+    (minimal(gpu={"extra_state_mib": 1e300}),
+     "gpu.extra_state_mib must be a number in 0..1048576, not 1e+300"),
+    (minimal(gpu={"switch_us": 10**30}),
+     f"gpu.switch_us must be an integer in 0..1000000000, not {10**30}"),
+    (minimal(gpu={"compute_units": 10_000, "extra_state_mib": 1_000_000, "host_gb_s": 0.001}),
+     "gpu.host_gb_s of 0.001 moves a context of 1,051,852,800,000 bytes in a switch of "
+     "2,103,705,600,000 us; at most 1,000,000,000 us are accepted"),
     (minimal(policies=["seed", "fifo"]), "policies[1] must be one of"),
     (minimal(policies=[]), "policies must name at least one policy"),
     (minimal(slice_rule="seed"), "slice_rule is not a known field"),
@@ -674,3 +686,18 @@ def test_cli_reports_a_bad_config(tmp_path, capsys):
     assert cli.main(["procsched", "--quiet", "--config", str(path),
                      "--plots", str(tmp_path)]) == 2
     assert "seed.cache_tasks must be an integer >= 1, not 0" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_gpu_beyond_any_real_one(tmp_path, capsys):
+    # A 30-digit compute_units overflowed the invariant check's int64 times (a traceback).
+    root = Path(__file__).resolve().parent.parent
+    shipped = (root / "configs/procsched/crowded_pool.toml").read_text()
+    path = tmp_path / "huge.toml"
+    path.write_text(shipped.replace("compute_units = 64", f"compute_units = {10**30}"))
+    assert cli.main(["procsched", "--quiet", "--quick", "--config", str(path),
+                     "--plots", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"gpusched procsched: {path}: gpu.compute_units must be "
+                                       f"an integer in 1..10000, not {10**30}\n")
+    with pytest.raises(ValueError, match="GpuContext.compute_units must be an integer in "
+                                         "0..10000"):
+        GpuContext(compute_units=10_001)

@@ -30,6 +30,15 @@ MAX_TASKS = 100_000
 MAX_SLICES = 10_000_000
 MAX_WINDOW_CELLS = 20_000_000
 
+#: The largest GPU a scenario may describe, far above any real one (the largest have about 300
+#: compute units of at most 512 KiB of registers and 228 KiB of shared memory, and up to about
+#: 200 GB of device memory), and the longest switch (about 17 minutes): with the caps above
+#: every simulated time stays well within 64-bit integers.
+MAX_COMPUTE_UNITS = 10_000
+MAX_KIB_PER_CU = 16_384
+MAX_EXTRA_STATE_MIB = 1_048_576
+MAX_SWITCH_US = 1_000_000_000
+
 #: Every policy a scenario can run, in table order. ``timeshare-mean`` is round-robin at the
 #: mean slice the seed's scheduler ran on the same workload, so it needs ``seed`` before it.
 POLICIES = ("seed", "seed-prop", "timeshare", "timeshare-t0", "timeshare-mean", "cfs")
@@ -91,9 +100,14 @@ class GpuContext:
                              f"not {self.save_to!r}")
         # compute_units = 0 is allowed from Python (a context with nothing to move, in tests);
         # the TOML reader asks for a size or a fixed switch_us.
-        for name in ("compute_units", "register_kib_per_cu", "shared_kib_per_cu", "switch_us"):
-            check_int("GpuContext", name, getattr(self, name), 0)
+        for name, most in (("compute_units", MAX_COMPUTE_UNITS),
+                           ("register_kib_per_cu", MAX_KIB_PER_CU),
+                           ("shared_kib_per_cu", MAX_KIB_PER_CU), ("switch_us", MAX_SWITCH_US)):
+            check_int("GpuContext", name, getattr(self, name), 0, most)
         check_number("GpuContext", "extra_state_mib", self.extra_state_mib, 0)
+        if self.extra_state_mib > MAX_EXTRA_STATE_MIB:
+            raise ValueError(f"GpuContext.extra_state_mib must be a number in "
+                             f"0..{MAX_EXTRA_STATE_MIB}, not {self.extra_state_mib!r}")
         # The reader's least bandwidth: 1 MB/s (a smaller one makes a switch last hours).
         check_number("GpuContext", "bandwidth_gb_s", self.bandwidth_gb_s, 1e-3)
         check_number("GpuContext", "host_gb_s", self.host_gb_s, 1e-3)
@@ -244,17 +258,27 @@ class Scenario:
 
         table = root.table("gpu", {})
         gpu = GpuContext(
-            compute_units=table.int("compute_units", 64, minimum=1),
-            register_kib_per_cu=table.int("register_kib_per_cu", 256, minimum=0),
-            shared_kib_per_cu=table.int("shared_kib_per_cu", 64, minimum=0),
-            extra_state_mib=table.float("extra_state_mib", 0.0, minimum=0),
+            compute_units=table.int("compute_units", 64, minimum=1, maximum=MAX_COMPUTE_UNITS),
+            register_kib_per_cu=table.int("register_kib_per_cu", 256, minimum=0,
+                                          maximum=MAX_KIB_PER_CU),
+            shared_kib_per_cu=table.int("shared_kib_per_cu", 64, minimum=0,
+                                        maximum=MAX_KIB_PER_CU),
+            extra_state_mib=table.float("extra_state_mib", 0.0, minimum=0,
+                                        maximum=MAX_EXTRA_STATE_MIB),
             bandwidth_gb_s=table.float("bandwidth_gb_s", 300.0, minimum=1e-3),
             host_gb_s=table.float("host_gb_s", HOST_GB_S, minimum=1e-3),
             save_to=table.str("save_to", "host", choices=SAVE_PATHS),
-            switch_us=table.int("switch_us", 0, minimum=0))
+            switch_us=table.int("switch_us", 0, minimum=0, maximum=MAX_SWITCH_US))
         if gpu.context_bytes == 0 and not gpu.switch_us:
             raise table.error("compute_units", "and the other sizes give an empty context; "
                                                "give a size or a fixed switch_us")
+        for key, switch in (("bandwidth_gb_s", gpu.device_switch_us),
+                            ("host_gb_s", gpu.host_switch_us)):
+            if switch > MAX_SWITCH_US:
+                raise table.error(key, f"of {getattr(gpu, key):g} moves a context of "
+                                       f"{gpu.context_bytes:,} bytes in a switch of "
+                                       f"{switch:,} us; at most {MAX_SWITCH_US:,} us are "
+                                       f"accepted (a faster path or a smaller context)")
         table.done()
 
         table = root.table("seed", {})
