@@ -589,3 +589,21 @@ def test_cli_bad_config_exits_2(tmp_path, capsys):
     path.write_text('[scheduler]\ntimeout = "long"\n')
     assert main(["tasksched", "--quiet", "--config", str(path), "--plots", str(tmp_path)]) == 2
     assert "scheduler.timeout must be an integer >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ('type = "vector"', 'type = ""', "processors[0].type"),
+    ('name = "compute"', 'name = ""', "streams[0].name"),
+    ('processor = "vector"', 'processor = ""', "streams[0].processor"),
+])
+def test_cli_empty_name_is_one_line(tmp_path, capsys, old, new, field):
+    # An empty processor type or stream name passed the reader and the dataclass's TypeError
+    # escaped as a traceback.
+    shipped = next(path for path in default_configs("tasksched")
+                   if path.stem == "scarce_type").read_text()
+    path = tmp_path / "empty.toml"
+    path.write_text(shipped.replace(old, new, 1))
+    assert main(["tasksched", "--quiet", "--quick", "--config", str(path),
+                 "--plots", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"gpusched tasksched: {path}: {field} must be a "
+                                       f"non-empty string, not ''\n")

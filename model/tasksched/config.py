@@ -319,6 +319,14 @@ def _job_beats(fields: Fields) -> tuple[int, int]:
     return least, most
 
 
+def _name(fields: Fields, key: str) -> str:
+    """A required name (a processor type, a stream's name): a non-empty string."""
+    value = fields.str(key)
+    if not value:
+        raise fields.error(key, f"must be a non-empty string, not {value!r}")
+    return value
+
+
 def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenario:
     """Build a :class:`Scenario` from a parsed TOML document; errors name the field."""
     root = Fields(data, source=source)
@@ -361,7 +369,7 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
     groups = []
     word_of_type: dict[str, tuple[int, str]] = {}
     for group in root.tables("processors"):
-        processor_type = group.str("type")
+        processor_type = _name(group, "type")
         count = group.int("count", 1, minimum=1, maximum=1024)
         word_bytes = group.int("word_bytes", 4, minimum=1)
         max_job_words = group.int("max_job_words", 1024, minimum=1)
@@ -381,12 +389,12 @@ def parse_scenario(data: dict, *, source=None, name: str = "scenario") -> Scenar
     job_budget = Budget(MAX_TOTAL_JOBS, "jobs (count x jobs)",
                         "a run this size would take hours")
     for entry in root.tables("streams"):
-        stream_name = entry.str("name")
+        stream_name = _name(entry, "name")
         if stream_name in names:
             raise entry.error("name", f"must be unique, but {stream_name!r} is used twice")
         task_class = entry.str("class", choices=TASK_CLASSES)
         weight = entry.int("weight", 1, minimum=1, maximum=MAX_WEIGHT)
-        processor_type = entry.str("processor")
+        processor_type = _name(entry, "processor")
         count = entry.int("count", 1, minimum=1)
         jobs = entry.int("jobs", 64, minimum=2, maximum=MAX_JOBS)
         if jobs & (jobs - 1):
