@@ -468,6 +468,14 @@ def test_scenario_loads_with_defaults(tmp_path):
      "workload.arrival must be a string (one of 'poisson', 'bursty'), not 'uniform'"),
     (lambda base: base.replace("count = 2", "count = 0"),
      "nodes[0].count must be an integer >= 1, not 0"),
+    (lambda base: base.replace("X = 4", f"X = {10**30}"),
+     f"nodes[0].cards.X must be an integer in 0..1024, not {10**30}"),
+    (lambda base: base.replace("X = 4", "X = 1000, A100 = 100"),
+     "nodes[0].cards.A100 brings the node to 1100 cards; at most 1024 are accepted"),
+    (lambda base: base.replace("count = 2", f"count = 2\ncpu_milli = {10**20}"),
+     f"nodes[0].cpu_milli must be an integer in 1..1000000000, not {10**20}"),
+    (lambda base: base.replace("jobs = 10", "jobs = 10\ncards = [1, 2048]"),
+     "workload.cards[1] must be an integer in 1..1024, not 2048"),
 ])
 def test_scenario_errors_name_the_field(tmp_path, edit, message):
     with pytest.raises(ConfigError) as error:
@@ -543,6 +551,17 @@ def test_cli_config_error_exits_2(tmp_path, capsys):
     assert gpusched(["cluster", "--quiet", "--config", str(path),
                      "--plots", str(tmp_path)]) == 2
     assert "bogus is not a known field" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_node_with_more_cards_than_any_real_one(tmp_path, capsys):
+    # A 31-digit card count overflowed building the node's card tuple (a traceback).
+    shipped = (ROOT / "configs" / "cluster" / "mixed_steady.toml").read_text()
+    path = write(tmp_path, shipped.replace("cards = { A100 = 8 }",
+                                           f"cards = {{ A100 = {10**30} }}"))
+    assert gpusched(["cluster", "--quiet", "--quick", "--config", str(path),
+                     "--plots", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"gpusched cluster: {path}: nodes[0].cards.A100 must be "
+                                       f"an integer in 0..1024, not {10**30}\n")
 
 
 def test_standby_for_the_seed_only(tmp_path):

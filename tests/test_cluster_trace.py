@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from model.cli import main
 from model.cluster.config import TraceSource, load_scenario
 from model.cluster.power import BUILTIN_CARD_TYPES, BUILTIN_HOSTS
 from model.cluster.synthetic import (
@@ -119,13 +120,20 @@ nodes = "{nodes_path.name}"
      "line 3 (node 'n0'), column 'sn': names a node twice (first on line 2)"),
     (NODE_HEADER + "n0,1000,1024,8,\n", "column 'model': must name the GPU type"),
     (NODE_HEADER + "n0,1000,1024,0,T4\n", "names GPU model 'T4' for a node with gpu = 0"),
-    (NODE_HEADER + "n0,1000,1024,-1,T4\n", "column 'gpu': must be an integer >= 0"),
-    (NODE_HEADER + "n0,0,1024,1,T4\n", "column 'cpu_milli': must be an integer >= 1"),
+    (NODE_HEADER + "n0,1000,1024,-1,T4\n",
+     "column 'gpu': must be an integer in 0..1024, not '-1'"),
+    (NODE_HEADER + "n0,0,1024,1,T4\n",
+     "column 'cpu_milli': must be an integer in 1..1000000000, not '0'"),
     ("sn,cpu_milli,memory_mib,gpus,model\n", "line 1: missing column 'gpu'"),
     (NODE_HEADER + "n0,1000,1024,0,\n", "no GPU node in the node list"),
     (NODE_HEADER, "has a header but no node rows"),
     (NODE_HEADER + "n0,1000,1024,1,T4,extra\n", "the row has 6 fields, the header 5"),
     (NODE_HEADER + "n0,1000,1024\n", "column 'gpu': is missing"),
+    (NODE_HEADER + "n0,64000,262144,99999999999999999999,P100\n",
+     "line 2 (node 'n0'), column 'gpu': must be an integer in 0..1024, "
+     "not '99999999999999999999'"),
+    (NODE_HEADER + "n0,64000,1000000001,8,P100\n",
+     "column 'memory_mib': must be an integer in 1..1000000000, not '1000000001'"),
 ])
 def test_malformed_node_lists_name_file_row_and_column(tmp_path, text, message):
     path = write(tmp_path, text, "nodes.csv")
@@ -193,7 +201,7 @@ def test_pod_rows_skipped_and_counted(tmp_path):
 
 @pytest.mark.parametrize("row, message", [
     ("p,1000,1024,two,1000,,LS,Running,1,2,1",
-     "line 2 (pod 'p'), column 'num_gpu': must be an integer >= 0, not 'two'"),
+     "line 2 (pod 'p'), column 'num_gpu': must be an integer in 0..1024, not 'two'"),
     ("p,1000,1024,1,1500,,LS,Running,1,2,1",
      "column 'gpu_milli': must be an integer in 0..1000, not '1500'"),
     ("p,1000,1024,2,500,,LS,Running,1,2,1",
@@ -211,9 +219,16 @@ def test_pod_rows_skipped_and_counted(tmp_path):
     ("p,1000,1024,1,1000,,LS,Running,5,,6", "column 'deletion_time': is required"),
     (",1000,1024,1,1000,,LS,Running,5,9,6", "line 2, column 'name': must name the pod"),
     ("p,1000,1024,1,1000,T4|,LS,Running,5,9,6", "column 'gpu_spec': has an empty type"),
-    ("p,-5,1024,1,1000,,LS,Running,5,9,6", "column 'cpu_milli': must be an integer >= 0"),
+    ("p,-5,1024,1,1000,,LS,Running,5,9,6",
+     "column 'cpu_milli': must be an integer in 0..1000000000, not '-5'"),
     ("p,1000,1024,1,1000,,LS,Running,5,9,6,x", "the row has 12 fields, the header 11"),
     ("p,1000,1024,1,1000", "column 'gpu_spec': is missing"),
+    ("p,99999999999999999999,1024,1,1000,,LS,Running,5,9,6",
+     "column 'cpu_milli': must be an integer in 0..1000000000, not '99999999999999999999'"),
+    ("p,1000,99999999999999999999,1,1000,,LS,Running,5,9,6",
+     "column 'memory_mib': must be an integer in 0..1000000000, not '99999999999999999999'"),
+    ("p,1000,1024,99999999999999999999,1000,,LS,Running,5,9,6",
+     "column 'num_gpu': must be an integer in 0..1024, not '99999999999999999999'"),
 ])
 def test_malformed_pod_rows_name_file_row_and_column(tmp_path, row, message):
     path = write(tmp_path, POD_HEADER + row + "\n", "pods.csv")
@@ -277,6 +292,20 @@ def test_binary_and_wrongly_encoded_traces_are_a_config_error(tmp_path, content,
                  lambda: read_nodes(path, {}, {}, source(path))):
         with pytest.raises(TraceError, match=f"^{path}: {message}"):
             read()
+
+
+def test_cli_refuses_a_20_digit_trace_value_in_one_line(tmp_path, capsys):
+    # A 20-digit cpu_milli passed the reader and overflowed the fragmentation's int64 arrays.
+    rows = PODS.read_text().replace("openb-pod-0001,88000,", "openb-pod-0001,"
+                                    "99999999999999999999,")
+    pods = write(tmp_path, rows, "pods.csv")
+    scenario = write(tmp_path, f'experiment = "timed"\n[trace]\npods = "{pods}"\n'
+                               f'nodes = "{NODES}"\n', "s.toml")
+    assert main(["cluster", "--quiet", "--quick", "--config", str(scenario),
+                 "--plots", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"gpusched cluster: {pods} line 3 (pod 'openb-pod-0001'), column 'cpu_milli': must be "
+        f"an integer in 0..1000000000, not '99999999999999999999'\n")
 
 
 def test_missing_trace_file_is_a_config_error(tmp_path):

@@ -92,7 +92,10 @@ from model.config import Budget, ConfigError, Fields, load_toml
 __all__ = [
     "DEFAULT_POLICIES",
     "EXPERIMENTS",
+    "MAX_CARDS_PER_NODE",
+    "MAX_CPU_MILLI",
     "MAX_JOBS",
+    "MAX_MEMORY_MIB",
     "MAX_NODES",
     "MAX_NODE_CHECKS",
     "POLICY_NAMES",
@@ -119,6 +122,13 @@ POLICY_NAMES = ("seed-004", "power-first", "fgd", "pwr", "pwr-fgd", "fgd-seed", 
 MAX_NODES = 100_000
 MAX_JOBS = 1_000_000
 MAX_NODE_CHECKS = 100_000_000
+
+#: The largest node or pod a scenario or trace may describe, far above any real one (8 to 16
+#: GPUs, a few hundred vCPUs and a few TiB per node): a node's cards are a tuple, and the
+#: fragmentation sums CPU and memory over pods in 64-bit integers.
+MAX_CARDS_PER_NODE = 1024
+MAX_CPU_MILLI = 10**9            # a million vCPUs
+MAX_MEMORY_MIB = 10**9           # about 954 TiB
 
 #: The policies a scenario compares unless it names its own.
 DEFAULT_POLICIES = ("seed-004", "fgd-seed", "fgd", "pwr", "pwr-fgd", "best-fit", "dot-product",
@@ -330,12 +340,16 @@ def _nodes(fields: Fields, card_types: dict[str, CardType]) -> tuple[NodeSpec, .
             if card_type not in card_types:
                 raise cards_table.error(card_type, f"is not a card type (known: "
                                         f"{', '.join(sorted(card_types))})")
-            cards += [card_type] * cards_table.int(card_type, minimum=0)
+            cards += [card_type] * cards_table.int(card_type, minimum=0,
+                                                   maximum=MAX_CARDS_PER_NODE)
+            if len(cards) > MAX_CARDS_PER_NODE:
+                raise cards_table.error(card_type, f"brings the node to {len(cards)} cards; "
+                                                   f"at most {MAX_CARDS_PER_NODE} are accepted")
         cards_table.done()
         if not cards:
             raise group.error("cards", "must give the node at least one card")
-        cpu_milli = group.int("cpu_milli", 96000, minimum=1)
-        memory_mib = group.int("memory_mib", 393216, minimum=1)
+        cpu_milli = group.int("cpu_milli", 96000, minimum=1, maximum=MAX_CPU_MILLI)
+        memory_mib = group.int("memory_mib", 393216, minimum=1, maximum=MAX_MEMORY_MIB)
         cpu_busy_w = group.float("cpu_busy_w", minimum=0.0)
         cpu_standby_w = group.float("cpu_standby_w", minimum=0.0)
         sleep_w = group.float("sleep_w", minimum=0.0)
@@ -352,7 +366,8 @@ def _nodes(fields: Fields, card_types: dict[str, CardType]) -> tuple[NodeSpec, .
 
 def _synthetic(table: Fields) -> SyntheticWorkload:
     defaults = SyntheticWorkload()
-    cards = table.int_list("cards", list(defaults.cards), minimum=1)
+    cards = table.int_list("cards", list(defaults.cards), minimum=1,
+                           maximum=MAX_CARDS_PER_NODE)
     if not cards:
         raise table.error("cards", "must list at least one card count")
     weights = table.float_list("card_weights", [1.0] * len(cards) if "cards" in table

@@ -30,7 +30,15 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from model.cluster.config import CardType, HostType, NodeSpec, TraceSource
+from model.cluster.config import (
+    MAX_CARDS_PER_NODE,
+    MAX_CPU_MILLI,
+    MAX_MEMORY_MIB,
+    CardType,
+    HostType,
+    NodeSpec,
+    TraceSource,
+)
 from model.cluster.power import BUILTIN_CARD_TYPES, card_type, host_for
 from model.cluster.workload import MILLI, Job
 from model.config import ConfigError
@@ -218,9 +226,9 @@ def read_nodes(path, card_types: Mapping[str, CardType], hosts: Mapping[str, Hos
                 if name in seen:
                     raise row.error("sn", f"names a node twice (first on line {seen[name]})")
                 seen[name] = reader.line_num
-                cpu_milli = row.integer("cpu_milli", minimum=1)
-                memory_mib = row.integer("memory_mib", minimum=1)
-                gpus = row.integer("gpu")
+                cpu_milli = row.integer("cpu_milli", minimum=1, maximum=MAX_CPU_MILLI)
+                memory_mib = row.integer("memory_mib", minimum=1, maximum=MAX_MEMORY_MIB)
+                gpus = row.integer("gpu", maximum=MAX_CARDS_PER_NODE)
                 model = row.text("model")
                 if model.lower() == "nan":
                     model = ""
@@ -335,9 +343,9 @@ def _pod(row: _Row, kind: str, timed: bool, source: TraceSource,
          counts: Counter) -> tuple[float, str, Job] | None:
     """One validated row as ``(creation time, name, job)``, or ``None`` when skipped."""
     name = row.text("name")
-    cpu = row.integer("cpu_milli")
-    memory = row.integer("memory_mib")
-    gpus = row.integer("num_gpu")
+    cpu = row.integer("cpu_milli", maximum=MAX_CPU_MILLI)
+    memory = row.integer("memory_mib", maximum=MAX_MEMORY_MIB)
+    gpus = row.integer("num_gpu", maximum=MAX_CARDS_PER_NODE)
     gpu_milli = row.integer("gpu_milli", maximum=MILLI)
     if gpus == 0 and gpu_milli != 0:
         raise row.error("gpu_milli", f"must be 0 for a pod with num_gpu = 0, not {gpu_milli}")
