@@ -294,6 +294,17 @@ def test_binary_and_wrongly_encoded_traces_are_a_config_error(tmp_path, content,
             read()
 
 
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    # A pod or node list saved with a UTF-8 BOM was refused as "missing column 'name'".
+    pods = tmp_path / "pods.csv"
+    pods.write_bytes(b"\xef\xbb\xbf" + PODS.read_bytes())
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_bytes(b"\xef\xbb\xbf" + NODES.read_bytes())
+    assert read_pods(pods, source(pods)) == read_pods(PODS, source(PODS))
+    assert (read_nodes(nodes, BUILTIN_CARD_TYPES, BUILTIN_HOSTS, source(pods))
+            == read_nodes(NODES, BUILTIN_CARD_TYPES, BUILTIN_HOSTS, source(PODS)))
+
+
 def test_cli_refuses_a_20_digit_trace_value_in_one_line(tmp_path, capsys):
     # A 20-digit cpu_milli passed the reader and overflowed the fragmentation's int64 arrays.
     rows = PODS.read_text().replace("openb-pod-0001,88000,", "openb-pod-0001,"

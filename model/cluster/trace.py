@@ -144,10 +144,11 @@ class _Row:
 
 @contextmanager
 def _open(path: Path):
-    """The file as text; a binary or non-UTF-8 file, or one the csv module cannot read, is a
+    """The file as UTF-8 text (a leading byte order mark, as spreadsheet exports write, is
+    skipped); a binary or non-UTF-8 file, or one the csv module cannot read, is a
     :class:`TraceError` naming it (not a traceback)."""
     try:
-        file = path.open(newline="")
+        file = path.open(newline="", encoding="utf-8-sig")
     except OSError as error:
         raise TraceError(f"{path}: cannot read: {error.strerror}") from None
     with file:
