@@ -28,7 +28,7 @@ from model.sweep import engine as sweep_engine
 from model.sweep import plan as sweep_plan
 from model.sweep.cli import COMMANDS
 from model.sweep.runner import run_plan
-from model.sweep.spec import Filter, apply_path, load_sweep
+from model.sweep.spec import MAX_POINTS, Filter, apply_path, load_sweep
 from model.sweep.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,6 +260,26 @@ def test_a_coupled_model_runs_its_policies_together_as_the_subcommand_does(tmp_p
 
 def _noop_sweep(tmp_path: Path, name: str, text: str) -> Path:
     return _write(tmp_path / f"{name}.toml", f'command = "noop"\n{text}')
+
+
+@pytest.mark.parametrize(("text", "count", "parts"), [
+    # 10^8 points ran the dry run for many minutes and tens of GB.
+    ("seeds = 100000\n[axes]\nvalue = [" + ", ".join(map(str, range(1000))) + "]\n",
+     "100,000,000", "1,000 combinations of the axes x 1 policy x 100,000 seeds"),
+    # Every policy of the base scenario: counted once the base is loaded.
+    ('seeds = 50000\n[set]\npolicies = ["a", "b", "c"]\n',
+     "150,000", "1 combination of the axes x 3 policies x 50,000 seeds"),
+])
+def test_a_sweep_of_too_many_points_is_refused_before_any_is_built(tmp_path, capsys, text,
+                                                                   count, parts):
+    sweep = _noop_sweep(tmp_path, "huge", text)
+    started = time.monotonic()
+    assert cli.main(["sweep", str(sweep), "--store", str(tmp_path / "s.sqlite"),
+                     "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"gpusched sweep: {sweep}: the sweep has {count} points ({parts}); at most "
+        f"{MAX_POINTS:,} are accepted: split it into smaller sweeps\n")
+    assert time.monotonic() - started < 30
 
 
 def _count(store: Path) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.config import ConfigError, in_memory
-from model.sweep.spec import Sweep, SweepError, value_text
+from model.sweep.spec import Sweep, SweepError, check_points, value_text
 from model.sweep.worker import code_version, point_module
 
 __all__ = ["Plan", "Point", "Task", "build_plan", "canonical", "referenced_files"]
@@ -224,6 +224,7 @@ def build_plan(sweep: Sweep) -> Plan:
         if unknown:
             raise SweepError(f"{sweep.file}: policies: {unknown[0]!r} is not a policy of the "
                              f"scenario (known: {', '.join(base_names)})")
+    check_points(sweep.file, sweep.axes, len(sweep.policies or base_names), len(sweep.seeds))
     coupled = getattr(module, "coupled", None)
     points: list[Point] = []
     combinations = list(itertools.product(*(axis.values for axis in sweep.axes)))

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import operator
 import re
 from dataclasses import dataclass, field
@@ -54,8 +55,14 @@ from pathlib import Path
 
 from model.config import ConfigError, Fields, load_toml
 
-__all__ = ["Axis", "Filter", "PlotSpec", "ReportSpec", "Sweep", "SweepError", "apply_path",
-           "flatten_table", "load_sweep", "parse_path", "value_text"]
+__all__ = ["MAX_POINTS", "Axis", "Filter", "PlotSpec", "ReportSpec", "Sweep", "SweepError",
+           "apply_path", "check_points", "flatten_table", "load_sweep", "parse_path",
+           "value_text"]
+
+#: The most points a sweep may have (the axes' combinations x policies x seeds, counted before
+#: the filter), checked before any point is built: 100 times the largest shipped sweep (the
+#: 1,000-point noop drill): every point is built, checked and keyed in memory before any runs.
+MAX_POINTS = 100_000
 
 
 class SweepError(ConfigError):
@@ -469,6 +476,8 @@ def load_sweep(path, commands) -> Sweep:
         if len(set(policies)) != len(policies):
             raise root.error("policies", f"repeats a policy: {list(policies)}")
     seeds = _seeds(root)
+    # Every policy of the base is only known once it is loaded: build_plan checks again.
+    check_points(path, axes, len(policies) if policies else 1, len(seeds))
     quick = root.bool("quick", False)
     expression = None
     if "filter" in root:
@@ -482,6 +491,19 @@ def load_sweep(path, commands) -> Sweep:
     return Sweep(name=name, file=path, command=command, base=base or path, document=document,
                  overrides=tuple(overrides), axes=tuple(axes), policies=policies, seeds=seeds,
                  quick=quick, filter=expression, report=report, named_base=base is not None)
+
+
+def check_points(file, axes, policies: int, seeds: int) -> None:
+    """A :class:`SweepError` giving the count and :data:`MAX_POINTS` when the cross product of
+    ``axes`` x ``policies`` x ``seeds`` is larger."""
+    combinations = math.prod(len(axis.values) for axis in axes)
+    count = combinations * policies * seeds
+    if count > MAX_POINTS:
+        raise SweepError(f"{file}: the sweep has {count:,} points ({combinations:,} "
+                         f"combination{'s' * (combinations != 1)} of the axes x {policies:,} "
+                         f"polic{'ies' if policies != 1 else 'y'} x {seeds:,} "
+                         f"seed{'s' * (seeds != 1)}); at most {MAX_POINTS:,} are accepted: "
+                         f"split it into smaller sweeps")
 
 
 class _Root(Fields):
