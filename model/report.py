@@ -24,6 +24,7 @@ import contextvars
 import datetime
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -318,13 +319,27 @@ class RunProgress:
                 f"{self._unit} simulated")
 
 
+def _finite(data):
+    """``data`` with every non-finite float (the ``[-inf, inf]`` interval of one seed, a NaN)
+    as ``None``: JSON has no Infinity or NaN, and strict readers refuse Python's."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data
+
+
 def write_json(path, data) -> Path:
-    """Write ``data`` as indented JSON, creating the folder; the file appears whole or not
-    at all (written beside it, then renamed), so an interrupted write leaves no torn file."""
+    """Write ``data`` as indented, standard JSON (a non-finite number is ``null``), creating
+    the folder; the file appears whole or not at all (written beside it, then renamed), so an
+    interrupted write leaves no torn file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    partial.write_text(json.dumps(_finite(data), indent=2, sort_keys=False, allow_nan=False)
+                       + "\n")
     os.replace(partial, path)
     return path
 

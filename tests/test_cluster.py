@@ -546,6 +546,26 @@ def test_cli_quick_run(tmp_path):
                                   for claim in data["claims"])
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def test_cli_json_of_one_seed_is_standard_json(tmp_path):
+    # One seed's interval is [-inf, inf]: it was written as -Infinity/Infinity, which is not
+    # JSON; the unknown bounds are null.
+    out = tmp_path / "cluster.json"
+    assert gpusched(["cluster", "--config", str(ROOT / "configs/cluster/mixed_steady.toml"),
+                     "--policy", "seed-004", "--policy", "fgd", "--quick", "--quiet",
+                     "--plots", str(tmp_path), "--json", str(out)]) == 0
+    data = json.loads(out.read_text(), parse_constant=_no_constant)
+    entry = next(iter(data["scenarios"].values()))
+    assert entry["seeds"] == [1]
+    energy = entry["summary"]["seed-004"]["energy_kwh"]
+    assert energy["low"] is None and energy["high"] is None and energy["mean"] > 0
+    with pytest.raises(ValueError, match="Infinity is not JSON"):
+        json.loads('{"low": -Infinity}', parse_constant=_no_constant)
+
+
 def test_cli_config_error_exits_2(tmp_path, capsys):
     path = write(tmp_path, BASE + "bogus = 1\n")
     assert gpusched(["cluster", "--quiet", "--config", str(path),
