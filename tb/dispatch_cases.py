@@ -180,18 +180,19 @@ def random_policy(shape: Shape, rng: random.Random, plan: tuple[str, str] | None
 def random_channels(shape: Shape, rng: random.Random, policy: PolicyConfig | None = None,
                     ties: bool = False) -> list[ChannelConfig]:
     """Random channels; with ``policy`` (a planned job, :func:`random_run`) at least two
-    channels, busier (shorter gaps and durations), and under ``multi`` every channel, more
-    independent WGs, and heads of one priority in two channels (``ties``, or always with
-    three channels or more) besides one of another (else), for a41/a42 and the windows."""
+    channels (where the shape has two), busier (shorter gaps and durations), and under
+    ``multi`` every channel, more independent WGs, and heads of one priority in two channels
+    (``ties``, or always with three channels or more) besides one of another (else), for
+    a41/a42 and the windows."""
     gpu = shape.gpu
     most = gpu.peus * gpu.wave_slots
     channels = []
     multi = policy is not None and policy.selection == "multi"
-    count = rng.randint(1 if policy is None else 2, shape.channels)
+    count = rng.randint(1 if policy is None else min(2, shape.channels), shape.channels)
     if multi:
         count = shape.channels
     priorities = [rng.randrange(gpu.priorities) for _ in range(count)] if policy else []
-    if multi:
+    if multi and count >= 2:
         others = [q for q in range(gpu.priorities) if q != priorities[0]] or priorities[:1]
         if ties or count > 2:
             priorities[1] = priorities[0]
@@ -248,8 +249,9 @@ def reset_build(shape: Shape, seed: int, cycles: int = 300):
     the model's run of that very policy, to be driven with ``START`` alone
     (``CosimDriver(configure=False)``): every reset value is then compared with the model.
     The same build runs :func:`random_run`'s runs on ``shape`` (they write every register);
-    a seed whose policy would not let it (another scale of the combined score) is passed
-    over for the next."""
+    a seed whose policy would not let it (another scale of the combined score, or an AP
+    choice that reads no score on a shape with ``score_latency``) is passed over for the
+    next."""
     from hw.flow.dispatch_build import DispatchShape
 
     while True:
@@ -257,8 +259,11 @@ def reset_build(shape: Shape, seed: int, cycles: int = 300):
         # scaled by the candidates on a build for every AP's scale) takes the next seed.
         rng = random.Random(f"{shape.name}/{seed}")
         policy, gpu = random_policy(shape, rng)
-        if policy.combined_scale == shape.policy.combined_scale or \
-                shape.policy.decision_pipeline:
+        # Nor one whose AP choice reads no score: its score_latency reads as ignored (0),
+        # and a build of 0 refuses the shape's runs with scores of score_latency > 0.
+        if (policy.combined_scale == shape.policy.combined_scale
+                or shape.policy.decision_pipeline) \
+                and policy.score_latency == shape.policy.score_latency:
             break
         seed += 1
     if "history_cycles" not in ignored_fields(policy):

@@ -399,3 +399,50 @@ def test_a_workgroup_without_waves_is_refused(name):
     sim.run()
     assert seen[0] == (1, 0), seen          # refused, nothing queued
     assert seen[1] == (0, 1), seen          # the same WG with one wave is the head
+
+
+# -- the bench on shapes the shipped ones do not have (a random-shape campaign's findings) -----
+
+def _odd_shape(name, channels, gpu, **policy):
+    from model.dispatch.config import PRESETS, GpuConfig, with_policy
+    from tb.dispatch_cases import Shape
+    gpu = GpuConfig(**gpu)
+    return Shape(name, gpu, with_policy(PRESETS["seed"], history="ema", history_cycles=64,
+                                        windows=PRESETS["seed"].windows[:gpu.priorities],
+                                        **policy), channels)
+
+
+def test_random_runs_on_a_one_channel_shape():
+    # random_channels drew 2..channels channels for a planned job: an empty range with one.
+    shape = _odd_shape("one", 1, dict(aps=3, peus=1, vgpr=7, sgpr=17, lds=33, wave_slots=3,
+                                      priorities=2), circuit_latency=3)
+    for seed in range(6):                           # every selection of the plan
+        run = random_run(shape, seed, 100)
+        assert len(run.channels) == 1 and run.result["workgroups_completed"] > 0
+
+
+def test_the_reset_build_keeps_the_shapes_score_latency():
+    # A reset policy whose AP choice reads no score read its score_latency as 0; the build
+    # then refused every run of the shape with scores 4 cycles old (config_writes).
+    shape = _odd_shape("r7", 3, dict(aps=1, peus=3, vgpr=3, sgpr=17, lds=17, wave_slots=4,
+                                     priorities=8),
+                       circuit="grouped", group_size=1, circuit_latency=3,
+                       combined_scale="all", decision_pipeline=4, score_latency=4)
+    build, _ = reset_build(shape, RESET_SEED, 100)
+    assert build.params.policy.score_latency == 4
+    run = random_run(shape, 7, 100, pressure=PRESSURE)
+    CosimDriver(build.params, run)                  # its configuration writes are accepted
+
+
+def test_a_bad_release_never_names_a_good_one():
+    # Two records, a 1-bit tag: with both in flight the "tag beyond the records" (2) wrapped
+    # onto tag 0, a good release three cycles early, and the run mismatched from clock 56.
+    shape = _odd_shape("r78", 4, dict(aps=2, peus=1, vgpr=7, sgpr=2, lds=5, wave_slots=1,
+                                      priorities=8),
+                       circuit="sampled", circuit_latency=1, combined_scale="all")
+    build, _ = reset_build(shape, RESET_SEED, 200)
+    assert build.params.records == 2
+    driver = CosimDriver(build.params, random_run(shape, 79, 200), bad_releases=BAD_RELEASES)
+    simulate(build.dispatcher(), build.params, [driver])
+    assert driver.summary["bad_releases"] == BAD_RELEASES
+    assert _failures([driver]) == []
