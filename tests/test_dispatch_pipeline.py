@@ -193,7 +193,10 @@ def test_the_match_keeps_the_scores_of_score_latency_cycles_before():
             for i in range(40)]
     policy = with_policy(EMB1, ap_choice="combined", history="ema", decision_pipeline=2,
                          score_latency=3)
-    simulator = DispatchSimulator(GPU, policy, work, cycles=200, debug=True, strict=True)
+    # Every cycle stepped (no skip), so that each cycle's scores are seen; the skipped
+    # cycles' ring is held to this by the skip-equality tests (tests/test_dispatch.py).
+    simulator = DispatchSimulator(GPU, policy, work, cycles=200, debug=True, strict=True,
+                                  skip=False)
     kept, current = {}, {}
     original = simulator.pipeline.match_stage
 

@@ -237,7 +237,6 @@ class DispatchSimulator:
                                              event, self.violation, self.commit)
             self.queues.flight = self.pipeline.flight
             self.decision = self.pipeline
-            self.skip = False
         elif hasattr(self.selector, "bind"):
             # A faithful baseline decides on its own clock (model.dispatch.miaow, gpgpusim,
             # gem5): one WG per decision of its length, or several WGs a cycle.
@@ -375,6 +374,7 @@ class DispatchSimulator:
         shared, drain = execution.shared, self.gpu.drain
         running = resources.running
         observer, debug, skip = self.observer, self.debug, self.skip
+        pipeline = self.pipeline
         ready = self.dispatch_ready
         hold = getattr(self.decision, "hold", None)
         presented = dispatched_last = False
@@ -424,7 +424,8 @@ class DispatchSimulator:
             has_heads = selector.buffer is not None or any(channels)
             idle = not (dispatched or aborted or split_now)
             following = cycle + 1
-            if idle and skip:
+            if idle and skip and (pipeline is None or matched is not None
+                                  and pipeline.idle_until(waiting)):
                 following = limit
                 if upcoming is not None and upcoming.arrival < following:
                     following = upcoming.arrival
@@ -452,6 +453,8 @@ class DispatchSimulator:
                             following = completions[0][0]
                         finish = execution.next_finish()
                 following = max(cycle + 1, following)
+                if pipeline is not None and following > cycle + 1:
+                    pipeline.skip(cycle, following)
                 if counting:
                     # One more a cycle, back to 0 at each attempt (past the threshold).
                     queues.g = (queues.g + following - cycle - 1) % (threshold + 1)

@@ -177,6 +177,36 @@ class DecisionPipeline:
         return (Decision(wg, chosen, ap, self.matcher.row_for(wg.waves, pointer), cycle),
                 True, True)
 
+    def idle_until(self, waiting: bool) -> bool:
+        """Whether the cycles after this one repeat it until the next event (the engine may
+        skip them): nothing in flight, no choice made or cancelled, and the match just
+        registered gives the next choice no candidate that fits and the same ``waiting``."""
+        if self.flight or self.squash or self.chosen_last is not None or self.last is None:
+            return False
+        candidates = False
+        for channel, row in enumerate(self.last.rows):
+            entry = row[0]
+            queue = self.channels[channel]
+            if entry is not None and queue and queue[0] is entry[0]:
+                if entry[1]:
+                    return False
+                candidates = True
+        return candidates == waiting
+
+    def skip(self, cycle: int, following: int) -> None:
+        """The engine skips the cycles after ``cycle`` up to ``following``: their matches
+        are this cycle's rows, each with the scores of ``score_latency`` cycles before, so
+        the score ring and the registered match become what the last of them left. Only the
+        last ``score_latency + 1`` skipped cycles' scores count (the ring keeps
+        ``score_latency``); they are worked out now, with the state of this cycle, which no
+        skipped cycle changes (the events of ``following`` come after)."""
+        latency = self.policy.score_latency
+        skipped = range(cycle + 1, following)
+        combined = list(self.scores) + [self._scores(c) for c in skipped[-(latency + 1):]]
+        self.scores = deque(combined[len(combined) - latency:] if latency else ())
+        last = self.last
+        self.last = Match(last.rows, combined[-(latency + 1)], last.pointers)
+
     def hold(self, cycle: int) -> None:
         """A cycle held by back-pressure: every stage keeps its WG (the match, the choice,
         the flight stages), while the scores go on: the ring takes this cycle's scores and
