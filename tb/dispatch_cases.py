@@ -9,6 +9,7 @@ independent WGs and bursts. ``random_run(shape, seed)`` is deterministic: a fail
 replayed by running it again.
 """
 
+import math
 import random
 from dataclasses import dataclass, replace
 
@@ -28,7 +29,7 @@ from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
 __all__ = ["BARRIER_SHAPES", "DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES", "RANDOM_JOBS",
            "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run", "barrier_workload", "planned",
-           "random_jobs", "random_run"]
+           "random_jobs", "random_run", "random_shape"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,36 @@ def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64,
     if circuit == "grouped":
         fields["group_size"] = 4
     return Shape(name, GpuConfig(**gpu), with_policy(PRESETS["seed"], **fields), channels)
+
+
+def random_shape(index: int, seed: int = 1) -> Shape:
+    """Shape ``index`` of random-shape set ``seed`` (replayable): a GPU of 1-6 APs x 1-4
+    PEUs with block counts the shipped shapes do not use (1, 2, 3, 5, 7, 12, 17, 24; up to
+    40 on small GPUs), 1-4 wave slots, 1-8 priorities, 1-4 channels; the circuits in turn
+    (``index`` mod 5) at latency 0-4, with a group size that divides every size or a shared
+    width at least the largest; a one-clock or pipelined decision (k 2-4, score latency
+    0-4). Every shape it draws is one the model accepts."""
+    rng = random.Random(f"random-shape/{seed}/{index}")
+    circuit = ("exact", "full", "grouped", "sampled", "shared")[index % 5]
+    aps, peus = rng.randint(1, 6), rng.randint(1, 4)
+    sizes = [n for n in (1, 2, 3, 5, 7, 12, 17, 24, 33, 40) if n <= (17 if aps * peus > 8 else 40)]
+    gpu = GpuConfig(aps=aps, peus=peus, vgpr=rng.choice(sizes), sgpr=rng.choice(sizes),
+                    lds=rng.choice(sizes), wave_slots=rng.randint(1, 4),
+                    priorities=rng.randint(1, 8))
+    pipeline = rng.choice([0, 0, 2, 3, 4])
+    fields = {"history": "ema", "history_cycles": 64, "circuit": circuit,
+              "circuit_latency": rng.randint(0, 4), "decision_pipeline": pipeline,
+              "score_latency": rng.randint(0, 4) if pipeline else 0,
+              "combined_scale": "all" if pipeline else rng.choice(["candidates", "all"]),
+              "windows": PRESETS["seed"].windows[:gpu.priorities]}
+    if circuit == "grouped":
+        common = math.gcd(gpu.vgpr, gpu.sgpr, gpu.lds)
+        fields["group_size"] = rng.choice([d for d in range(1, common + 1) if common % d == 0])
+    if circuit == "shared":
+        largest = max(gpu.vgpr, gpu.sgpr, gpu.lds)
+        fields["shared_width"] = rng.choice([0, largest, largest + rng.randint(1, 20)])
+    return Shape(f"random{seed}_{index}_{circuit}_{aps}x{peus}", gpu,
+                 with_policy(PRESETS["seed"], **fields), rng.randint(1, 4))
 
 
 #: The shapes of the random set: every circuit, latencies 0 to 4, 1 to 4 PEUs, 2 to 4
