@@ -49,6 +49,9 @@ update or split before the next event) are skipped in one step; everything that 
 advanced in them (``g``, the time integrals, the power history, every sample of the series
 and of the imbalance metrics) is advanced exactly, so skipping changes no output (a test
 compares the whole result, series included, with skipping on and off on random configs).
+A split attempt that can split no head does not end a skip (``g`` wraps), and the decision
+pipeline is skipped when nothing is in flight and its registered match offers no candidate
+that fits (:meth:`~model.dispatch.pipeline.DecisionPipeline.skip` advances its score ring).
 
 Back-pressure (``dispatch_ready``, the RTL's ``dispatch.ready``): the decision of cycle ``t``
 is presented on the dispatch-out port from cycle ``t + 1`` until taken. A cycle in which a
