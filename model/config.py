@@ -324,13 +324,17 @@ def check_int(owner: str, name: str, value, minimum: int | None,
         raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
 
 
-def check_number(owner: str, name: str, value, minimum: float, *, strict: bool = False
-                 ) -> None:
-    """``value`` is a real number ``> minimum`` (``strict``) or ``>= minimum``."""
-    accepted = f"a number {'>' if strict else '>='} {minimum:g}"
+def check_number(owner: str, name: str, value, minimum: float, *, strict: bool = False,
+                 maximum: float | None = None) -> None:
+    """``value`` is a real number ``> minimum`` (``strict``) or ``>= minimum``, and at most
+    ``maximum`` when given."""
+    accepted = (f"a number in {minimum:g}..{maximum}" if maximum is not None and not strict
+                else f"a number {'>' if strict else '>='} {minimum:g}"
+                + (f" and <= {maximum}" if maximum is not None else ""))
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise TypeError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+    if (not math.isfinite(value) or value < minimum or (strict and value == minimum)
+            or (maximum is not None and value > maximum)):
         raise ValueError(f"{_label(owner, name)} must be {accepted}, not {value!r}")
 
 

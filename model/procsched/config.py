@@ -104,10 +104,8 @@ class GpuContext:
                            ("register_kib_per_cu", MAX_KIB_PER_CU),
                            ("shared_kib_per_cu", MAX_KIB_PER_CU), ("switch_us", MAX_SWITCH_US)):
             check_int("GpuContext", name, getattr(self, name), 0, most)
-        check_number("GpuContext", "extra_state_mib", self.extra_state_mib, 0)
-        if self.extra_state_mib > MAX_EXTRA_STATE_MIB:
-            raise ValueError(f"GpuContext.extra_state_mib must be a number in "
-                             f"0..{MAX_EXTRA_STATE_MIB}, not {self.extra_state_mib!r}")
+        check_number("GpuContext", "extra_state_mib", self.extra_state_mib, 0,
+                     maximum=MAX_EXTRA_STATE_MIB)
         # The reader's least bandwidth: 1 MB/s (a smaller one makes a switch last hours).
         check_number("GpuContext", "bandwidth_gb_s", self.bandwidth_gb_s, 1e-3)
         check_number("GpuContext", "host_gb_s", self.host_gb_s, 1e-3)
