@@ -560,13 +560,14 @@ def replay_scenario(specs, preset: str, *, format: str | None = None,  # noqa: A
             if key not in channel_of:
                 channel_of[key] = None       # numbered below, in order of first appearance
             arrival = shifted[launch.arrival] + spec.offset
-            if arrival + launch.measured > MAX_REPLAY_CYCLES:
+            end = arrival + launch.measured
+            if end > MAX_REPLAY_CYCLES:
                 raise ConfigError(
-                    f"{spec.path}: row {launch.kernel.row}: the launch ends at cycle "
-                    f"{arrival + launch.measured:,} (its start and duration at {clock} MHz, offset "
-                    f"{spec.offset:,}), past the {MAX_REPLAY_CYCLES:,} cycles a replay may "
-                    f"span (about 66 days at 1,582 MHz)")
-            measured_end = max(measured_end, arrival + launch.measured)
+                    f"{spec.path}: row {launch.kernel.row}: the launch ends at cycle {end:,} "
+                    f"(its start and duration at {clock} MHz, offset {spec.offset:,}), past "
+                    f"the {MAX_REPLAY_CYCLES:,} cycles a replay may span (about 66 days at "
+                    f"1,582 MHz)")
+            measured_end = max(measured_end, end)
             merged.append((arrival, key, number, position, launch, wgs[launch.first_wg]))
             priorities[key] = spec.priority
     # Channels: the fixed ones keep their numbers; the others follow, in order of appearance.
