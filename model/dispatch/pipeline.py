@@ -147,23 +147,30 @@ class DecisionPipeline:
                        if choice in ("instruction", "combined") else [0] * self.P)
         return resource, instruction
 
-    def choose(self, cycle: int):
-        """The choice stage: ``(decision or None, any candidate matched, any candidate)``
-        from the previous cycle's match, per the selection rule."""
-        match, last = self.last, self.chosen_last
+    def _candidates(self) -> dict:
+        """``{channel: (WG, APs it fits)}`` the choice reads from the registered match: each
+        channel's row after the WG chosen in the previous cycle when that was the channel's,
+        if still its first WG not chosen (a split since changes it)."""
+        last = self.chosen_last
         # The AP chosen in the previous cycle was not busy yet when the match ran.
         free = ~(1 << self.flight[-1].ap) if last is not None else -1
         in_flight = [0] * self.channel_count
         for decision in self.flight:
             in_flight[decision.channel] += 1
         candidates = {}
-        for channel, row in enumerate(match.rows):
+        for channel, row in enumerate(self.last.rows):
             entry = row[1 if last == channel else 0]
             queue = self.channels[channel]
-            # Still the channel's first WG not chosen (a split since changes it).
             if (entry is not None and in_flight[channel] < len(queue)
                     and queue[in_flight[channel]] is entry[0]):
                 candidates[channel] = (entry[0], entry[1] & free)
+        return candidates
+
+    def choose(self, cycle: int):
+        """The choice stage: ``(decision or None, any candidate matched, any candidate)``
+        from the previous cycle's match, per the selection rule."""
+        match = self.last
+        candidates = self._candidates()
         if not candidates:
             return None, False, False
         selector = self.selector
@@ -183,15 +190,9 @@ class DecisionPipeline:
         registered gives the next choice no candidate that fits and the same ``waiting``."""
         if self.flight or self.squash or self.chosen_last is not None or self.last is None:
             return False
-        candidates = False
-        for channel, row in enumerate(self.last.rows):
-            entry = row[0]
-            queue = self.channels[channel]
-            if entry is not None and queue and queue[0] is entry[0]:
-                if entry[1]:
-                    return False
-                candidates = True
-        return candidates == waiting
+        candidates = self._candidates()
+        return (not any(mask for _, mask in candidates.values())
+                and bool(candidates) == waiting)
 
     def skip(self, cycle: int, following: int) -> None:
         """The engine skips the cycles after ``cycle`` up to ``following``: their matches
