@@ -355,22 +355,19 @@ class CosimDriver:
         self.bad_left -= 1
         self.bad_now = True
         self.summary["bad_releases"] += 1
-        if self.bad_left % 2:
-            wg_id, tag = in_flight[self.bad_left % len(in_flight)]
-            wrong = (self._rtl_id(wg_id) + 1) % (1 << p.id_bits)
-            return pack(p.release_layout, {"tag": tag, "wg": wrong})
-        # A tag not in flight, named with the WG its record held last (a second release of
-        # a WG; a tag never used: WG 0, the record memory's reset): only the in-flight
-        # check can refuse it. With every record in flight, a tag beyond the records where
-        # the tag field has one; else (a power-of-two record count: tag N would wrap onto
-        # tag 0, a good release) an in-flight tag with another WG id.
-        busy = {tag for _, tag in in_flight}
-        free = [tag for tag in range(p.records) if tag not in busy]
-        if free:
-            tag = free[self.bad_left % len(free)]
-            return pack(p.release_layout, {"tag": tag, "wg": self.released.get(tag, 0)})
-        if p.records < 1 << Shape.cast(p.release_layout.members["tag"]).width:
-            return pack(p.release_layout, {"tag": p.records, "wg": 0})
+        if not self.bad_left % 2:
+            # A tag not in flight, named with the WG its record held last (a second release
+            # of a WG; a tag never used: WG 0, the record memory's reset): only the in-flight
+            # check can refuse it. With every record in flight, a tag beyond the records
+            # where the tag field has one; else (a power-of-two record count: tag N would wrap
+            # onto tag 0, a good release) the in-flight form below.
+            busy = {tag for _, tag in in_flight}
+            free = [tag for tag in range(p.records) if tag not in busy]
+            if free:
+                tag = free[self.bad_left % len(free)]
+                return pack(p.release_layout, {"tag": tag, "wg": self.released.get(tag, 0)})
+            if p.records < 1 << Shape.cast(p.release_layout.members["tag"]).width:
+                return pack(p.release_layout, {"tag": p.records, "wg": 0})
         wg_id, tag = in_flight[self.bad_left % len(in_flight)]
         wrong = (self._rtl_id(wg_id) + 1) % (1 << p.id_bits)
         return pack(p.release_layout, {"tag": tag, "wg": wrong})
