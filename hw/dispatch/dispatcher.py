@@ -459,10 +459,12 @@ class Dispatcher(wiring.Component):
         busy = Signal(P, name="busy_aps")
         m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
+        # Each channel's WGs in flight, a register: what stages 1 .. k hold, counted when they
+        # are loaded (below) rather than summed from them in the match's clock.
+        counts = [Signal(range(k + 1), name=f"in_flight_c{c}") for c in range(R)]
         matches = []
         for c in range(R):
-            count = sum((flight[j].valid & equals(flight[j].channel, c)) for j in range(1, k + 1))
-            m.d.comb += queues.in_flight[c].eq(count)
+            m.d.comb += queues.in_flight[c].eq(counts[c])
             heads = [queues.entries[c][j].as_value() for j in range(k + 3)]
             pair = []
             for r in range(2):
@@ -538,6 +540,11 @@ class Dispatcher(wiring.Component):
                 m.d.sync += flight[j + 1].eq(flight[j])
             for j in range(1, k):
                 m.d.sync += flight[j + 1].valid.eq(flight[j].valid & ~abort)
+            # The counts the stages will hold: stages 1 .. k - 1 move on (none after a stale
+            # abort, which also chooses nothing) and stage 1 takes the WG chosen now.
+            for c in range(R):
+                moving = sum(flight[j].valid & equals(flight[j].channel, c) for j in range(1, k))
+                m.d.sync += counts[c].eq(Mux(abort, 0, moving + (chosen & equals(channel, c))))
             m.d.sync += [flight[2].channel.eq(last.channel), flight[2].ap.eq(last.ap),
                          flight[2].head.eq(planned), flight[2].waves.eq(waves),
                          flight[2].need_vgpr.eq(need_vgpr), flight[2].need_sgpr.eq(need_sgpr),
@@ -554,15 +561,27 @@ class Dispatcher(wiring.Component):
         m.d.comb += queues.split.eq(split_now)
         # The match registered: a channel split in this clock offers nothing in the next (its
         # part is matched from then on).
+        # Both rows' fits are registered as matched, with what picks between them (the
+        # channel chosen again, split) and the APs to leave out (in flight now or chosen now);
+        # the candidate is worked out from those registers in the next clock.
+        excluded = Signal(P, name="excluded_aps")
         with m.If(evaluate):
-            m.d.sync += matched_once.eq(1)
+            m.d.sync += [matched_once.eq(1), excluded.eq(busy | taken)]
             for c in range(R):
                 again = chosen & equals(channel, c)
                 (head0, fit0), (head1, fit1) = matches[c]
-                head, fit = Mux(again, head1, head0), Mux(again, fit1, fit0)
-                valid = Mux(again, head1.valid, head0.valid) & ~split_now[c]
-                m.d.sync += [candidates[c].head.eq(head), candidates[c].valid.eq(valid),
-                             candidates[c].fit.eq(Mux(valid, fit & ~busy & ~taken, 0))]
+                row_fit = [Signal(P, name=f"row_fit_c{c}_r{r}") for r in range(2)]
+                row_valid = Signal(2, name=f"row_valid_c{c}")
+                second = Signal(name=f"row_second_c{c}")
+                split = Signal(name=f"row_split_c{c}")
+                m.d.sync += [candidates[c].head.eq(Mux(again, head1, head0)),
+                             row_fit[0].eq(fit0), row_fit[1].eq(fit1),
+                             row_valid.eq(Cat(head0.valid, head1.valid)),
+                             second.eq(again), split.eq(split_now[c])]
+                valid = Mux(second, row_valid[1], row_valid[0]) & ~split
+                m.d.comb += [candidates[c].valid.eq(valid),
+                             candidates[c].fit.eq(Mux(valid, Mux(second, row_fit[1], row_fit[0])
+                                                      & ~excluded, 0))]
 
         # The part number a split WG's part leaves with is its channel's head's: the WG in
         # the last stage is its channel's head (earlier ones have left), and a channel is
