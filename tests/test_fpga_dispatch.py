@@ -28,6 +28,19 @@ def test_the_pipelined_row_of_latency_2_is_the_build_the_cosimulation_runs():
         == fd.shape("small", "pipelined_l2")
 
 
+
+def test_the_full_size_cosimulation_runs_the_default_build_of_the_50_mhz_row():
+    # configs/cosim/default_pipelined.toml (make cosim at full size) must build what the
+    # FPGA table's default pipelined_l2 row synthesizes: the same Verilog, held to the model.
+    from pathlib import Path
+
+    from hw.flow.dispatch_cosim import scenario_shape
+    from model.dispatch.config import load_scenario
+    path = Path(__file__).resolve().parents[1] / "configs" / "cosim" / "default_pipelined.toml"
+    scenario = load_scenario(path)
+    (policy,) = scenario.policies
+    assert scenario_shape(scenario, policy) == fd.shape("default", "pipelined_l2")
+
 def _row(configuration, view, family, kind, **fields):
     parts = {p: {"luts": 10, "ffs": 1, "carries": 0} for p in (*fd.PARTS, "control")}
     return {"configuration": configuration, "view": view, "family": family, "kind": kind,
