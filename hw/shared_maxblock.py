@@ -358,6 +358,12 @@ class SharedMaxFreeBlock(wiring.Component):
                                   request_of=request_of, request_widths=request_widths,
                                   ffs_widths=ffs_widths)
         pieces += joins
+        # The answers of a type that is one node read its request by its first block
+        # (below); that key may be no node's or join's, so it is made before the pipeline is
+        # built, which carries only the requests made by then.
+        for name, (_, low, _) in fields.items():
+            if name in single:
+                request_of(0, low)
         stage = {("request", key): value for key, value in requests.items()}
         used_leaves = {index for (k, node) in demands
                        for index in range(node << (k - 2), (node + 1) << (k - 2))}

@@ -171,6 +171,16 @@ def test_widest_full_circuit_elaborates():
     SharedConfig(SharedSchedule(), 1, True, 3),
     SharedConfig(SharedSchedule(((("a", 5), ("b", 3)), (("c", 8),), (("d", 1), ("e", 2))),
                                 width=8), 1, True, 2),
+    # A type whose field is one tree node (sgpr2, blocks 4..7) whose first block starts no
+    # other type's join: its request was first asked for after the tree was built, and the
+    # exact unit failed to elaborate (KeyError; the dispatcher's shared view of a 3-PEU GPU
+    # with 3 VGPR, 4 SGPR and 8 LDS blocks, and of a 4-PEU one with 6, 4 and 12).
+    SharedConfig(SharedSchedule(((("vgpr0", 3), ("vgpr1", 3)), (("vgpr2", 3), ("sgpr0", 4)),
+                                 (("sgpr1", 4), ("sgpr2", 4)), (("lds", 8),)), width=8),
+                 1, True),
+    SharedConfig(SharedSchedule(((("vgpr0", 3), ("vgpr1", 3)), (("vgpr2", 3), ("sgpr0", 4)),
+                                 (("sgpr1", 4), ("sgpr2", 4)), (("lds", 8),)), width=8),
+                 0, True, 2),
 ], ids=lambda config: config.name)
 def test_shared_unit(config):
     rng = random.Random(config.name)
