@@ -217,6 +217,26 @@ def test_the_match_keeps_the_scores_of_score_latency_cycles_before():
 
 
 @pytest.mark.parametrize("k", [0, 3])
+def test_a_decision_still_presented_when_the_work_is_done_holds_to_the_limit(k):
+    # The run ends early once every WG has completed, but the last WG's decision can still
+    # be presented, not taken: the cycles to the limit in which it is not taken are held
+    # (the co-simulation reads them; they stopped at the early end, and the RTL's beat still
+    # presented read as a dispatch the model did not make).
+    work = [wg(0, waves=1, duration=2)]
+    _, _, free = run(GPU, with_policy(EMB1, decision_pipeline=k), work, cycles=30)
+    first = dispatches(free)[0][0]
+    low = set(range(first + 1, 25))
+    simulator, _, events = run(GPU, with_policy(EMB1, decision_pipeline=k), work, cycles=30,
+                               dispatch_ready=lambda cycle: cycle not in low)
+    assert dispatches(events) == dispatches(free)
+    assert simulator.held_cycles == sorted(low)
+    # Never taken: held to the last cycle before the limit.
+    simulator, _, _ = run(GPU, with_policy(EMB1, decision_pipeline=k), work, cycles=30,
+                          dispatch_ready=lambda cycle: cycle <= first)
+    assert simulator.held_cycles == list(range(first + 1, 30))
+
+
+@pytest.mark.parametrize("k", [0, 3])
 def test_back_pressure_holds_the_decision_and_the_split_counter(k):
     # dispatch_ready (the RTL's dispatch.ready): a decision presented and not taken holds
     # the next cycles' decisions; nothing is decided, no split, the all-fail counter holds.

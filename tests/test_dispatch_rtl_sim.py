@@ -450,6 +450,27 @@ def test_a_bad_release_never_names_a_good_one():
     assert _failures([driver]) == []
 
 
+def test_a_beat_held_after_the_models_last_wg_is_compared_as_held():
+    # Found by a random campaign (blocking_buffer, id_bits 4): the model finished (every
+    # WG completed) while its last decision was still presented and dispatch.ready stayed
+    # low; the held cycles stopped at the model's end and the bench took the RTL's beat,
+    # still presented, for a dispatch the model did not make.
+    from model.dispatch.config import ChannelConfig, WorkGroup
+    from tb.dispatch_bench import model_run
+
+    shape = SHAPES["exact4x2"]
+    build = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    workload = [WorkGroup(id=0, channel=0, priority=0, waves=1, vgpr=1, sgpr=0, lds=0,
+                          duration=2, independent=False, arrival=3)]
+    cycles = 30
+    run = model_run("held after the end", shape.gpu, shape.policy, workload,
+                    [ChannelConfig()], cycles, not_ready=frozenset(range(4, 25)))
+    driver = CosimDriver(build.params, run)
+    simulate(build.dispatcher(), build.params, [driver])
+    assert _failures([driver]) == []
+    assert driver.summary["dispatches"] == 1 and driver.summary["held"] == 21
+
+
 #: Random shapes co-simulated in every run (set 1's first ones, each replayed by its index:
 #: ``random_shape(index)``); ``RANDOM_SHAPES=N`` runs N (a campaign of 73 found no RTL
 #: mismatch and the three bench bugs above).

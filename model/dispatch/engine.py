@@ -464,6 +464,16 @@ class DispatchSimulator:
             if upcoming is None and not running and not has_heads:
                 finished_at = cycle         # cycles 0 .. cycle - 1 held work
                 sample(cycle, cycle + 1)
+                # Back-pressure: the last decision may still be presented; the cycles to the
+                # limit in which it is not taken are held too (nothing else happens in them).
+                later = cycle + 1
+                while ready is not None and later < limit:
+                    presented = presented and not ready(later - 1) or dispatched_last
+                    dispatched_last = False
+                    if not (presented and not ready(later)):
+                        break
+                    self.held_cycles.append(later)
+                    later += 1
                 break
             end = following if following < limit else limit
             if next_sample < end:
