@@ -407,7 +407,8 @@ def barrier_workload(channels: int, cycles: int, seed: int, independent: float =
     each launch 1 to 6 WGs of one shape arriving together, a few cycles after the last; the
     first WG of every launch after a stream's first is a barrier (as a kernel trace's are,
     :func:`model.dispatch.kernels.trace_workload`). Run times vary per WG, so a barrier waits
-    for the slowest WG of the launches before it."""
+    for the slowest WG of the launches before it. With ``independent``, that fraction of
+    launches (about) is independent and 2 to 4 waves wider."""
     rng = random.Random(f"barriers/{seed}")
     workload = []
     for c in range(channels):
@@ -416,6 +417,10 @@ def barrier_workload(channels: int, cycles: int, seed: int, independent: float =
             shape = {"waves": rng.randint(1, 3), "vgpr": rng.randint(1, 4),
                      "sgpr": rng.randint(0, 2), "lds": rng.randint(0, 3)}
             spread = rng.choice((False, independent > 0 and rng.random() < independent))
+            if spread:
+                # Wider WGs, which wait for room and are split (embodiment 3), all but the
+                # launch's barrier WG, which is dispatched whole.
+                shape["waves"] += rng.randint(2, 4)
             for index in range(rng.randint(1, 6)):
                 workload.append(WorkGroup(
                     id=0, channel=c, priority=c % priorities, duration=rng.randint(2, 24),
@@ -433,7 +438,8 @@ def barrier_run(shape: Shape, cycles: int, seed: int = 1, *, split: bool = False
                 pressure: float = 0.0, selection: str = "multi") -> ModelRun:
     """The model's run of :func:`barrier_workload` on ``shape`` (a build with barriers) under
     embodiment 1 or another ``selection`` rule (``split``: embodiment 3 with a threshold of 2
-    and independent launches, whose parts carry no barrier; ``pressure``: back-pressure,
+    and independent launches, whose WGs are split but for the barrier WG, which is
+    dispatched whole; ``pressure``: back-pressure,
     :func:`random_run`)."""
     changes = {"selection": selection}
     if split:

@@ -206,7 +206,9 @@ class ProtocolChecker:
         whole = (busiest <= slots and busiest * wg["vgpr"] <= seen["vgpr"]
                  and busiest * wg["sgpr"] <= seen["sgpr"] and wg["lds"] <= seen["lds"])
         splitting = self.config["threshold"] > 0 and self.config["selection"] == "multi"
-        parts = (splitting and wg["independent"] and wg["waves"] >= 2 and busiest <= slots
+        # (A WG with an in-order barrier is never split: its parts would carry no barrier.)
+        parts = (splitting and wg["independent"] and not wg["barrier"] and wg["waves"] >= 2
+                 and busiest <= slots
                  and wg["vgpr"] <= seen["vgpr"] and wg["sgpr"] <= seen["sgpr"]
                  and ceil_div(wg["lds"], wg["waves"]) <= seen["lds"])
         return wg["waves"] >= 1 and (whole or parts)     # no waves: refused
@@ -237,7 +239,7 @@ class ProtocolChecker:
             if values["split"] >> c & 1:
                 queue = self.queues[c]
                 if not queue or c in self.split or not queue[0]["independent"] or \
-                        queue[0]["waves"] < 2:
+                        queue[0]["barrier"] or queue[0]["waves"] < 2:
                     self._violation(f"channel {c}: split of a head that cannot be split")
                 else:
                     self.split[c] = 0

@@ -266,3 +266,32 @@ def test_back_pressure_holds_the_decision_and_the_split_counter(k):
     assert simulator.held_cycles == sorted(low)
     assert splits[0] < 20
     assert [cycle for cycle, kind, *_ in held if kind == "split"][0] == splits[0] + 3
+
+
+def test_a_barrier_wg_is_dispatched_whole_after_its_channels_earlier_wgs():
+    # Embodiment 3 splits independent heads, but a WG with an in-order barrier is dispatched
+    # whole: its one-wave parts would carry no barrier and could run beside the WGs it waits
+    # for (the RTL's queues do the same; tests/test_dispatch_rtl_sim.py co-simulates these
+    # runs). Independent launches of the barrier shapes' split runs: other WGs are split, so
+    # the check bites.
+    from collections import defaultdict
+
+    from tb.dispatch_cases import BARRIER_SHAPES, barrier_run
+    split_parents = 0
+    for shape in BARRIER_SHAPES.values():
+        for seed in (1, 2, 3):
+            run = barrier_run(shape, 300, seed, split=True)
+            barriers = {wg.id for wg in run.workload if wg.barrier}
+            running = defaultdict(set)
+            for cycle, kind, wg, *_ in run.events:
+                if kind == "split":
+                    assert wg.parent not in barriers, (run.label, cycle, wg.parent)
+                    split_parents += 1
+                elif kind == "dispatch":
+                    if wg.id in barriers:
+                        assert not running[wg.channel], (run.label, cycle, wg.id,
+                                                         sorted(running[wg.channel]))
+                    running[wg.channel].add(wg.id)
+                elif kind == "release":
+                    running[wg.channel].discard(wg.id)
+    assert split_parents > 20

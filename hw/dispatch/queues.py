@@ -23,7 +23,7 @@ those of the cycle before (a release of cycle ``t`` is taken in clock ``t - 1``)
 Model twin: :mod:`model.dispatch.queues`.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -115,6 +115,9 @@ class ChannelQueues(wiring.Component):
         seen_v, seen_s, seen_l = (p.seen_when_free(r) for r in ("vgpr", "sgpr", "lds"))
         waves = Signal.like(wg.waves, name=f"c{c}_waves")
         m.d.comb += waves.eq(wg.waves)
+        # A WG with an in-order barrier is never split (its parts would carry no barrier, so
+        # they could run beside the WGs it waits for): the model's Queues.
+        whole_only = wg.barrier if p.barriers else Const(0, 1)
         # Waves on the busiest PEU (ceil(waves / Q)), quotient and remainder by Q.
         busiest = Signal(range(p.max_waves + 2), name=f"c{c}_busiest")
         quot = Signal(range(p.max_waves + 2), name=f"c{c}_quot")
@@ -135,7 +138,8 @@ class ChannelQueues(wiring.Component):
         # A part's LDS is ceil(lds / waves) <= seen, that is lds <= waves * seen.
         parts = (self.splitting & wg.independent & ~less(waves, 2) & slots_ok
                  & at_most(wg.vgpr, seen_v) & at_most(wg.sgpr, seen_s)
-                 & at_most(wg.lds, product(waves, seen_l, m, f"c{c}_parts_lds")))
+                 & at_most(wg.lds, product(waves, seen_l, m, f"c{c}_parts_lds"))
+                 & ~whole_only)
         admitted = Signal(name=f"c{c}_admitted")
         m.d.comb += admitted.eq((whole | parts) & ~is_zero(waves))   # waves = 0: refused
 
@@ -157,7 +161,7 @@ class ChannelQueues(wiring.Component):
             entry.sgpr.eq(saturate(wg.sgpr, gpu.sgpr + 1)),
             entry.lds.eq(saturate(wg.lds, gpu.lds + 1)),
             entry.part_lds.eq(part_lds),
-            entry.splittable.eq(wg.independent & ~less(waves, 2)),
+            entry.splittable.eq(wg.independent & ~whole_only & ~less(waves, 2)),
         ]
         if p.barriers:
             m.d.comb += entry.barrier.eq(wg.barrier)

@@ -96,7 +96,7 @@ class Queues:
             reason = idle_reason(self.policy.units, self.gpu, wg)
         if reason is None:
             return True
-        if (wg.independent and wg.waves > 1 and self.splitting
+        if (wg.independent and not wg.barrier and wg.waves > 1 and self.splitting
                 and busiest <= self.gpu.wave_slots
                 and self.fits_empty(1, wg, -(-wg.lds // wg.waves)) is None):
             return True          # it will be split (embodiment 3) and its waves fit alone
@@ -124,14 +124,16 @@ class Queues:
 
     def _splittable_heads(self):
         """The channels and heads a split would replace now: independent, of two waves or
-        more, not already a part, on a channel none of whose WGs is in the decision
-        pipeline (it splits a head only when none of its channel's WGs is chosen)."""
+        more, not already a part, without an in-order barrier (its parts would carry none, so
+        they could run beside the WGs it waits for), on a channel none of whose WGs is in the
+        decision pipeline (it splits a head only when none of its channel's WGs is chosen)."""
         busy = {decision.channel for decision in self.flight}
         for channel, queue in enumerate(self.channels):
             if not queue or channel in busy:
                 continue
             head = queue[0]
-            if head.independent and head.waves >= 2 and head.parent is None:
+            if (head.independent and not head.barrier and head.waves >= 2
+                    and head.parent is None):
                 yield channel, head
 
     def splittable(self) -> bool:
