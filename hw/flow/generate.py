@@ -157,8 +157,15 @@ def config_from_arguments(args) -> object:
                             if value is not None and key in fields})
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block), status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m hw.flow.generate",
         description="Write Verilog, waivers, a SystemVerilog wrapper and a port map per block "
                     "(every block by default, or the one --block describes).")
