@@ -244,6 +244,25 @@ def test_command_line_refuses_a_policy_the_rtl_does_not_build(capsys, tmp_path):
     assert "--config" in capsys.readouterr().err
 
 
+def test_an_output_directory_that_cannot_be_written_is_refused_before_the_build(
+        capsys, tmp_path, monkeypatch):
+    # Checked before the build (the default 16 x 4 x 4 takes minutes): it was a traceback
+    # from Path.mkdir, or from write_text after the whole build for a read-only directory.
+    import hw.flow.generate_dispatcher as generate_dispatcher
+
+    def never(*args, **kwargs):
+        raise AssertionError("the dispatcher was built")
+
+    monkeypatch.setattr(generate_dispatcher, "write_dispatcher", never)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--block", "dispatcher", "--config", str(SMALL), "--out", str(blocker / "v")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out" in err[0] and str(blocker / "v") in err[0], err
+
+
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.

@@ -184,6 +184,23 @@ def test_command_line_rejects_bad_parameters_in_one_line(arguments, message, cap
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("where", ["file", "under_file"])
+def test_an_output_directory_that_cannot_be_written_is_one_line(where, capsys, tmp_path):
+    # It was a traceback from Path.mkdir (FileExistsError, NotADirectoryError; and
+    # PermissionError for a directory the user may not write), or from write_text once the
+    # block was generated.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    out = blocker if where == "file" else blocker / "verilog"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(out), "--block", "exact", "-n", "8"])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--out" in lines[0] and str(out) in lines[0], lines
+    assert blocker.read_text() == "not a directory"
+    assert [path.name for path in tmp_path.iterdir()] == ["blocker"]
+
+
 # -- port map and wrapper follow the layouts -------------------------------------------------------
 
 def test_port_map_and_wrapper_follow_the_layouts(tmp_path):

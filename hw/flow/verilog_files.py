@@ -12,6 +12,7 @@ import enum
 import json
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,32 @@ def simulation_verilog(netlists: list[str], top: str) -> str:
                         "write_verilog -noattr"])
     return verilog.find_yosys(lambda version: version >= (0, 40)).run(
         ["-q", "-"], script)
+
+
+def unwritable(directory: Path) -> str | None:
+    """Why files cannot be written into ``directory`` (created when missing), or ``None``.
+
+    Asked before anything is generated (the full-size dispatcher takes minutes), so that a
+    directory that is a file, lies under one or may not be written is one line, not a
+    traceback after the work. A directory this creates stays (empty) only if the check
+    itself fails in it."""
+    if directory.exists() and not directory.is_dir():
+        return f"{directory} is a file, not a directory"
+    missing = [parent for parent in (directory, *directory.parents) if not parent.exists()]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        for parent in missing:                  # deepest first: only what this created
+            try:
+                parent.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                break
+        return f"cannot write into {directory}: {error.strerror or error}"
+    return None
 
 
 def write_verilog(config, directory: Path, component=None, *, simulation: bool = False) -> Path:
