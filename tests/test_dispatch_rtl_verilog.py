@@ -263,6 +263,39 @@ def test_an_output_directory_that_cannot_be_written_is_refused_before_the_build(
     assert len(err) == 1 and "--out" in err[0] and str(blocker / "v") in err[0], err
 
 
+_TINY = """name = "tiny"
+[gpu]
+aps = 1
+peus = 1
+vgpr = 8
+sgpr = 8
+lds = 8
+wave_slots = 4
+priorities = 1
+"""
+_CHANNEL = "[[channels]]\narrival = 0.1\nwaves = [1, 2]\nvgpr = [1, 2]\nsgpr = 1\nlds = 1\n"
+
+
+@pytest.mark.parametrize(("policy", "channels", "message"), [
+    # The model takes any window and threshold; the RTL's registers hold 16 bits.
+    ('windows = [100000]', 1, "windows must be below 65536, not 100000"),
+    ('split_threshold = 70000', 1, "split_threshold must be below 65536, not 70000"),
+    ("", 65, "Channel count must be 1..64, not 65"),
+])
+def test_a_policy_the_registers_cannot_hold_is_one_line_naming_the_file(
+        policy, channels, message, capsys, tmp_path):
+    # Was a traceback from the port map with the .v, .vlt and .sv written (the windows and
+    # the threshold), or a line that did not name the file (the channel count).
+    config = tmp_path / "big.toml"
+    config.write_text(_TINY + _CHANNEL * channels + f'[[policies]]\npreset = "emb1"\n{policy}\n')
+    out = tmp_path / "out"
+    status = main(["--block", "dispatcher", "--config", str(config), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert str(config) in err[0] and message in err[0], err
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.

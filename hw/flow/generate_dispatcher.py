@@ -151,6 +151,7 @@ def dispatcher_shape(path: Path, policy_name: str | None = None):
     Raises :class:`model.config.ConfigError` (one line) for a missing policy or one the RTL
     does not build (:func:`hw.flow.dispatch_cosim.policy_unsupported`).
     """
+    from hw.dispatch.params import config_writes
     from hw.flow.dispatch_cosim import policy_unsupported, scenario_shape
     from model.config import ConfigError
     from model.dispatch import load_scenario
@@ -166,7 +167,14 @@ def dispatcher_shape(path: Path, policy_name: str | None = None):
     if reason:
         raise ConfigError(f"{path}: policy {name!r}: {reason}")
     shape = scenario_shape(scenario, policy, pad=False)
-    _ = shape.params                    # every parameter checked before anything is built
+    try:
+        # Every parameter checked before anything is built, and the policy's values against
+        # the registers that hold them (a window or split threshold of 2^16 or more was a
+        # traceback from the port map, after the .v, .vlt and .sv had been written).
+        config_writes(shape.params, policy, _wave_powers(scenario.gpu, scenario.channels),
+                      scenario.gpu)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{path}: policy {name!r}: {error}") from None
     return shape, scenario, policy
 
 
@@ -423,11 +431,13 @@ def write_dispatcher(shape, directory: Path, policy=None, gpu=None, channels=()
     port_list = ports(component.signature, text, name, component)
     files = BlockFiles(*(directory / f"{name}{suffix}"
                          for suffix in (".v", ".vlt", ".sv", ".json")))
-    files.verilog.write_text(text)
-    files.waivers.write_text(dispatcher_waivers(name, text))
-    files.systemverilog.write_text(dispatcher_systemverilog(name, port_list))
-    files.port_map.write_text(json.dumps(dispatcher_port_map(shape, port_list, policy, gpu,
-                                                             channels), indent=1) + "\n")
+    # Every text before the first file, so that an error leaves no part of the set.
+    texts = (text, dispatcher_waivers(name, text), dispatcher_systemverilog(name, port_list),
+             json.dumps(dispatcher_port_map(shape, port_list, policy, gpu, channels),
+                        indent=1) + "\n")
+    for path, content in zip((files.verilog, files.waivers, files.systemverilog,
+                              files.port_map), texts, strict=True):
+        path.write_text(content)
     return files
 
 
