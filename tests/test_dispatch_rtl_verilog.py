@@ -296,6 +296,15 @@ def test_a_policy_the_registers_cannot_hold_is_one_line_naming_the_file(
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_an_empty_policy_name_is_not_the_first_policy(capsys, tmp_path):
+    # --policy "" built the scenario's first policy, as if no --policy had been given.
+    status = main(["--block", "dispatcher", "--config", str(SMALL), "--policy", "",
+                   "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "no policy ''; it has 'seed'" in err[0], err
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.

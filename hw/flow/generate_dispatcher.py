@@ -158,7 +158,7 @@ def dispatcher_shape(path: Path, policy_name: str | None = None):
 
     scenario = load_scenario(path)
     names = [policy.name for policy in scenario.policies]
-    name = policy_name or names[0]
+    name = names[0] if policy_name is None else policy_name
     if name not in names:
         raise ConfigError(f"{path}: no policy {name!r}; it has "
                           f"{', '.join(repr(n) for n in names)}")
