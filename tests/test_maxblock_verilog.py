@@ -184,6 +184,40 @@ def test_command_line_rejects_bad_parameters_in_one_line(arguments, message, cap
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(("arguments", "message"), [
+    # Each was ignored: the block was written without it (status 0), and without --block
+    # every block at its defaults.
+    (["--block", "exact", "-n", "8", "--groups", "2"],
+     "--groups goes with --block grouped, not with --block exact"),
+    (["--block", "exact", "-n", "8", "--samples", "0,1"], "--samples goes with --block sampled"),
+    (["--block", "full", "-n", "8", "--exact"], "--exact goes with --block shared"),
+    (["--block", "arbiter", "-n", "8"], "-n goes with --block full or grouped or sampled or exact"),
+    (["--block", "shared", "--tasks", "4"], "--tasks goes with --block arbiter"),
+    (["--block", "dispatcher", "--config", "configs/cosim/default_small.toml", "--latency",
+      "2"], "--latency goes with --block full or grouped or sampled or exact, not with "
+            "--block dispatcher"),
+    (["-n", "8"], "-n goes with --block full or grouped or sampled or exact (without --block"),
+    # Read as false; and read as the default samples.
+    (["--block", "arbiter", "--decay", "maybe"],
+     "argument --decay: must be 1, true, yes, 0, false or no, not 'maybe'"),
+    (["--block", "sampled", "-n", "8", "--samples", ""], "Samples must be 'default'"),
+    # --width without --schedule was dropped: the unit stayed 128 wide.
+    (["--block", "shared", "--width", "100"], "more than the unit's width 100"),
+])
+def test_an_option_the_block_does_not_read_is_refused(arguments, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(tmp_path), *arguments])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not any(tmp_path.iterdir())
+
+
+def test_width_without_a_schedule_widens_the_seeds_unit(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--block", "shared", "--width", "200"]) == 0
+    assert any(path.name.startswith("sharedmaxfreeblock_w200_p2_") for path in tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("where", ["file", "under_file"])
 def test_an_output_directory_that_cannot_be_written_is_one_line(where, capsys, tmp_path):
     # It was a traceback from Path.mkdir (FileExistsError, NotADirectoryError; and

@@ -136,21 +136,59 @@ def _samples(text: str, n: int) -> tuple[int, ...]:
                          f"k values, not {text!r}") from None
 
 
+#: The blocks each block option applies to (option: (argument name, blocks)); any other
+#: block, and no ``--block`` (every block at its defaults), refuses it rather than ignore it.
+OPTION_BLOCKS = {
+    "-n": ("n", tuple(KINDS)),
+    "--latency": ("latency", tuple(KINDS)),
+    "--free-level": ("free_level", (*KINDS, "shared")),
+    "--groups": ("groups", ("grouped",)),
+    "--samples": ("samples", ("sampled",)),
+    "--exact": ("exact", ("shared",)),
+    "--schedule": ("schedule", ("shared",)),
+    "--width": ("width", ("shared",)),
+    **{option: (option[2:].replace("-", "_"), ("arbiter",))
+       for option in ("--tasks", "--classes", "--frac-bits", "--tie-break", "--decay",
+                      "--weight-bits")},
+}
+
+
+def misplaced_option(args) -> str | None:
+    """The first option given that ``args.block`` does not read, as an error message."""
+    for option, (name, blocks) in OPTION_BLOCKS.items():
+        if getattr(args, name) not in (None, False) and args.block not in blocks:
+            where = (f", not with --block {args.block}" if args.block is not None else
+                     " (without --block every block is written with its defaults)")
+            return f"{option} goes with --block {' or '.join(blocks)}{where}"
+    return None
+
+
+def _flag(text: str) -> bool:
+    """``--decay``: 1, true or yes; 0, false or no."""
+    value = text.lower()
+    if value not in ("1", "true", "yes", "0", "false", "no"):
+        raise argparse.ArgumentTypeError(f"must be 1, true, yes, 0, false or no, not {text!r}")
+    return value in ("1", "true", "yes")
+
+
 def config_from_arguments(args) -> object:
     """The block that the command-line arguments describe (``--block`` and its options)."""
+    free_level = 1 if args.free_level is None else args.free_level
     if args.block in KINDS:
         n = 128 if args.n is None else args.n
         extra = {}
         if args.block == "grouped":
             extra["groups"] = args.groups if args.groups is not None else max(n // 4, 1)
         if args.block == "sampled":
-            extra["samples"] = _samples(args.samples or "default", n)
+            extra["samples"] = _samples("default" if args.samples is None else args.samples, n)
         latency = 1 if args.latency is None else args.latency
-        return BlockConfig(args.block, n, args.free_level, latency, **extra)
+        return BlockConfig(args.block, n, free_level, latency, **extra)
     if args.block == "shared":
-        schedule = (SharedSchedule() if args.schedule is None
-                    else _schedule(args.schedule, args.width))
-        return SharedConfig(schedule, args.free_level, args.exact)
+        if args.schedule is not None:
+            schedule = _schedule(args.schedule, args.width)
+        else:   # the seed's periods, in a unit --width wide when it is given
+            schedule = SharedSchedule(**({} if args.width is None else {"width": args.width}))
+        return SharedConfig(schedule, free_level, args.exact)
     fields = {field.name for field in dataclasses.fields(ArbiterConfig)}
     given = {"tasks": args.tasks, "classes": args.classes, "frac_bits": args.frac_bits,
              "tie_break": args.tie_break, "decay": args.decay, "weight_bits": args.weight_bits}
@@ -180,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
     free = parser.add_argument_group("free-block circuits (full, grouped, sampled, exact)")
     free.add_argument("-n", type=int, help="blocks (default 128)")
     free.add_argument("--latency", type=int, help="clocks (default 1)")
-    free.add_argument("--free-level", type=int, default=1, choices=(0, 1),
+    free.add_argument("--free-level", type=int, choices=(0, 1),
                       help="level of a free block (default 1); also for the shared unit")
     free.add_argument("--groups", type=int, help="grouped: group count (default n / 4)")
     free.add_argument("--samples", help="sampled: default, noprimes or k values as 0,1,3,7 "
@@ -201,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     arbiter.add_argument("--classes", type=int)
     arbiter.add_argument("--frac-bits", type=int)
     arbiter.add_argument("--tie-break")
-    arbiter.add_argument("--decay", type=lambda text: text.lower() in ("1", "true", "yes"))
+    arbiter.add_argument("--decay", type=_flag, help="1, true or yes; 0, false or no")
     arbiter.add_argument("--weight-bits", type=int)
     return parser
 
@@ -209,6 +247,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    misplaced = misplaced_option(args)
+    if misplaced:
+        parser.error(misplaced)
     if args.block == "dispatcher" or args.config is not None or args.policy is not None:
         return _main_dispatcher(parser, args)
     if args.block is None:
