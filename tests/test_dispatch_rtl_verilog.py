@@ -305,6 +305,19 @@ def test_an_empty_policy_name_is_not_the_first_policy(capsys, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_block_counts_one_below_a_power_of_two_lint_clean(capsys, tmp_path):
+    # A need is range(n + 2) wide; "need > n" wrote n at its own width, one bit narrower
+    # when n is 2^k - 1 (3, 7, 15, ... 127): WIDTHEXPAND in the allocator, lint failed.
+    config = tmp_path / "odd.toml"
+    config.write_text(_TINY.replace("vgpr = 8", "vgpr = 7").replace("sgpr = 8", "sgpr = 3")
+                      .replace("lds = 8", "lds = 15").replace("wave_slots = 4", "wave_slots = 2")
+                      + _CHANNEL + '[[policies]]\npreset = "emb1"\n')
+    status = main(["--block", "dispatcher", "--config", str(config), "--out", str(tmp_path),
+                   "--lint"])
+    captured = capsys.readouterr()
+    assert status == 0 and "lint clean" in captured.out, captured.err[-3000:]
+
+
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.

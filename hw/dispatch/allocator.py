@@ -17,6 +17,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw.dispatch.logic import less
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import identity, status_layout
 from hw.maxblock import ExactMaxFreeBlock
@@ -86,7 +87,7 @@ class Allocator(wiring.Component):
         word = Signal(n, name=f"{name}_status")
         m.d.comb += word.eq(Cat(*words).word_select(self.ap, n) if len(words) > 1
                             else words[0])
-        too_large = self._delay(m, need > n, self._latency, f"{name}_too_large")
+        too_large = self._delay(m, less(n, need), self._latency, f"{name}_too_large")
         m.d.comb += [finder.status.eq(self._delay(m, word, ahead, f"{name}_word")),
                      finder.request.eq(self._delay(m, need[:len(finder.request)], ahead,
                                                    f"{name}_request")),
