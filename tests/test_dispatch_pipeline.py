@@ -281,17 +281,17 @@ def test_a_barrier_wg_is_dispatched_whole_after_its_channels_earlier_wgs():
     for shape in BARRIER_SHAPES.values():
         for seed in (1, 2, 3):
             run = barrier_run(shape, 300, seed, split=True)
-            barriers = {wg.id for wg in run.workload if wg.barrier}
+            barriers = {item.id for item in run.workload if item.barrier}
             running = defaultdict(set)
-            for cycle, kind, wg, *_ in run.events:
+            for cycle, kind, group, *_ in run.events:
                 if kind == "split":
-                    assert wg.parent not in barriers, (run.label, cycle, wg.parent)
+                    assert group.parent not in barriers, (run.label, cycle, group.parent)
                     split_parents += 1
                 elif kind == "dispatch":
-                    if wg.id in barriers:
-                        assert not running[wg.channel], (run.label, cycle, wg.id,
-                                                         sorted(running[wg.channel]))
-                    running[wg.channel].add(wg.id)
+                    if group.id in barriers:
+                        assert not running[group.channel], (run.label, cycle, group.id,
+                                                            sorted(running[group.channel]))
+                    running[group.channel].add(group.id)
                 elif kind == "release":
-                    running[wg.channel].discard(wg.id)
+                    running[group.channel].discard(group.id)
     assert split_parents > 20
