@@ -339,6 +339,28 @@ def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monke
     assert "wasm trap" in err[0] and "4 GiB" in err[0] and str(SMALL) in err[0], err
 
 
+@pytest.mark.parametrize(("raised", "status", "words"), [
+    # 1,024 APs (the most a scenario gives) ran Python out of memory after 12 minutes; Ctrl-C:
+    # a page of traceback from Amaranth's back end either way.
+    (MemoryError, 1, ("out of memory", "1 APs x 1 PEUs x 1 channels")),
+    (KeyboardInterrupt, 130, ("interrupted after", "before the files were written")),
+])
+def test_out_of_memory_and_ctrl_c_during_the_build_are_one_line(
+        raised, status, words, capsys, tmp_path, monkeypatch):
+    import hw.flow.generate_dispatcher as generate_dispatcher
+
+    def stop(*args, **kwargs):
+        raise raised()
+
+    monkeypatch.setattr(generate_dispatcher, "write_dispatcher", stop)
+    config = tmp_path / "tiny.toml"
+    config.write_text(_TINY + _CHANNEL + '[[policies]]\npreset = "emb1"\n')
+    assert main(["--block", "dispatcher", "--config", str(config), "--out",
+                 str(tmp_path / "out")]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and all(word in err[0] for word in words), err
+
+
 def test_the_readme_section_starts_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## The RTL dispatcher (seed 002)"):]

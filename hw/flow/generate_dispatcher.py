@@ -461,26 +461,41 @@ def _main_dispatcher(parser, args) -> int:
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
           f"{policy.circuit_latency}, decision pipeline {policy.decision_pipeline}", flush=True)
     start = time.perf_counter()
+    what = f"{gpu.aps} APs x {gpu.peus} PEUs x {len(shape.channels)} channels dispatcher"
     try:
         files = write_dispatcher(shape, args.out, policy, scenario.gpu, scenario.channels)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {time.perf_counter() - start:.0f} s, before the files were "
+              f"written", file=sys.stderr)
+        return 130
+    except MemoryError:
+        # Python's elaboration of a very large build (1,024 APs: after 12 min) before any
+        # file is written.
+        print(f"error: {args.config}: out of memory after {time.perf_counter() - start:.0f} s "
+              f"elaborating the {what}: build fewer APs or channels", file=sys.stderr)
+        return 1
     except YosysError as error:
         # Amaranth's own Yosys is WebAssembly (32-bit: at most 4 GiB of memory); a build
         # whose netlist outgrows that ends in a wasm trap and a page of backtrace.
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         cause = next((line for line in reversed(lines) if "trap" in line or "memory" in line),
                      lines[-1] if lines else "no message")
-        print(f"error: {args.config}: Amaranth's Yosys stopped converting the {gpu.aps} APs x "
-              f"{gpu.peus} PEUs x {len(shape.channels)} channels dispatcher to Verilog after "
-              f"{time.perf_counter() - start:.0f} s ({cause}); it runs as WebAssembly with at "
-              f"most 4 GiB of memory, which a build this size outgrows (the default 16 x 4 x 4 "
-              f"converts): build fewer APs or channels", file=sys.stderr)
+        print(f"error: {args.config}: Amaranth's Yosys stopped converting the {what} to "
+              f"Verilog after {time.perf_counter() - start:.0f} s ({cause}); it runs as "
+              f"WebAssembly with at most 4 GiB of memory, which a build this size outgrows (the "
+              f"default 16 x 4 x 4 converts): build fewer APs or channels", file=sys.stderr)
         return 1
     elapsed = time.perf_counter() - start
     status = ""
     if args.lint:
         lint_start = time.perf_counter()
-        result = lint(files.verilog, files.waivers, files.systemverilog,
-                      top=f"{shape.name}_wrapper")
+        try:
+            result = lint(files.verilog, files.waivers, files.systemverilog,
+                          top=f"{shape.name}_wrapper")
+        except KeyboardInterrupt:
+            print(f"\ninterrupted after {time.perf_counter() - lint_start:.0f} s of lint: "
+                  f"{files.verilog} (+ .vlt .sv .json) written, not linted", file=sys.stderr)
+            return 130
         status = (f"lint clean ({time.perf_counter() - lint_start:.0f} s)"
                   if result.returncode == 0 else "LINT FAILED")
         if result.returncode:
