@@ -318,6 +318,23 @@ def test_block_counts_one_below_a_power_of_two_lint_clean(capsys, tmp_path):
     assert status == 0 and "lint clean" in captured.out, captured.err[-3000:]
 
 
+def test_the_selectors_verilog_grows_with_the_square_of_the_channels_not_2_to_the_r():
+    # The running minima of embodiment 1's rank and the strict baseline's priority read
+    # their last step twice (less() and the Mux) unnamed: the selector doubled with every
+    # channel (4 -> 8 channels: 0.24 -> 2.87 MB; 16 channels of one AP: 54 MB; the 64 a build
+    # accepts never finished). Named, 0.12 -> 0.48 MB.
+    from hw.flow.dispatch_build import DispatchShape, dispatcher_verilog
+    from model.dispatch.config import PRESETS, GpuConfig
+
+    gpu = GpuConfig(aps=1, peus=1, vgpr=8, sgpr=8, lds=8, wave_slots=4, priorities=4)
+    sizes = []
+    for channels in (4, 8):
+        text = dispatcher_verilog(DispatchShape.of(gpu, PRESETS["emb1"], channels))
+        sizes.append(len(re.search(r"^module \\\S+\.selector .*?^endmodule", text,
+                                   re.DOTALL | re.MULTILINE).group(0)))
+    assert sizes[1] < 6 * sizes[0], sizes
+
+
 def test_a_build_too_big_for_amaranths_yosys_is_one_line(capsys, tmp_path, monkeypatch):
     # The RDNA4 llama.cpp scenario's 32-AP dispatcher outgrows the WebAssembly Yosys's 4 GiB
     # after 13 minutes; its error (a wasm trap and a page of backtrace) becomes one line.

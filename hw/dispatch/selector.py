@@ -22,6 +22,7 @@ from hw.dispatch.logic import (
     first_set,
     is_zero,
     less,
+    named,
     nth_set,
     popcount,
     total,
@@ -216,9 +217,13 @@ class Selector(wiring.Component):
             m.d.comb += key.eq(Mux(self.windowed & equals(heads[c].priority, self.promoted), 0,
                                    heads[c].priority + 1))
             keys.append(key)
+        # Each step named: it is read twice by the next (less() and the Mux), and Amaranth
+        # writes an unnamed expression out at every use, so the chain grew the Verilog as
+        # 2^R (16 channels: a 54 MB selector; 64, the most a build takes, never finished).
         best = Const((1 << key_bits) - 1, key_bits)
         for c in range(R):
-            best = Mux(matches[c] & less(keys[c], best), keys[c], best)
+            best = named(m, Mux(matches[c] & less(keys[c], best), keys[c], best),
+                         f"best_rank_upto_c{c}")
         best_key = Signal(key_bits, name="best_rank")
         m.d.comb += best_key.eq(best)
         tied = Signal(R, name="tied")
@@ -250,14 +255,14 @@ class Selector(wiring.Component):
 
         # -- the baselines: strict priority, the MIAOW-like buffer, GPGPU-Sim-like first fit --
         prio_best = Const((1 << key_bits) - 1, key_bits)
-        for c in range(R):
-            prio_best = Mux(valid[c] & less(heads[c].priority, prio_best), heads[c].priority,
-                            prio_best)
+        for c in range(R):              # each step named, as best_rank's
+            prio_best = named(m, Mux(valid[c] & less(heads[c].priority, prio_best),
+                                     heads[c].priority, prio_best), f"strict_best_upto_c{c}")
         strict_best = Signal(key_bits, name="strict_best")
         m.d.comb += strict_best.eq(prio_best)
         strict_any, strict_channel = at_or_after(
-            Cat(*(valid[c] & equals(heads[c].priority, strict_best) for c in range(R))),
-            channel_pointer)
+            named(m, Cat(*(valid[c] & equals(heads[c].priority, strict_best)
+                           for c in range(R))), "strict_candidates"), channel_pointer)
         first_any, first_channel = at_or_after(matches, channel_pointer)
         locked = Signal(name="buffer_full")
         locked_channel = Signal(range(max(R, 2)), name="buffer_channel")
