@@ -459,9 +459,7 @@ class Dispatcher(wiring.Component):
         busy = Signal(P, name="busy_aps")
         m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
-        # Each channel's WGs in flight, a register: what stages 1 .. k hold, counted when they
-        # are loaded (below) rather than summed from them in the match's clock.
-        counts = [Signal(range(k + 1), name=f"in_flight_c{c}") for c in range(R)]
+        counts = [Signal(range(k + 1), name=f"in_flight_c{c}") for c in range(R)]  # (below)
         matches = []
         for c in range(R):
             m.d.comb += queues.in_flight[c].eq(counts[c])
@@ -540,8 +538,7 @@ class Dispatcher(wiring.Component):
                 m.d.sync += flight[j + 1].eq(flight[j])
             for j in range(1, k):
                 m.d.sync += flight[j + 1].valid.eq(flight[j].valid & ~abort)
-            # The counts the stages will hold: stages 1 .. k - 1 move on (none after a stale
-            # abort, which also chooses nothing) and stage 1 takes the WG chosen now.
+            # In flight per channel: stages 1 .. k - 1 move on (none after an abort), + the choice.
             for c in range(R):
                 moving = sum(flight[j].valid & equals(flight[j].channel, c) for j in range(1, k))
                 m.d.sync += counts[c].eq(Mux(abort, 0, moving + (chosen & equals(channel, c))))
@@ -559,11 +556,9 @@ class Dispatcher(wiring.Component):
         split_now = self._all_fail(m, parts, choose, waiting, selector.picked,
                                    queues.splittable & ~staying)
         m.d.comb += queues.split.eq(split_now)
-        # The match registered: a channel split in this clock offers nothing in the next (its
-        # part is matched from then on).
-        # Both rows' fits are registered as matched, with what picks between them (the
-        # channel chosen again, split) and the APs to leave out (in flight now or chosen now);
-        # the candidate is worked out from those registers in the next clock.
+        # The match registered: both rows' fits, what picks between them (the channel chosen
+        # again; split: it offers nothing, its part is matched from then on) and the APs to
+        # leave out (in flight or chosen now); the candidate is worked out in the next clock.
         excluded = Signal(P, name="excluded_aps")
         with m.If(evaluate):
             m.d.sync += [matched_once.eq(1), excluded.eq(busy | taken)]
@@ -572,8 +567,7 @@ class Dispatcher(wiring.Component):
                 (head0, fit0), (head1, fit1) = matches[c]
                 row_fit = [Signal(P, name=f"row_fit_c{c}_r{r}") for r in range(2)]
                 row_valid = Signal(2, name=f"row_valid_c{c}")
-                second = Signal(name=f"row_second_c{c}")
-                split = Signal(name=f"row_split_c{c}")
+                second, split = Signal(name=f"row_second_c{c}"), Signal(name=f"row_split_c{c}")
                 m.d.sync += [candidates[c].head.eq(Mux(again, head1, head0)),
                              row_fit[0].eq(fit0), row_fit[1].eq(fit1),
                              row_valid.eq(Cat(head0.valid, head1.valid)),
