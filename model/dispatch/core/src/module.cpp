@@ -1,0 +1,234 @@
+// The compiled core's Python module, model.dispatch.core._core (issue 32): built by
+// `make venv` with the system's g++ (model/dispatch/core/build.py). Today it holds the
+// free-block functions of model/maxblock.py, each bound for the tests that hold it equal to
+// its Python twin; the stages and the loop come next.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+
+#include <stdexcept>
+#include <string>
+
+#include "bits.hpp"
+#include "resources.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// The words a status word of n blocks needs, rounded up to a power of two (1 .. 64).
+int words_for(int n) {
+    if (n < 1 || n > 4096)
+        throw std::invalid_argument("a status word has 1 .. 4096 blocks, not " +
+                                    std::to_string(n));
+    int words = 1;
+    while (words * 64 < n) words <<= 1;
+    return words;
+}
+
+template <int W>
+core::Bits<W> from_int(const py::int_& value) {
+    py::bytes raw = value.attr("to_bytes")(8 * W, "little");
+    const std::string text = raw;
+    core::Bits<W> bits;
+    for (int i = 0; i < W; ++i) {
+        uint64_t word = 0;
+        for (int b = 7; b >= 0; --b) word = (word << 8) | static_cast<unsigned char>(text[8 * i + b]);
+        bits.w[i] = word;
+    }
+    return bits;
+}
+
+template <int W>
+py::int_ to_int(const core::Bits<W>& bits) {
+    std::string text(8 * W, '\0');
+    for (int i = 0; i < W; ++i)
+        for (int b = 0; b < 8; ++b) text[8 * i + b] = static_cast<char>(bits.w[i] >> (8 * b));
+    return py::int_(py::module_::import("builtins").attr("int").attr("from_bytes")(
+        py::bytes(text), "little"));
+}
+
+core::Placed placed_of(const py::handle& value) {
+    if (value.is_none()) return {};
+    auto pair = value.cast<std::pair<int, int>>();
+    return {pair.first, pair.second};
+}
+
+std::vector<core::Placed> plan_of(const py::sequence& values) {
+    std::vector<core::Placed> out;
+    for (const auto& value : values) out.push_back(placed_of(value));
+    return out;
+}
+
+py::object py_placed(core::Placed p) {
+    return p.none() ? py::object(py::none()) : py::object(py::make_tuple(p.start, p.length));
+}
+
+// The view and the resource table of one configuration, for the tests that hold them to
+// model.dispatch.views.View and model.dispatch.resources.Resources.
+template <int W>
+struct Table {
+    explicit Table(const core::Config& c) : cfg(c), view(cfg), resources(cfg, view) {}
+    core::Config cfg;
+    core::View<W> view;
+    core::Resources<W> resources;
+
+    py::int_ show(int64_t cycle) {
+        std::vector<int> changed;
+        view.show(cycle, changed);
+        py::int_ mask(0);
+        for (int ap : changed) mask = py::int_(mask | (py::int_(1) << py::int_(ap)));
+        return mask;
+    }
+
+    py::dict state() const {
+        py::dict out;
+        const char* names[] = {"vgpr", "sgpr", "lds"};
+        py::dict bits, largest, free, held, held_total, views;
+        for (int r = 0; r < 3; ++r) {
+            py::list words;
+            for (const auto& word : resources.bits[r]) words.append(to_int<W>(word));
+            bits[names[r]] = words;
+            largest[names[r]] = resources.largest[r];
+            free[names[r]] = resources.free[r];
+            held[names[r]] = resources.held[r];
+            held_total[names[r]] = resources.held_total[r];
+            views[names[r]] = view.view[r];
+        }
+        out["bits"] = bits;
+        out["largest"] = largest;
+        out["free"] = free;
+        out["held"] = held;
+        out["held_total"] = held_total;
+        out["view"] = views;
+        out["view_sum"] = py::dict(py::arg("vgpr") = view.view_sum[0],
+                                   py::arg("sgpr") = view.view_sum[1]);
+        out["slots"] = resources.slots;
+        out["ap_slots"] = resources.ap_slots;
+        out["slots_free"] = resources.slots_free;
+        out["pending"] = view.pending_count();
+        out["power"] = resources.power;
+        out["ema"] = resources.ema;
+        out["last_power_change"] = resources.last_power_change;
+        out["violations"] = resources.violations;
+        std::vector<int> dirty = resources.dirty;
+        std::sort(dirty.begin(), dirty.end());
+        out["dirty"] = dirty;
+        return out;
+    }
+};
+
+template <int W>
+void bind_table(py::module_& m, const char* name) {
+    using T = Table<W>;
+    py::class_<T>(m, name)
+        .def(py::init<const core::Config&>())
+        .def("change", [](T& t, int r, int index, int start, int length, int64_t cycle,
+                          int64_t visible, bool take) {
+            t.resources.change(r, index, {start, length}, cycle, visible, take);
+        })
+        .def("apply", [](T& t, int ap, std::vector<int> peu_waves, py::sequence vgpr,
+                         py::sequence sgpr, py::object lds, int waves, int64_t cycle,
+                         int64_t visible, bool take) {
+            t.resources.apply(ap, peu_waves, plan_of(vgpr), plan_of(sgpr), placed_of(lds),
+                              waves, cycle, visible, take);
+        })
+        .def("show", &T::show)
+        .def("state", &T::state)
+        .def("clear_dirty", [](T& t) {
+            for (int ap : t.resources.dirty) t.resources.dirty_flag[ap] = 0;
+            t.resources.dirty.clear();
+        })
+        .def("idle_length", [](const T& t, int r) { return t.view.idle_length(r); })
+        .def("change_power", [](T& t, int ap, int64_t cycle, int64_t delta) {
+            t.resources.change_power(ap, cycle, delta);
+        })
+        .def("history_scores", [](T& t, int64_t cycle) { return t.resources.history_scores(cycle); })
+        .def("history_window", [](const T& t, int ap, int64_t cycle, int64_t length) {
+            return t.resources.history_window(ap, cycle, length);
+        })
+        .def("plan", [](const T& t, int ap, std::vector<int> peu_waves, int vgpr, int sgpr,
+                        int lds) -> py::object {
+            std::vector<core::Placed> v, s;
+            core::Placed l;
+            if (!core::plan(t.resources, ap, peu_waves, vgpr, sgpr, lds, v, s, l))
+                return py::none();
+            py::list vp, sp;
+            for (auto p : v) vp.append(py_placed(p));
+            for (auto p : s) sp.append(py_placed(p));
+            return py::make_tuple(vp, sp, py_placed(l));
+        })
+        .def("still_free", [](const T& t, int ap, std::vector<int> peu_waves, py::sequence vgpr,
+                              py::sequence sgpr, py::object lds) {
+            return core::still_free(t.resources, ap, peu_waves, plan_of(vgpr), plan_of(sgpr),
+                                    placed_of(lds));
+        });
+}
+
+// Calls f.template operator()<W>() with the W that n blocks need.
+template <typename F>
+auto by_width(int n, F&& f) {
+    switch (words_for(n)) {
+        case 1: return f.template operator()<1>();
+        case 2: return f.template operator()<2>();
+        case 4: return f.template operator()<4>();
+        case 8: return f.template operator()<8>();
+        case 16: return f.template operator()<16>();
+        case 32: return f.template operator()<32>();
+        default: return f.template operator()<64>();
+    }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "The dispatcher model's compiled core (issue 32): free-block functions so far";
+    m.def("longest_run", [](const py::int_& free, int n) {
+        return by_width(n, [&]<int W>() { return core::longest_run(from_int<W>(free)); });
+    }, py::arg("free"), py::arg("n"),
+          "model.maxblock.longest_run_unchecked of an n-block word (1 = free)");
+    m.def("first_fit", [](const py::int_& free, int n, int request) -> py::object {
+        if (request < 1) throw std::invalid_argument("request must be >= 1");
+        const int start = by_width(
+            n, [&]<int W>() { return core::first_fit(from_int<W>(free), request); });
+        return start < 0 ? py::object(py::none()) : py::object(py::int_(start));
+    }, py::arg("free"), py::arg("n"), py::arg("request"),
+          "model.maxblock.first_fit_unchecked: the lowest start of a free run, or None");
+    m.def("grouped_run", [](const py::int_& free, int n, int groups) {
+        if (groups < 1 || n % groups)
+            throw std::invalid_argument("groups must divide n");
+        return by_width(n,
+                        [&]<int W>() { return core::grouped_run(from_int<W>(free), n, groups); });
+    }, py::arg("free"), py::arg("n"), py::arg("groups"),
+          "model.maxblock.grouped_run_unchecked");
+
+    py::class_<core::Config>(m, "Config", "What a run needs of GpuConfig and PolicyConfig")
+        .def(py::init<>())
+        .def_readwrite("aps", &core::Config::aps)
+        .def_readwrite("peus", &core::Config::peus)
+        .def_readwrite("wave_slots", &core::Config::wave_slots)
+        .def_readwrite("priorities", &core::Config::priorities)
+        .def_readwrite("circuit", &core::Config::circuit)
+        .def_readwrite("group_size", &core::Config::group_size)
+        .def_readwrite("circuit_latency", &core::Config::circuit_latency)
+        .def_readwrite("shared_periods", &core::Config::shared_periods)
+        .def_readwrite("ema_history", &core::Config::ema_history)
+        .def_readwrite("history_cycles", &core::Config::history_cycles)
+        .def_readwrite("power_window", &core::Config::power_window)
+        .def("set_resource", [](core::Config& c, int r, int size, std::vector<int> samples,
+                                std::vector<int> periods) {
+            if (r < 0 || r > 2) throw std::invalid_argument("resource is 0, 1 or 2");
+            c.size[r] = size;
+            c.samples[r] = std::move(samples);
+            c.shared_period[r] = std::move(periods);
+        }, py::arg("resource"), py::arg("size"), py::arg("samples"), py::arg("periods"));
+    m.def("words_for", &words_for, "64-bit words per status word of n blocks");
+    bind_table<1>(m, "Table1");
+    bind_table<2>(m, "Table2");
+    bind_table<4>(m, "Table4");
+    bind_table<8>(m, "Table8");
+    bind_table<16>(m, "Table16");
+    bind_table<32>(m, "Table32");
+    bind_table<64>(m, "Table64");
+}
