@@ -1,10 +1,11 @@
 """Build the compiled core, :mod:`model.dispatch.core._core`, with the system's C++ compiler
 (``make venv`` runs ``python -m model.dispatch.core.build``; issue 32).
 
-One compiler call (C++20, ``-O2``), pybind11's headers from the virtual environment, the
-module written next to this file with the interpreter's extension suffix. When the compiler
-is missing or fails, one line says so and the status is 0: the Python engine serves
-everything then (:mod:`model.dispatch.core` says why the compiled one is absent).
+One compiler call (C++20, ``-O2``, no fused multiply-add: the metrics' floats are numpy's),
+pybind11's headers from the virtual environment, the module written next to this file
+with the interpreter's extension suffix. When the compiler is missing or fails, one line
+says so and the status is 0: the Python engine serves everything then
+(:mod:`model.dispatch.core` says why the compiled one is absent).
 """
 
 import shlex
@@ -29,7 +30,8 @@ def command(compiler: str, output: Path) -> list[str]:
     import pybind11
 
     include = sysconfig.get_paths()["include"]
-    return [compiler, "-std=c++20", "-O2", "-shared", "-fPIC", "-fvisibility=hidden",
+    return [compiler, "-std=c++20", "-O2", "-ffp-contract=off", "-shared", "-fPIC",
+            "-fvisibility=hidden",
             f"-I{pybind11.get_include()}", f"-I{include}", *map(str, SOURCES),
             "-o", str(output)]
 

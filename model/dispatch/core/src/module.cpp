@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bits.hpp"
+#include "engine.hpp"
 #include "resources.hpp"
 
 namespace py = pybind11;
@@ -166,6 +167,108 @@ void bind_table(py::module_& m, const char* name) {
         });
 }
 
+// One run of the compiled engine: the raw record model/dispatch/core/__init__.py turns into
+// the Python model's result (model.dispatch.metrics.Metrics.results).
+template <int W>
+py::dict run_engine(const core::Config& config, const core::Rules& rules,
+                    const core::RunOptions& options, const py::dict& columns, int64_t submitted,
+                    int64_t total) {
+    auto column = [&](const char* name) { return columns[name].cast<std::vector<int64_t>>(); };
+    const auto id = column("id"), channel = column("channel"), priority = column("priority"),
+               waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
+               lds = column("lds"), duration = column("duration"), independent = column("independent"),
+               arrival = column("arrival"), parent = column("parent"), work = column("work"),
+               barrier = column("barrier");
+    std::vector<core::WorkGroup> wgs(id.size());
+    for (size_t i = 0; i < id.size(); ++i) {
+        auto& wg = wgs[i];
+        wg.id = id[i];
+        wg.channel = int(channel[i]);
+        wg.priority = int(priority[i]);
+        wg.waves = int(waves[i]);
+        wg.vgpr = int(vgpr[i]);
+        wg.sgpr = int(sgpr[i]);
+        wg.lds = int(lds[i]);
+        wg.duration = duration[i];
+        wg.independent = independent[i];
+        wg.arrival = arrival[i];
+        wg.parent = parent[i];
+        wg.work = work[i];
+        wg.barrier = barrier[i];
+    }
+    auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(wgs), submitted);
+    engine->next_id = total;
+    {
+        py::gil_scoped_release release;
+        engine->run();
+    }
+    auto& e = *engine;
+    py::dict out;
+    out["cycles"] = e.end_cycle;
+    out["finished_at"] = e.finished_at;
+    out["counters"] = py::dict(py::arg("stale_aborts") = e.stale_aborts, py::arg("flushed") = e.flushed,
+                               py::arg("splits") = e.splits, py::arg("sub_workgroups") = e.sub_workgroups,
+                               py::arg("dispatch_cycles") = e.dispatch_cycles,
+                               py::arg("processed_cycles") = e.processed_cycles);
+    out["violations"] = e.res.violations;
+    out["completed"] = e.completed;
+    out["wait"] = py::make_tuple(e.wait_priorities, e.wait_channels, e.wait_cycles, e.wait_arrivals);
+    out["finished"] = py::make_tuple(e.finished_arrivals, e.finished_releases);
+    out["runs"] = e.runs;
+    out["peu_waves"] = e.peu_waves;
+    out["used_integral"] = std::vector<int64_t>(e.used_integral, e.used_integral + 4);
+    out["samples"] = py::dict(py::arg("cycle") = e.sample_cycles, py::arg("utilisation") = e.sample_used,
+                              py::arg("fragmentation") = e.sample_fragmentation,
+                              py::arg("ap_resource_cv") = e.sample_resource_cv,
+                              py::arg("ap_power_cv") = e.power_cv);
+    py::list rejected;
+    for (const auto& r : e.rejected)
+        rejected.append(py::dict(py::arg("id") = r.id, py::arg("channel") = r.channel,
+                                 py::arg("arrival") = r.arrival, py::arg("reason") = r.reason));
+    out["rejections"] = rejected;
+    std::vector<int64_t> live;
+    for (auto index : e.live_order)
+        if (!e.live_done[index]) live.push_back(index);
+    out["live"] = live;
+    out["queued"] = e.queued_originals();
+    // Every WG of the run (the submitted ones, then the parts of split ones).
+    std::vector<int64_t> parts_parent, dispatched, completed, ap;
+    for (const auto& wg : e.wgs) {
+        dispatched.push_back(wg.dispatched);
+        completed.push_back(wg.completed);
+        ap.push_back(wg.ap);
+    }
+    out["dispatched"] = dispatched;
+    out["completed_at"] = completed;
+    out["ap"] = ap;
+    py::list parts;
+    for (size_t i = id.size(); i < e.wgs.size(); ++i) {
+        const auto& wg = e.wgs[i];
+        parts.append(py::make_tuple(wg.id, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds,
+                                    wg.duration, wg.independent, wg.arrival, wg.parent, wg.work));
+    }
+    out["parts"] = parts;
+    py::list events;
+    for (const auto& ev : e.events) {
+        py::object waves_ = ev.waves.empty() && ev.kind != core::DISPATCH && ev.kind != core::RELEASE &&
+                                    ev.kind != core::STALE_ABORT
+                                ? py::object(py::none())
+                                : py::object(py::cast(ev.waves));
+        py::object starts = py::none();
+        if (ev.has_starts) {
+            auto opt = [](int v) { return v < 0 ? py::object(py::none()) : py::object(py::int_(v)); };
+            py::list v, s;
+            for (int x : ev.vgpr_starts) v.append(opt(x));
+            for (int x : ev.sgpr_starts) s.append(opt(x));
+            starts = py::make_tuple(v, s, opt(ev.lds_start));
+        }
+        events.append(py::make_tuple(ev.cycle, ev.kind, ev.wg, ev.ap < 0 ? py::object(py::none()) : py::object(py::int_(ev.ap)),
+                                     waves_, starts, ev.reason.empty() ? py::object(py::none()) : py::object(py::str(ev.reason))));
+    }
+    out["events"] = events;
+    return out;
+}
+
 // Calls f.template operator()<W>() with the W that n blocks need.
 template <typename F>
 auto by_width(int n, F&& f) {
@@ -223,6 +326,40 @@ PYBIND11_MODULE(_core, m) {
             c.samples[r] = std::move(samples);
             c.shared_period[r] = std::move(periods);
         }, py::arg("resource"), py::arg("size"), py::arg("samples"), py::arg("periods"));
+    py::class_<core::Rules>(m, "Rules", "The policy fields the decision reads")
+        .def(py::init<>())
+        .def_readwrite("selection", &core::Rules::selection)
+        .def_readwrite("ap_choice", &core::Rules::ap_choice)
+        .def_readwrite("resource_weight", &core::Rules::resource_weight)
+        .def_readwrite("instruction_weight", &core::Rules::instruction_weight)
+        .def_readwrite("rotate", &core::Rules::rotate)
+        .def_readwrite("combined_all", &core::Rules::combined_all)
+        .def_readwrite("windows", &core::Rules::windows)
+        .def_readwrite("split_threshold", &core::Rules::split_threshold)
+        .def_readwrite("lfsr_seed", &core::Rules::lfsr_seed)
+        .def_readwrite("release_limit", &core::Rules::release_limit)
+        .def_readwrite("decision_pipeline", &core::Rules::decision_pipeline)
+        .def_readwrite("score_latency", &core::Rules::score_latency)
+        .def_readwrite("wave_power", &core::Rules::wave_power)
+        .def_readwrite("circuit_name", &core::Rules::circuit_name)
+        .def("set_resource_weights", [](core::Rules& r, std::vector<int64_t> w) {
+            if (w.size() != 4) throw std::invalid_argument("four resource weights");
+            for (int i = 0; i < 4; ++i) r.resource_weights[i] = w[i];
+        });
+    py::class_<core::RunOptions>(m, "RunOptions")
+        .def(py::init<>())
+        .def_readwrite("cycles", &core::RunOptions::cycles)
+        .def_readwrite("warmup", &core::RunOptions::warmup)
+        .def_readwrite("sample_interval", &core::RunOptions::sample_interval)
+        .def_readwrite("power_window", &core::RunOptions::power_window)
+        .def_readwrite("channel_count", &core::RunOptions::channel_count)
+        .def_readwrite("skip", &core::RunOptions::skip)
+        .def_readwrite("events", &core::RunOptions::events);
+    m.def("run", [](const core::Config& config, const core::Rules& rules, const core::RunOptions& options,
+                    const py::dict& columns, int64_t submitted, int64_t total) {
+        const int n = std::max({config.size[0], config.size[1], config.size[2]});
+        return by_width(n, [&]<int W>() { return run_engine<W>(config, rules, options, columns, submitted, total); });
+    }, "One run of the compiled engine: the raw record of its result");
     m.def("words_for", &words_for, "64-bit words per status word of n blocks");
     bind_table<1>(m, "Table1");
     bind_table<2>(m, "Table2");

@@ -1,0 +1,168 @@
+// The matcher, the selector (the seed's and the three comparison rules), the queues and the
+// allocation record: compiled twins of model/dispatch/matcher.py, selector.py,
+// baselines.py (strict, rr_first_fit, blocking_buffer) and queues.py, the same state changed
+// by the same steps (the Python stages' memo of fit masks is a speed-up that changes no
+// result; here every mask is computed). Held to them by whole runs (tests/test_core_engine.py).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "resources.hpp"
+
+namespace core {
+
+// model.dispatch.config.WorkGroup (what a run reads and fills in); -1 stands for None.
+struct WorkGroup {
+    int64_t id = 0;
+    int channel = 0, priority = 0, waves = 1, vgpr = 0, sgpr = 0, lds = 0;
+    int64_t duration = 0, arrival = 0, parent = -1, work = -1;
+    bool independent = false, barrier = false;
+    int64_t dispatched = -1, completed = -1;
+    int ap = -1;
+};
+
+// The policy fields the decision reads (model.dispatch.config.PolicyConfig).
+struct Rules {
+    // selection: 0 multi, 1 strict, 2 rr_first_fit, 3 blocking_buffer
+    int selection = 0;
+    // ap_choice: 0 lowest, 1 round_robin, 2 resource, 3 instruction, 4 combined
+    int ap_choice = 4;
+    int64_t resource_weight = 1, instruction_weight = 1;
+    bool rotate = true, combined_all = false;
+    std::vector<int64_t> windows;
+    int64_t split_threshold = 0;
+    int lfsr_seed = 0xACE1;
+    int64_t release_limit = 0;
+    int decision_pipeline = 0, score_latency = 0;
+    int64_t resource_weights[4] = {1, 1, 1, 1};
+    std::vector<int64_t> wave_power;       // per channel: one wave's power (1/256)
+    std::string circuit_name = "exact";
+};
+
+// An AP mask: bit a for AP a.
+struct ApMask {
+    std::vector<uint64_t> w;
+    explicit ApMask(int P = 0) : w((P + 63) / 64, 0) {}
+    void set(int a) { w[a >> 6] |= uint64_t{1} << (a & 63); }
+    bool test(int a) const { return (w[a >> 6] >> (a & 63)) & 1; }
+    void clear(int a) { w[a >> 6] &= ~(uint64_t{1} << (a & 63)); }
+    bool any() const {
+        for (auto x : w)
+            if (x) return true;
+        return false;
+    }
+    int lowest(int from = 0) const {
+        for (size_t i = from >> 6; i < w.size(); ++i) {
+            uint64_t x = w[i];
+            if (i == size_t(from >> 6)) x &= ~uint64_t{0} << (from & 63);
+            if (x) return int(i) * 64 + std::countr_zero(x);
+        }
+        return -1;
+    }
+    std::vector<int> bits() const {
+        std::vector<int> out;
+        for (size_t i = 0; i < w.size(); ++i)
+            for (uint64_t x = w[i]; x; x &= x - 1) out.push_back(int(i) * 64 + std::countr_zero(x));
+        return out;
+    }
+};
+
+// model.dispatch.selector.Lfsr.
+struct Lfsr {
+    uint32_t state;
+    int step() {
+        const uint32_t lsb = state & 1;
+        state >>= 1;
+        if (lsb) state ^= 0xB400;
+        return int(state);
+    }
+    int pick(int count) { return step() % count; }
+};
+
+// model.dispatch.resources.Allocation: where a WG runs and what it holds.
+struct Allocation {
+    int64_t wg = 0;                        // index into the run's WG table
+    int ap = 0;
+    std::vector<int> waves;                // per PEU
+    std::vector<Placed> vgpr, sgpr;
+    Placed lds;
+    int64_t power = 0;
+};
+
+// model.dispatch.matcher.Matcher with the split table (wave_placement = "split").
+template <int W>
+class Matcher {
+public:
+    Matcher(const Config& c, const Rules& r, const View<W>& v, const Resources<W>& res,
+            const std::vector<int>& inflight)
+        : cfg(c), rules(r), view(v), res(res), inflight(inflight), pointer(c.aps, 0) {}
+
+    // Waves per PEU of `ap` for a WG of `waves` with the pointer `p` (embodiment 8).
+    std::vector<int> row_for(int waves, int p) const {
+        const int Q = cfg.peus, quotient = waves / Q, remainder = waves % Q;
+        std::vector<int> row(Q);
+        for (int q = 0; q < Q; ++q) {
+            const int t = ((q - p) % Q + Q) % Q;
+            row[q] = quotient + (t < remainder ? 1 : 0);
+        }
+        return row;
+    }
+    std::vector<int> row(int waves, int ap) const { return row_for(waves, rules.rotate ? pointer[ap] : 0); }
+
+    void chosen(int ap, int waves) {
+        if (rules.rotate) pointer[ap] = (pointer[ap] + waves) % cfg.peus;
+    }
+
+    bool fits(const WorkGroup& wg, int ap) const {
+        if (wg.lds > view.view[LDS][ap] || wg.waves > res.ap_slots[ap]) return false;
+        const int Q = cfg.peus, base = ap * Q, p = rules.rotate ? pointer[ap] : 0;
+        const int quotient = wg.waves / Q, remainder = wg.waves % Q;
+        for (int q = 0; q < Q; ++q) {
+            const int t = ((q - p) % Q + Q) % Q;
+            const int count = quotient + (t < remainder ? 1 : 0);
+            if (count && (count > res.slot(ap, q) || int64_t(count) * wg.vgpr > view.view[VGPR][base + q] ||
+                          int64_t(count) * wg.sgpr > view.view[SGPR][base + q]))
+                return false;
+        }
+        return true;
+    }
+
+    ApMask mask(const WorkGroup& wg) const {
+        ApMask m(cfg.aps);
+        for (int ap = 0; ap < cfg.aps; ++ap)
+            if (fits(wg, ap)) m.set(ap);
+        return m;
+    }
+
+    // 0 while an in-order barrier holds the head (its channel's earlier WGs still run).
+    ApMask head_mask(const WorkGroup& wg) const {
+        if (wg.barrier && inflight[wg.channel]) return ApMask(cfg.aps);
+        return mask(wg);
+    }
+
+    const Config& cfg;
+    const Rules& rules;
+    const View<W>& view;
+    const Resources<W>& res;
+    const std::vector<int>& inflight;
+    std::vector<int> pointer;
+};
+
+// One flag update of step a42: channel, value.
+using FlagUpdate = std::pair<int, bool>;
+
+// What select() keeps for keep()/abort(): the a42 flag updates and the LFSR before.
+struct Updates {
+    bool any = false;
+    int priority = 0;
+    std::vector<FlagUpdate> flags;
+    uint32_t lfsr_state = 0;
+};
+
+}  // namespace core
