@@ -161,9 +161,16 @@ class ExactMaxFreeBlock(_BlockParameters, wiring.Component):
         # The tree and its pieces are described in hw.maxblock.tree; the pipeline
         # registers sit between pieces, each carrying only what later pieces read.
         m = Module()
+        free = self.status if self._free_level else ~self.status
+        if self._n == 1 and not self._latency:
+            # One block, combinational: the join of its one part is the block itself. Built as
+            # a piece, its run and start were the status bit and a constant under names of
+            # their own that nothing read (lint: UNUSEDSIGNAL 'join_bit_0', 'start').
+            m.d.comb += [self.length.eq(free), self.start.eq(0),
+                         self.fit.eq(_fits(free, self.request)), self.fit_start.eq(0)]
+            return m
         pieces, outputs = self._pieces()
         assert len(pieces) == exact_max_latency(self._n), "pieces and latencies disagree"
-        free = self.status if self._free_level else ~self.status
         stage = {("request", 0): self.request}
         for start, size in aligned_blocks(0, self._n):
             if size >= _LEAF:
