@@ -52,3 +52,11 @@ def test_the_exact_block_of_one_block_lints_clean(capsys, tmp_path):
                  "--out", str(tmp_path)]) == 0
     assert "lint clean" in capsys.readouterr().out
 
+
+
+def test_one_wave_slot_on_one_peu_of_one_ap_lints_clean(capsys, tmp_path):
+    # One record in flight at most: the record memories were one word deep, their address
+    # ports zero bits wide, written [-1:0] (ASCRANGE), lint failed.
+    config = _scenario(tmp_path, aps=1, wave_slots=1, channel_waves=1)
+    status, out, err = _generate(capsys, config, tmp_path / "out", "--lint")
+    assert status == 0 and "lint clean" in out, err[-20:]

@@ -152,11 +152,16 @@ class ResourceTable(wiring.Component):
         p = self._params
         gpu, P, Q, N = p.gpu, p.aps, p.peus, p.records
         tag_shape = range(max(N, 2))
+        # The memories are at least two words deep: one word (one AP of one PEU with one wave
+        # slot) has a zero-bit address, which the Verilog declares [-1:0] (lint: ASCRANGE).
+        # Only word 0 is then ever written, and what is read at a tag not in flight is never
+        # used (a release of it is refused), so no output changes.
+        depth = max(N, 2)
 
         # Record tags: after reset, tags 0 .. N - 1 are handed out in order from a counter;
         # released tags go round a ring, which is used once the counter is exhausted. (A ring
         # that started full would depend on memory contents, which a reset does not restore.)
-        free = Memory(shape=tag_shape, depth=N, init=[])
+        free = Memory(shape=tag_shape, depth=depth, init=[])
         m.submodules.free_list = free
         free_read = free.read_port(domain="comb")
         free_write = free.write_port()
@@ -170,9 +175,9 @@ class ResourceTable(wiring.Component):
                      self.tag_valid.eq(unused | returned.any())]
 
         # The two memories of the records, written together on an allocation.
-        owners = Memory(shape=self.owner_layout(p), depth=N, init=[])
+        owners = Memory(shape=self.owner_layout(p), depth=depth, init=[])
         m.submodules.owners = owners
-        records = Memory(shape=self.given_layout(p), depth=N, init=[])
+        records = Memory(shape=self.given_layout(p), depth=depth, init=[])
         m.submodules.records = records
         owner_write, owner_read = owners.write_port(), owners.read_port(domain="comb")
         record_write, record_read = records.write_port(), records.read_port(domain="sync")
