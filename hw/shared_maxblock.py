@@ -4,7 +4,9 @@ The golden model is :class:`model.maxblock.SharedMaxFreeBlockModel`; the schedul
 checks are :class:`model.maxblock.SharedSchedule`.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from typing import NamedTuple
+
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,7 +25,7 @@ from hw.maxblock import (
 from hw.maxblock.contract import _data_register
 from model.maxblock import SharedSchedule, aligned_blocks, check_free_level
 
-__all__ = ["SharedMaxFreeBlock", "port_layouts"]
+__all__ = ["SharedMaxFreeBlock", "exact_deepest_pipeline", "port_layouts"]
 
 
 def port_layouts(schedule: SharedSchedule, *, exact: bool) -> dict[str, data.StructLayout]:
@@ -46,6 +48,93 @@ def port_layouts(schedule: SharedSchedule, *, exact: bool) -> dict[str, data.Str
 
 #: The ports of :func:`port_layouts` that are inputs.
 _INPUTS = ("status", "request")
+
+
+class _ExactPlan(NamedTuple):
+    """The exact tree of a schedule, from the schedule alone (nothing is built)."""
+
+    fields: dict            #: type -> (period, low, high): its field in the packed word
+    demands: dict           #: (k, node) -> the fields the answers and joins read of it
+    single: dict            #: type -> (k, node): a type whose field is one tree node
+    joins: list             #: the join pieces of the types that are not one node
+    pieces: list            #: the pieces of logic in order (tree, then joins)
+    holders: dict           #: request key -> ((period, type), ...) whose field holds it
+    request_key: dict       #: type -> the key of its own request (its first block's)
+
+
+def _exact_plan(schedule: SharedSchedule) -> _ExactPlan:
+    """The pieces of the exact tree over ``schedule``'s packed word. A type's field is cut
+    into aligned power-of-two parts; parts of four blocks or more are tree nodes, smaller ones
+    single blocks, and a join piece merges them when there are several. Each node answers the
+    request of the type whose field holds it in the current period (its key names those
+    types: "a_c" is a's request in a's period, c's in c's)."""
+    layouts = port_layouts(schedule, exact=True)
+    widths = {port: {name: Shape.cast(shape).width for name, shape in layouts[port].members.items()}
+              for port in ("request", "length", "start", "fit_start")}
+    fields = {}
+    for index, types in enumerate(schedule.periods):
+        offset = 0
+        for name, size in types:
+            fields[name] = (index, offset, offset + size)
+            offset += size
+    holders, request_widths = {}, {}
+
+    def request_of(k, node):
+        low, high = node << k, (node + 1) << k
+        held = tuple(sorted((index, name) for name, (index, first, last) in fields.items()
+                            if first <= low and high <= last))
+        key = "_".join(name for _, name in held)
+        if key not in holders:
+            holders[key] = held
+            request_widths[key] = max(widths["request"][name] for _, name in held)
+        return key
+
+    demands, joins, single = {}, [], {}
+    for name, (_, low, high) in fields.items():
+        blocks = aligned_blocks(low, high)
+        if len(blocks) == 1 and blocks[0][1] >= _LEAF:
+            k = blocks[0][1].bit_length() - 1
+            node = (k, low >> k)
+            demands.setdefault(node, set()).update({"best", "bst", "ffs"})
+            single[name] = node
+            request_of(*node)
+            continue
+        for node, wanted in _join_demands(blocks).items():
+            demands.setdefault(node, set()).update(wanted)
+            request_of(*node)
+        key = request_of(0, low)                # a one-block node: the type alone
+        joins.append(_join_piece(f"join_{name}", blocks, ("request", key), request_widths[key],
+                                 {"best": widths["length"][name], "bst": widths["start"][name],
+                                  "ffs": widths["fit_start"][name], "fit": 1}))
+    # A node read whole by one type only needs the ffs bits of that type's port, unless
+    # a join or a larger node of another type reads it too: that one needs its top bit,
+    # "nothing fits here" (a first fit in the half to its right).
+    def read_by_others(node):
+        k, index = node
+        return any(kk > k and index >> (kk - k) == other for kk, other in demands) or any(
+            node in _join_demands(aligned_blocks(*fields[other][1:]))
+            for other in fields if other not in single)
+
+    ffs_widths = {node: widths["fit_start"][name] for name, node in single.items()
+                  if not read_by_others(node)}
+    pieces = []
+    if demands:
+        pieces = _tree_pieces(demands, side_by_side=lambda level: False,
+                              request_of=request_of, request_widths=request_widths,
+                              ffs_widths=ffs_widths)
+    # The answers of a type that is one node read its request by its first block; that key
+    # may be no node's or join's, so it is made with the others (the pipeline carries only
+    # the requests made before it is built).
+    request_key = {name: request_of(0, low) for name, (_, low, _) in fields.items()}
+    return _ExactPlan(fields, demands, single, joins, pieces + joins, holders, request_key)
+
+
+def exact_deepest_pipeline(schedule: SharedSchedule) -> int:
+    """The deepest pipeline of the exact unit for ``schedule``: the packed word registered
+    (1), and a cut between two of its tree's pieces for each register more, so at most as
+    many registers as pieces (a tiny schedule's tree is one piece or two), and at most
+    :meth:`SharedMaxFreeBlock.max_pipeline`."""
+    return min(SharedMaxFreeBlock.max_pipeline(True), max(1, len(_exact_plan(schedule).pieces)))
 
 
 class SharedMaxFreeBlock(wiring.Component):
@@ -134,6 +223,12 @@ class SharedMaxFreeBlock(wiring.Component):
             self._MustUse__silence = True
             raise ValueError(f"Pipeline must be an integer from 0 to {limit} for the "
                              f"{'exact' if exact else 'seed'} circuit, not {pipeline!r}")
+        if exact and pipeline > exact_deepest_pipeline(schedule):
+            self._MustUse__silence = True
+            raise ValueError(f"Pipeline {pipeline} cuts this schedule's exact tree "
+                             f"{pipeline - 1} times between its "
+                             f"{len(_exact_plan(schedule).pieces)} pieces of logic: it must be "
+                             f"0 to {exact_deepest_pipeline(schedule)} for this schedule")
         self._schedule = schedule
         self._free_level = check_free_level(free_level)
         self._exact = bool(exact)
@@ -291,79 +386,17 @@ class SharedMaxFreeBlock(wiring.Component):
         return results
 
     def _exact_results(self, m, free, serving, request_port):
-        # One exact tree over the packed word. A type's field is cut into aligned power-of-two
-        # parts; parts of four blocks or more are tree nodes, smaller ones single blocks, and
-        # a join piece merges them when there are several. Each node answers the request of
-        # the type whose field holds it in the current period.
-        schedule = self._schedule
-        fields = {}                                 # type -> (period, low, high)
-        for index, types in enumerate(schedule.periods):
-            offset = 0
-            for name, size in types:
-                fields[name] = (index, offset, offset + size)
-                offset += size
-
-        def holders(k, node):
-            low, high = node << k, (node + 1) << k
-            return tuple(sorted((index, name) for name, (index, first, last) in fields.items()
-                                if first <= low and high <= last))
-
-        requests, request_widths = {}, {}
-
-        def request_of(k, node):
-            # The types whose field holds the node, named by them ("a_c": a's request in
-            # a's period, c's in c's).
-            held = holders(k, node)
-            key = "_".join(name for _, name in held)
-            if key not in requests:
-                value = request_port[held[0][1]]
-                for index, name in held[1:]:
-                    value = Mux(serving[index], request_port[name], value)
-                requests[key] = value if len(held) == 1 else named(m, f"request_{key}", value)
-                request_widths[key] = len(requests[key])
-            return key
-
-        demands, joins, single = {}, [], {}
-        for name, (_, low, high) in fields.items():
-            blocks = aligned_blocks(low, high)
-            widths = {"best": len(self.length[name]), "bst": len(self.start[name]),
-                      "ffs": len(self.fit_start[name]), "fit": 1}
-            if len(blocks) == 1 and blocks[0][1] >= _LEAF:
-                k = blocks[0][1].bit_length() - 1
-                node = (k, low >> k)
-                demands.setdefault(node, set()).update({"best", "bst", "ffs"})
-                single[name] = node
-                request_of(*node)
-                continue
-            for node, wanted in _join_demands(blocks).items():
-                demands.setdefault(node, set()).update(wanted)
-                request_of(*node)
-            key = request_of(0, low)                # a one-block node: the type alone
-            joins.append(_join_piece(f"join_{name}", blocks, ("request", key),
-                                     request_widths[key], widths))
-        # A node read whole by one type only needs the ffs bits of that type's port, unless
-        # a join or a larger node of another type reads it too: that one needs its top bit,
-        # "nothing fits here" (a first fit in the half to its right).
-        def read_by_others(node):
-            k, index = node
-            return any(kk > k and index >> (kk - k) == other for kk, other in demands) or any(
-                node in _join_demands(aligned_blocks(*fields[other][1:]))
-                for other in fields if other not in single)
-
-        ffs_widths = {node: len(self.fit_start[name]) for name, node in single.items()
-                      if not read_by_others(node)}
-        pieces = []
-        if demands:
-            pieces = _tree_pieces(demands, side_by_side=lambda level: False,
-                                  request_of=request_of, request_widths=request_widths,
-                                  ffs_widths=ffs_widths)
-        pieces += joins
-        # The answers of a type that is one node read its request by its first block
-        # (below); that key may be no node's or join's, so it is made before the pipeline is
-        # built, which carries only the requests made by then.
-        for name, (_, low, _) in fields.items():
-            if name in single:
-                request_of(0, low)
+        # One exact tree over the packed word (see _exact_plan); each node answers the
+        # request of the type whose field holds it in the current period.
+        plan = _exact_plan(self._schedule)
+        fields, single, joins, pieces = plan.fields, plan.single, plan.joins, plan.pieces
+        demands = plan.demands
+        requests = {}
+        for key, held in plan.holders.items():
+            value = request_port[held[0][1]]
+            for index, name in held[1:]:
+                value = Mux(serving[index], request_port[name], value)
+            requests[key] = value if len(held) == 1 else named(m, f"request_{key}", value)
         stage = {("request", key): value for key, value in requests.items()}
         used_leaves = {index for (k, node) in demands
                        for index in range(node << (k - 2), (node + 1) << (k - 2))}
@@ -379,9 +412,8 @@ class SharedMaxFreeBlock(wiring.Component):
         cuts = [0] * len(pieces)
         for index in range(self._pipeline - 1):
             cuts[(index + 1) * len(pieces) // self._pipeline] = 1
-        if sum(cuts) != max(self._pipeline - 1, 0) or (cuts and cuts[0]):
-            raise ValueError(f"Pipeline {self._pipeline} needs {self._pipeline - 1} cuts "
-                             f"between the {len(pieces)} pieces of this schedule's tree")
+        assert sum(cuts) == max(self._pipeline - 1, 0) and not (cuts and cuts[0]), \
+            "the constructor checks the pipeline against the pieces"
         final = {("request", key) for key in requests}
         for name in fields:
             if name in single:
@@ -392,8 +424,8 @@ class SharedMaxFreeBlock(wiring.Component):
                                 self.enable if self._pipeline > 1 else None)
 
         results = {}
-        for name, (_, low, _) in fields.items():
-            request = stage[("request", request_of(0, low))]
+        for name in fields:
+            request = stage[("request", plan.request_key[name])]
             if name in single:
                 k, node = single[name]
                 best, start, ffs = (stage[("node", k, node, field)]

@@ -60,3 +60,26 @@ def test_one_wave_slot_on_one_peu_of_one_ap_lints_clean(capsys, tmp_path):
     config = _scenario(tmp_path, aps=1, wave_slots=1, channel_waves=1)
     status, out, err = _generate(capsys, config, tmp_path / "out", "--lint")
     assert status == 0 and "lint clean" in out, err[-20:]
+
+
+def test_the_shared_unit_deeper_than_a_tiny_schedules_tree_builds(capsys, tmp_path):
+    # Blocks of 4: each type's field is one leaf, the tree one piece, which a pipeline of 2
+    # (a register between two pieces) cannot cut: a traceback from SharedMaxFreeBlock after
+    # the checks (ValueError: Pipeline 2 needs 1 cuts between the 1 pieces ...). The unit now
+    # takes the pipeline its tree has, the rest of the latency in front, as past 3.
+    config = _scenario(tmp_path, vgpr=4, sgpr=4, lds=4,
+                       policy='preset = "emb1"\ncircuit = "shared"\ncircuit_latency = 2')
+    status, out, err = _generate(capsys, config, tmp_path / "out", "--lint")
+    assert status == 0 and "lint clean" in out, err[-20:]
+
+
+def test_the_shared_unit_refuses_a_pipeline_its_tree_cannot_take_when_built():
+    from hw.shared_maxblock import SharedMaxFreeBlock, exact_deepest_pipeline
+    from model.maxblock import SharedSchedule
+
+    tiny = SharedSchedule(((("a", 4),), (("b", 4),)), 4)
+    assert exact_deepest_pipeline(tiny) == 1 and exact_deepest_pipeline(SharedSchedule()) == 3
+    with pytest.raises(ValueError, match=r"^Pipeline 2 cuts this schedule's exact tree 1 times "
+                                         r"between its 1 pieces of logic: it must be 0 to 1 "
+                                         r"for this schedule$"):
+        SharedMaxFreeBlock(tiny, exact=True, pipeline=2)

@@ -106,16 +106,19 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     assert drivers[-1].dispatches > 0
 
 
-@pytest.mark.parametrize("latency", [2, 3, 4])
-def test_the_shared_units_own_pipeline_shows_the_models_view(latency):
+@pytest.mark.parametrize(("latency", "blocks"), [(2, 0), (3, 0), (4, 0), (2, 4), (3, 4)])
+def test_the_shared_units_own_pipeline_shows_the_models_view(latency, blocks):
     # Latencies 2 and 3 are all the unit's pipeline (the packed word registered, the tree cut
     # in two or three), latency 4 that and a register on the status words in front: the same
-    # view as registers in front only, so the model's, clock for clock.
+    # view as registers in front only, so the model's, clock for clock. With 4 blocks of
+    # each resource the tree is one piece: the unit registers the packed word only, the rest
+    # is in front (it raised a ValueError while the dispatcher was built).
     from dataclasses import replace
 
     from model.dispatch.config import with_policy
     base = SHAPES["shared3x2"]
-    shape = replace(base, name=f"shared3x2_l{latency}",
+    gpu = replace(base.gpu, vgpr=blocks, sgpr=blocks, lds=blocks) if blocks else base.gpu
+    shape = replace(base, name=f"shared3x2_l{latency}_{blocks}", gpu=gpu,
                     policy=with_policy(base.policy, circuit_latency=latency))
     build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
     drivers = _drivers(build.params, shape, reset_run)

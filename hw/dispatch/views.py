@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.params import DispatcherParams
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
-from hw.shared_maxblock import SharedMaxFreeBlock
+from hw.shared_maxblock import SharedMaxFreeBlock, exact_deepest_pipeline
 from model.maxblock import default_samples
 
 __all__ = ["FreeBlockViews", "status_layout", "view_layout"]
@@ -98,9 +98,13 @@ class FreeBlockViews(wiring.Component):
         """With the shared unit, how much of ``circuit_latency`` is the unit's own pipeline
         (the rest is registers on the status words in front of it): the period the unit
         reads in cycle ``t`` is the one the model serves in cycle ``t + shared_pipeline``,
-        so the dispatcher starts cycle 0 on period ``shared_pipeline`` (mod ``C``)."""
-        return min(self._params.policy.circuit_latency,
-                   SharedMaxFreeBlock.max_pipeline(self._shared_exact))
+        so the dispatcher starts cycle 0 on period ``shared_pipeline`` (mod ``C``). The
+        exact unit cuts its tree only between pieces of logic, which a tiny schedule has one
+        or two of: there the rest of the latency is registers in front too."""
+        p = self._params
+        deepest = (exact_deepest_pipeline(p.schedule) if self._shared_exact
+                   else SharedMaxFreeBlock.max_pipeline(False))
+        return min(p.policy.circuit_latency, deepest)
 
     def _circuit(self, n: int):
         p = self._params
