@@ -38,13 +38,12 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Shape
 
-from hw.dispatch.params import ConfigAddress, DispatcherParams, config_writes
+from hw.dispatch.params import ConfigAddress, DispatcherParams, config_writes, history_note
 from model.dispatch import DispatchSimulator
 from model.dispatch.config import (
     GpuConfig,
     PolicyConfig,
     WorkGroup,
-    ignored_fields,
     with_policy,
 )
 from tb.dispatch_coverage import behaviours, instrument
@@ -107,10 +106,9 @@ def model_run(label: str, gpu: GpuConfig, policy: PolicyConfig, workload, channe
     if policy.release_limit != 1:
         changes["release_limit"] = 1
         notes.append("release_limit = 1 (the RTL takes one release per clock)")
-    if policy.history == "window" and "history" not in ignored_fields(policy):
+    if history_note(policy):
         changes["history"] = "ema"
-        notes.append('history = "ema" (the RTL keeps the exponential average, not the '
-                     f"{policy.history_cycles}-cycle window)")
+        notes.append(history_note(policy))
     policy = with_policy(policy, **changes) if changes else policy
     events: list = []
     ready = None

@@ -83,3 +83,13 @@ def test_the_shared_unit_refuses_a_pipeline_its_tree_cannot_take_when_built():
                                          r"between its 1 pieces of logic: it must be 0 to 1 "
                                          r"for this schedule$"):
         SharedMaxFreeBlock(tiny, exact=True, pipeline=2)
+
+
+def test_a_window_history_is_built_as_the_average_and_says_so(capsys, tmp_path):
+    # make cosim said so; make verilog built the exponential average without a word.
+    config = _scenario(tmp_path, policy='preset = "emb1"\nap_choice = "instruction"\n'
+                                        'history = "window"\nhistory_cycles = 64')
+    status, out, err = _generate(capsys, config, tmp_path / "out")
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert status == 0 and notes == ['note: history = "ema" (the RTL keeps the exponential '
+                                     'average, not the 64-cycle window)'], (out, err)

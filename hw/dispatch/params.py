@@ -37,7 +37,7 @@ from model.dispatch.engine import score_widths
 from model.maxblock import default_samples, exact_max_latency
 
 __all__ = ["CIRCUIT_LATENCIES", "ConfigAddress", "DispatcherParams", "bits", "ceil_div",
-           "config_writes"]
+           "config_writes", "history_note"]
 
 #: Latencies the embodiment 4-6 circuits can be built with (the exact one: 0 .. its deepest).
 CIRCUIT_LATENCIES = (0, 1, 3)
@@ -435,6 +435,16 @@ class DispatcherParams:
             "power": unsigned(self.widths["ap_power"]),
             **({"channel": range(max(self.channels, 2))} if self.barriers else {}),
         })
+
+
+def history_note(policy: PolicyConfig) -> str | None:
+    """What the RTL runs instead of ``policy``'s history, when it reads one it does not keep
+    (the RTL keeps embodiment 10's exponential average, no sliding window): the note that
+    make cosim and make verilog print, or ``None``."""
+    if policy.history == "window" and "history" not in ignored_fields(policy):
+        return ('history = "ema" (the RTL keeps the exponential average, not the '
+                f"{policy.history_cycles}-cycle window)")
+    return None
 
 
 def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,

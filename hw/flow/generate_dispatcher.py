@@ -442,6 +442,7 @@ def write_dispatcher(shape, directory: Path, policy=None, gpu=None, channels=()
 
 
 def _main_dispatcher(parser, args) -> int:
+    from hw.dispatch.params import history_note
     from model.config import ConfigError
 
     if args.block != "dispatcher":
@@ -460,6 +461,8 @@ def _main_dispatcher(parser, args) -> int:
     print(f"{args.config} / {policy.name}: {gpu.aps} APs x {gpu.peus} PEUs x "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
           f"{policy.circuit_latency}, decision pipeline {policy.decision_pipeline}", flush=True)
+    if history_note(policy):        # as make cosim says it: the build keeps the average
+        print(f"note: {history_note(policy)}", flush=True)
     start = time.perf_counter()
     what = f"{gpu.aps} APs x {gpu.peus} PEUs x {len(shape.channels)} channels dispatcher"
     try:
