@@ -93,3 +93,13 @@ def test_a_window_history_is_built_as_the_average_and_says_so(capsys, tmp_path):
     notes = [line for line in out.splitlines() if line.startswith("note:")]
     assert status == 0 and notes == ['note: history = "ema" (the RTL keeps the exponential '
                                      'average, not the 64-cycle window)'], (out, err)
+
+
+def test_an_empty_config_is_refused_not_read_as_the_current_directory(capsys, tmp_path):
+    # make verilog BLOCK=dispatcher CONFIG= passes --config "", which read as "." (error:
+    # .: cannot read: Is a directory).
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--block", "dispatcher", "--config", "", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1, err
+    assert "--config" in err[0] and "is empty" in err[0] and "TOML file" in err[0], err

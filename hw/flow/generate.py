@@ -171,6 +171,16 @@ def _flag(text: str) -> bool:
     return value in ("1", "true", "yes")
 
 
+def _config_path(text: str) -> Path:
+    """``--config``: a path; an empty one (``make verilog CONFIG=``) is not the current
+    directory, which ``Path("")`` would be."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (make verilog CONFIG=): give a dispatch "
+                                         "scenario's TOML file "
+                                         "(configs/dispatch/*.toml)")
+    return Path(text)
+
+
 def config_from_arguments(args) -> object:
     """The block that the command-line arguments describe (``--block`` and its options)."""
     free_level = 1 if args.free_level is None else args.free_level
@@ -230,7 +240,7 @@ def _parser() -> argparse.ArgumentParser:
                                            "vgpr:128/sgpr:64,lds:48)")
     shared.add_argument("--width", type=int, help="unit width (default: the widest period)")
     dispatcher = parser.add_argument_group("RTL dispatcher")
-    dispatcher.add_argument("--config", type=Path,
+    dispatcher.add_argument("--config", type=_config_path,
                             help="a dispatch scenario (configs/dispatch/*.toml): its GPU, "
                                  "channels and policy")
     dispatcher.add_argument("--policy", help="the scenario's policy (default: its first)")
