@@ -103,3 +103,13 @@ def test_an_empty_config_is_refused_not_read_as_the_current_directory(capsys, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(err) == 1, err
     assert "--config" in err[0] and "is empty" in err[0] and "TOML file" in err[0], err
+
+
+def test_default_weights_too_wide_for_the_registers_name_the_field(capsys, tmp_path):
+    # Embodiment 9's default weights L / C_h of 127, 113, 109 and 4 blocks need 21 bits:
+    # the error read "policy 'emb1': Weight width must be 0..16, not 21".
+    config = _scenario(tmp_path, vgpr=127, sgpr=113, lds=109)
+    status, _, err = _generate(capsys, config, tmp_path / "out")
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {config}: gpu.resource_weights: ") and "21 bits" in err[0] \
+        and "at most 16" in err[0], err

@@ -36,12 +36,14 @@ from model.dispatch.config import (
 from model.dispatch.engine import score_widths
 from model.maxblock import default_samples, exact_max_latency
 
-__all__ = ["CIRCUIT_LATENCIES", "ConfigAddress", "DispatcherParams", "bits", "ceil_div",
-           "config_writes", "history_note"]
+__all__ = ["CIRCUIT_LATENCIES", "MAX_WEIGHT_BITS", "ConfigAddress", "DispatcherParams", "bits",
+           "ceil_div", "config_writes", "history_note"]
 
 #: Latencies the embodiment 4-6 circuits can be built with (the exact one: 0 .. its deepest).
 CIRCUIT_LATENCIES = (0, 1, 3)
 
+#: The widest AP weight registers (embodiment 9's resource weights).
+MAX_WEIGHT_BITS = 16
 #: Width of the window lengths and of the split threshold registers.
 WINDOW_BITS = 16
 THRESHOLD_BITS = 16
@@ -165,11 +167,11 @@ class DispatcherParams:
         check_policy(policy, gpu)
         _check_int("Queue depth", self.queue_depth, 2, 1 << 16)
         _check_int("WG id width", self.id_bits, 1, 64)
-        _check_int("Weight width", self.weight_bits, 0, 16)
+        _check_int("Weight width", self.weight_bits, 0, MAX_WEIGHT_BITS)
         if not isinstance(self.barriers, bool):
             raise TypeError(f"barriers must be True or False, not {self.barriers!r}")
         if max(gpu.resource_weight_values()) >= 1 << self.ap_weight_bits:
-            raise ValueError(f"The GPU's resource weights {list(gpu.resource_weight_values())} "
+            raise ValueError(f"gpu.resource_weights {list(gpu.resource_weight_values())} "
                              f"need more than weight_bits = {self.weight_bits}")
         if policy.wave_placement != "split":
             raise ValueError(
@@ -496,7 +498,8 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
         raise ValueError(f"wave powers must be below {limit}, not {list(wave_powers)}")
     weights = gpu.resource_weight_values()
     if any(w >= 1 << params.ap_weight_bits for w in weights):
-        raise ValueError(f"AP weights {list(weights)} exceed {params.ap_weight_bits} bits")
+        raise ValueError(f"gpu.resource_weights {list(weights)} exceed the "
+                         f"{params.ap_weight_bits}-bit AP weight registers")
     for name, value, width in (("windows", max(policy.windows, default=0), WINDOW_BITS),
                                ("split_threshold", policy.split_threshold, THRESHOLD_BITS)):
         if value >= 1 << width:

@@ -28,6 +28,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from hw.dispatch import Dispatcher
+from hw.dispatch.params import MAX_WEIGHT_BITS
 from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.flow.verilog_files import netlist, simulation_verilog, verilog_of_netlist
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
@@ -166,9 +167,17 @@ class DispatchShape:
         if not isinstance(channels, int):
             channels = len(tuple(channels))
         weights = gpu.resource_weight_values()
-        options.setdefault("weight_bits", max(GpuConfig(**{**vars(gpu), "resource_weights":
-                                                            None}).resource_weight_values()
-                                              + weights).bit_length())
+        defaults = GpuConfig(**{**vars(gpu), "resource_weights": None}).resource_weight_values()
+        needed = max(defaults + weights).bit_length()
+        if needed > MAX_WEIGHT_BITS and "weight_bits" not in options:
+            # The registers reset to the default weights, whatever weights the file gives.
+            raise ValueError(
+                f"gpu.resource_weights: embodiment 9's default weights L / C_h of this GPU, "
+                f"{list(defaults)}, need {needed} bits, and the RTL's AP weight registers, "
+                f"which reset to them whatever weights are given, hold at most "
+                f"{MAX_WEIGHT_BITS}: choose vgpr, sgpr, lds and wave_slots whose AP "
+                f"capacities have a smaller least common multiple")
+        options.setdefault("weight_bits", needed)
         gpu = replace(gpu, resource_weights=None)
         return cls(gpu, policy, tuple(ChannelConfig() for _ in range(channels)), **options)
 

@@ -166,7 +166,10 @@ def dispatcher_shape(path: Path, policy_name: str | None = None):
     reason = policy_unsupported(policy)
     if reason:
         raise ConfigError(f"{path}: policy {name!r}: {reason}")
-    shape = scenario_shape(scenario, policy, pad=False)
+    try:
+        shape = scenario_shape(scenario, policy, pad=False)
+    except (TypeError, ValueError) as error:      # the GPU's, named by its field
+        raise ConfigError(f"{path}: {error}") from None
     try:
         # Every parameter checked before anything is built, and the policy's values against
         # the registers that hold them (a window or split threshold of 2^16 or more was a
