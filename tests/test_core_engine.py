@@ -48,7 +48,7 @@ def same_run(gpu, policy, workload, where: str, **options) -> bool:
         return False
     python_events, compiled_events = [], []
     expected = DispatchSimulator(gpu, policy, workload, events=python_events, keep=False,
-                                 **options).run()
+                                 engine="python", **options).run()
     got = run(DispatchSimulator(gpu, policy, workload, events=compiled_events, keep=False,
                                 **options), compiled_events)
     expected_rows, got_rows = _rows(python_events), _rows(compiled_events)

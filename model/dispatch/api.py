@@ -38,7 +38,8 @@ from model.dispatch.config import (
     check_policy,
     load_scenario,
 )
-from model.dispatch.engine import DispatchSimulator
+from model.dispatch.core.engine import unsupported
+from model.dispatch.engine import DispatchSimulator, chosen_engine
 from model.dispatch.kernels import prepare
 from model.pool import run_all
 from model.report import RunProgress, format_cell
@@ -119,19 +120,41 @@ def run_policy(scenario, name: str, seed: int, limit: int, warmup: int,
     """One policy's run of :func:`run_scenario` (here, or in a pool worker): its result
     (with its wall-clock ``seconds``) and ``events`` as the run left it (an event list or
     tally). ``workload``: the scenario's for ``seed`` unless given (made once for every
-    policy run in one process); ``observer``: the simulator's."""
+    policy run in one process); ``observer``: the simulator's (a progress tick: a run on
+    the compiled engine, which calls no observer, reports its progress when it ends). The
+    result also says which engine ran (``"engine"``) and, when the compiled one was asked
+    for and did not take the run, why (``"engine_note"``)."""
     policy = next(p for p in scenario.policies if p.name == name)
     if workload is None:
         workload = scenario.workload(seed, copy=False)
+    execution = execution or scenario.execution
+    engine = chosen_engine(None)
+    if observer is not None and engine == "compiled" and unsupported(
+            policy, execution=execution, events=events, debug=debug, strict=strict) is None:
+        observer = None
     started = time.perf_counter()
-    result = DispatchSimulator(
+    simulator = DispatchSimulator(
         scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
         debug=debug, strict=strict, skip=skip, sample_interval=scenario.sample_interval,
-        power_window=scenario.power_window, events=events,
-        execution=execution or scenario.execution, warmup=warmup, observer=observer,
-        keep=False).run()
+        power_window=scenario.power_window, events=events, execution=execution,
+        warmup=warmup, observer=observer, keep=False, engine=engine)
+    result = simulator.run()
     result["seconds"] = time.perf_counter() - started
+    result["engine"] = simulator.engine_used
+    if simulator.engine_note is not None:
+        result["engine_note"] = simulator.engine_note
     return result, events
+
+
+def engine_notes(results: dict) -> list[str]:
+    """One note per reason some policies ran on the Python engine though the compiled one
+    was asked for (``run_policy``'s ``engine_note``), naming them."""
+    why: dict[str, list[str]] = {}
+    for name, result in results.items():
+        if result.get("engine_note"):
+            why.setdefault(result["engine_note"], []).append(name)
+    return [f"{', '.join(names)} ran on the Python engine: {reason}"
+            for reason, names in why.items()]
 
 
 def workload_notes(scenario, results: dict, limit: int) -> list[str]:

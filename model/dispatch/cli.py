@@ -25,6 +25,7 @@ second, and the process's peak memory.
 """
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -33,9 +34,16 @@ from pathlib import Path
 from model.cli import CONFIG_ROOT, output_problem, positive_int, select_policies
 from model.config import ConfigError
 from model.dispatch import claims as claims_over_seeds
-from model.dispatch.api import measure_claims, run_scenario, summary_table, workload_notes
+from model.dispatch.api import (
+    engine_notes,
+    measure_claims,
+    run_policy,
+    run_scenario,
+    summary_table,
+    workload_notes,
+)
 from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
-from model.dispatch.engine import write_events
+from model.dispatch.engine import ENGINES, chosen_engine, write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import parse_replay_spec, prepare, print_summary, replay_scenario
 from model.dispatch.launches import LaunchCollector, launches_target
@@ -63,6 +71,11 @@ def add_arguments(parser) -> None:
                         help="write the (first) scenario's workload as a CSV trace")
     parser.add_argument("--debug", action="store_true",
                         help="check every invariant every cycle (as the tests do)")
+    parser.add_argument("--engine", choices=ENGINES,
+                        help="the model's implementation: compiled (the C++ core, the default "
+                             "where it was built; a run it does not take yet runs on the "
+                             "Python one, with a note) or python (the golden model); both "
+                             "give the same results")
     parser.add_argument("--bench", action="store_true",
                         help="print simulated cycles and WGs per CPU second per policy (on "
                              "the default scenario, or the --kernel-trace replay)")
@@ -226,10 +239,12 @@ def _table(scenario, results: dict) -> None:
 
 
 def _bench(args) -> int:
-    """Time every chosen policy in CPU seconds: on the default scenario (or the one
-    ``--config``) under both execution models (or ``--execution``), or with
+    """Time every chosen policy in CPU seconds on both engines: on the default scenario (or
+    the one ``--config``) under both execution models (or ``--execution``), or with
     ``--kernel-trace FILE --preset GPU`` on the trace's replay (whole unless ``--cycles``)
-    under the trace's execution model; the peak memory of the process after the runs."""
+    under the trace's execution model. The workload is made once per scenario, before the
+    clock starts (its time is printed apart); each run is checked to give the same result on
+    both engines. Then the peak memory of the process."""
     if args.kernel_trace is not None:
         ((_, scenario),) = _load(args)
         executions = [args.execution or scenario.execution]
@@ -239,25 +254,66 @@ def _bench(args) -> int:
                                  else default)
         executions = [args.execution] if args.execution else EXECUTIONS
     chosen = select_policies(args, {scenario.name: [p.name for p in scenario.policies]})
-    rows = []
-    for execution in executions:
-        for policy in scenario.policies:
-            if policy.name not in chosen[scenario.name]:
-                continue
-            started = time.process_time()
-            results = run_scenario(scenario, seed=args.seed, cycles=args.cycles,
-                                   policies=[policy.name], execution=execution)[policy.name]
-            seconds = max(time.process_time() - started, 1e-9)
-            rows.append([execution, policy.name, results["cycles"],
-                         results["processed_cycles"], results["workgroups_completed"],
-                         round(seconds, 3), round(results["cycles"] / seconds),
-                         round(results["workgroups_completed"] / seconds)])
+    scenario, _ = prepare(scenario, args.cycles)
+    limit = args.cycles or scenario.cycles
+    warmup = scenario.warmup * limit // scenario.cycles
+    started = time.process_time()
+    workload = scenario.workload(args.seed, copy=False)
+    made = time.process_time() - started
+    asked = os.environ.get("GPUSCHED_ENGINE")
+    rows, python_only = [], {}
+    try:
+        for execution in executions:
+            for policy in scenario.policies:
+                if policy.name not in chosen[scenario.name]:
+                    continue
+                timed = {}
+                for engine in ("python", "compiled"):
+                    os.environ["GPUSCHED_ENGINE"] = engine
+                    started = time.process_time()
+                    result, _ = run_policy(scenario, policy.name, args.seed, limit, warmup,
+                                           execution, False, False, True, None,
+                                           workload=workload)
+                    timed[engine] = (max(time.process_time() - started, 1e-9), result)
+                python, compiled = timed["python"], timed["compiled"]
+                result = python[1]
+                row = [execution, policy.name, result["cycles"], result["workgroups_completed"],
+                       round(result["cycles"] / python[0])]
+                if compiled[1]["engine"] != "compiled":
+                    why = compiled[1].get("engine_note", "not built")
+                    python_only.setdefault(why, []).append(f"{policy.name} ({execution})")
+                    row += ["-", "-", "-"]
+                else:
+                    if _differs(python[1], compiled[1]):
+                        raise ConfigError(f"{policy.name}: the engines' results differ "
+                                          f"(tests/test_core_engine.py should have caught it)")
+                    row += [round(result["cycles"] / compiled[0]),
+                            round(result["workgroups_completed"] / compiled[0]),
+                            f"{python[0] / compiled[0]:.0f}x"]
+                rows.append(row)
+    finally:
+        if asked is None:
+            os.environ.pop("GPUSCHED_ENGINE", None)
+        else:
+            os.environ["GPUSCHED_ENGINE"] = asked
     print_table(f"dispatcher speed, {scenario.name} ({scenario.gpu.aps} APs x "
-                f"{scenario.gpu.peus} PEUs, {scenario.channel_count} channels), one core",
-                ["execution", "policy", "simulated cycles", "cycles evaluated", "WGs done",
-                 "CPU seconds", "cycles/s", "WGs/s"], rows)
+                f"{scenario.gpu.peus} PEUs, {scenario.channel_count} channels), one core, "
+                f"per CPU second of the run",
+                ["execution", "policy", "simulated cycles", "WGs done", "Python cycles/s",
+                 "compiled cycles/s", "compiled WGs/s", "compiled / Python"], rows)
+    print(f"  the workload ({len(workload):,} WGs) was made once, in {made:.3f} s of CPU, "
+          f"before the runs")
+    for why, names in python_only.items():
+        print(f"  note: Python engine only for {', '.join(names)}: {why}")
     print(f"  peak memory of the process: {peak_memory_mb():,.0f} MB")
     return 0
+
+
+def _differs(python: dict, compiled: dict) -> bool:
+    """Whether two runs' results differ in anything but their timing and engine."""
+    ignored = ("seconds", "engine", "engine_note")
+    return {k: v for k, v in python.items() if k not in ignored} != \
+        {k: v for k, v in compiled.items() if k not in ignored}
 
 
 def peak_memory_mb() -> float:
@@ -276,6 +332,10 @@ def _written(path: Path, write) -> Path:
 
 
 def run(args) -> int:
+    if args.engine is not None:
+        # Read by every run, here and in the pool's workers (model.dispatch.engine).
+        os.environ["GPUSCHED_ENGINE"] = args.engine
+    chosen_engine(None)
     if args.bench:
         return _bench(args)
     problem = args.launches is not None and output_problem(args.launches, "a file")
@@ -338,7 +398,8 @@ def run(args) -> int:
             if collect is not None:         # in policy order, however the runs ended
                 collect.by_policy = {name: collect.by_policy[name] for name in results
                                      if name in collect.by_policy}
-            notes = workload_notes(scenario, results, cycles or scenario.cycles)
+            notes = workload_notes(scenario, results, cycles or scenario.cycles) \
+                + engine_notes(results)
             with bar.paused():
                 _table(scenario, results)
                 for note in notes:

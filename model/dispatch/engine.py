@@ -67,6 +67,7 @@ each event instead, and no row is made.
 """
 
 import heapq
+import os
 from bisect import bisect_left
 from itertools import islice, pairwise
 
@@ -106,8 +107,9 @@ from model.dispatch.resources import Allocation, Resources
 from model.dispatch.selector import Lfsr, score_widths
 from model.dispatch.views import View, circuit_function
 
-__all__ = ["EVENT_KINDS", "InvariantError", "Lfsr", "DispatchSimulator", "circuit_function",
-           "event_columns", "score_widths", "simulate", "split_table", "write_events"]
+__all__ = ["ENGINES", "EVENT_KINDS", "InvariantError", "Lfsr", "DispatchSimulator",
+           "chosen_engine", "circuit_function", "event_columns", "score_widths", "simulate",
+           "split_table", "write_events"]
 
 
 class DispatchSimulator:
@@ -148,6 +150,12 @@ class DispatchSimulator:
         ``dispatch_ready(cycle)``: whether the consumer takes a presented decision in
         ``cycle`` (back-pressure, see the module docstring; turns ``skip`` off). ``None``:
         always.
+    engine : str, optional
+        ``"compiled"`` (:mod:`model.dispatch.core`, the C++ twin of this loop) or
+        ``"python"`` (this class). ``None``: the ``GPUSCHED_ENGINE`` environment variable,
+        else ``"compiled"``. A run the compiled engine does not take yet, or where it was not
+        built, runs here; ``engine_used`` says which ran and ``engine_note`` why not the
+        compiled one. Both give the same result and event log (tests/test_core_engine.py).
     keep : bool
         Keep a copy of every submitted WG as ``workload`` (what tests and the co-simulation
         read back: ``dispatched``, ``completed``, ``ap``). ``False``: each WG is copied when
@@ -167,8 +175,12 @@ class DispatchSimulator:
                  cycles: int = 20000, debug: bool = False, strict: bool = False,
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
                  events=None, observer=None, execution: str = "fixed",
-                 warmup: int = 0, dispatch_ready=None, keep: bool = True):
+                 warmup: int = 0, dispatch_ready=None, keep: bool = True,
+                 engine: str | None = None):
         check_policy(policy, gpu)
+        self.engine = chosen_engine(engine)
+        self.engine_used: str | None = None
+        self.engine_note: str | None = None
         if execution not in EXECUTIONS:
             raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
                              f"{execution!r}")
@@ -176,6 +188,7 @@ class DispatchSimulator:
             raise ValueError(f"warmup must be a non-negative integer, not {warmup!r}")
         self.execution, self.warmup = execution, warmup
         self.gpu, self.policy = gpu, policy
+        self.keep = keep
         self.cycles_limit = cycles
         self.debug, self.skip = debug, skip and dispatch_ready is None
         self.dispatch_ready = dispatch_ready
@@ -220,6 +233,7 @@ class DispatchSimulator:
         # The stages, in the order their state depends on each other.
         self.counters = Counters()
         self.violation = reporter(self.counters.violations, strict)
+        self._strict = strict
         self.event = event = event_recorder(events)
         self.views = View(gpu, policy)
         self.resources = Resources(gpu, policy, self.views, self.violation, power_window)
@@ -349,7 +363,23 @@ class DispatchSimulator:
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self) -> dict:
-        """Simulate until every WG has completed or the cycle limit; return the metrics."""
+        """Simulate until every WG has completed or the cycle limit; return the metrics (on
+        the compiled engine when it takes the run, see ``engine``)."""
+        if self.engine == "compiled":
+            from model.dispatch.core.engine import run as compiled_run
+            from model.dispatch.core.engine import unsupported
+
+            self.engine_note = unsupported(
+                self.policy, execution=self.execution, events=self.events, debug=self.debug,
+                strict=self._strict,
+                observer=self.observer, dispatch_ready=self.dispatch_ready, keep=self.keep)
+            if self.engine_note is None:
+                self.engine_used = "compiled"
+                return compiled_run(self, self.events)
+        self.engine_used = "python"
+        return self._run()
+
+    def _run(self) -> dict:
         arriving = iter(self.workload) if self.workload is not None else self._arrivals()
         upcoming = next(arriving, None)     # the next WG to arrive
         live = self.live
@@ -483,6 +513,21 @@ class DispatchSimulator:
             cycle = following
         return metrics.results(self, finished_at if finished_at is not None
                                else min(cycle, limit))
+
+
+#: The model's two implementations of this loop (``DispatchSimulator(engine=...)``).
+ENGINES = ("compiled", "python")
+
+
+def chosen_engine(engine: str | None) -> str:
+    """``engine``, or ``GPUSCHED_ENGINE``'s value, or ``"compiled"``; checked."""
+    if engine is None:
+        engine = os.environ.get("GPUSCHED_ENGINE") or "compiled"
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}"
+                          + (" (GPUSCHED_ENGINE)" if engine == os.environ.get("GPUSCHED_ENGINE")
+                             else ""))
+    return engine
 
 
 def simulate(gpu: GpuConfig, policy: PolicyConfig, workload, *, cycles: int, warmup: int,

@@ -12,6 +12,8 @@ engine: :func:`unsupported` says which, in one line.
 
 from array import array
 from collections import deque
+from itertools import islice
+from operator import attrgetter
 from types import SimpleNamespace
 
 from model.dispatch.config import WorkGroup
@@ -72,12 +74,13 @@ def run(sim, events: list | None = None) -> dict:
     """The result of ``sim`` (a :class:`~model.dispatch.engine.DispatchSimulator` built with
     ``keep=False``, not run) computed by the compiled engine: the same dictionary its
     ``run()`` returns; ``events`` (a list) receives the same event log rows."""
-    arrivals = list(sim._arrivals())
-    columns = {name: [] for name in _FIELDS}
-    for wg in arrivals:
-        for name in _FIELDS:
-            value = getattr(wg, name)
-            columns[name].append(-1 if value is None else int(value))
+    # The submitted WGs as given (the run changes none of them): their fields as columns.
+    arrivals = list(islice(sim.source, sim.submitted))
+    fields = attrgetter(*_FIELDS)
+    columns = dict(zip(_FIELDS, map(list, zip(*map(fields, arrivals), strict=True)),
+                       strict=True)) if arrivals else {name: [] for name in _FIELDS}
+    for name in ("parent", "work"):
+        columns[name] = [-1 if value is None else value for value in columns[name]]
     options = core.RunOptions()
     options.cycles, options.warmup = sim.cycles_limit, sim.warmup
     options.sample_interval = sim.metrics.sample_interval
@@ -89,7 +92,7 @@ def run(sim, events: list | None = None) -> dict:
     cycles = record.pop("cycles")
     _fill(sim, record, columns)
     if events is not None:
-        _events(events, arrivals, record)
+        _events(events, [wg.submitted() for wg in arrivals], record)
     return sim.metrics.results(sim, cycles)
 
 
