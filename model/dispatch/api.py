@@ -23,6 +23,7 @@ cannot give different numbers.
 """
 
 import contextlib
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -120,40 +121,40 @@ def run_policy(scenario, name: str, seed: int, limit: int, warmup: int,
     """One policy's run of :func:`run_scenario` (here, or in a pool worker): its result
     (with its wall-clock ``seconds``) and ``events`` as the run left it (an event list or
     tally). ``workload``: the scenario's for ``seed`` unless given (made once for every
-    policy run in one process); ``observer``: the simulator's (a progress tick: a run on
-    the compiled engine, which calls no observer, reports its progress when it ends). The
-    result also says which engine ran (``"engine"``) and, when the compiled one was asked
-    for and did not take the run, why (``"engine_note"``)."""
+    policy run in one process); ``observer``: the progress bar's tick (the simulator's
+    ``progress``)."""
     policy = next(p for p in scenario.policies if p.name == name)
     if workload is None:
         workload = scenario.workload(seed, copy=False)
     execution = execution or scenario.execution
-    engine = chosen_engine(None)
-    if observer is not None and engine == "compiled" and unsupported(
-            policy, execution=execution, events=events, debug=debug, strict=strict) is None:
-        observer = None
     started = time.perf_counter()
     simulator = DispatchSimulator(
         scenario.gpu, policy, workload, channels=scenario.channels, cycles=limit,
         debug=debug, strict=strict, skip=skip, sample_interval=scenario.sample_interval,
         power_window=scenario.power_window, events=events, execution=execution,
-        warmup=warmup, observer=observer, keep=False, engine=engine)
+        warmup=warmup, keep=False,
+        progress=None if observer is None else lambda cycle: observer(cycle, None))
     result = simulator.run()
     result["seconds"] = time.perf_counter() - started
-    result["engine"] = simulator.engine_used
-    if simulator.engine_note is not None:
-        result["engine_note"] = simulator.engine_note
     return result, events
 
 
-def engine_notes(results: dict) -> list[str]:
-    """One note per reason some policies ran on the Python engine though the compiled one
-    was asked for (``run_policy``'s ``engine_note``), naming them."""
+def engine_notes(scenario, names, *, execution: str | None = None, debug: bool = False,
+                 events=None) -> list[str]:
+    """When the compiled engine is asked for (``chosen_engine``), one note per reason some
+    of the policies ``names`` run on the Python engine instead, naming them (``events``: as
+    a run receives it, an event list or a tally)."""
+    if chosen_engine(None) != "compiled":
+        return []
     why: dict[str, list[str]] = {}
-    for name, result in results.items():
-        if result.get("engine_note"):
-            why.setdefault(result["engine_note"], []).append(name)
-    return [f"{', '.join(names)} ran on the Python engine: {reason}"
+    for policy in scenario.policies:
+        if policy.name in names:
+            reason = unsupported(policy, execution=execution or scenario.execution,
+                                 events=events, debug=debug)
+            if reason is not None:
+                why.setdefault(reason, []).append(policy.name)
+    return ["\n        ".join(textwrap.wrap(f"Python engine for {', '.join(names)} ({reason})",
+                                             90))
             for reason, names in why.items()]
 
 

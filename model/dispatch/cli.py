@@ -43,10 +43,11 @@ from model.dispatch.api import (
     workload_notes,
 )
 from model.dispatch.config import EXECUTIONS, LOAD_AS_WRITTEN, load_scenario, write_trace
+from model.dispatch.core.engine import unsupported
 from model.dispatch.engine import ENGINES, chosen_engine, write_events
 from model.dispatch.gpus import GPU_PRESETS
 from model.dispatch.kernels import parse_replay_spec, prepare, print_summary, replay_scenario
-from model.dispatch.launches import LaunchCollector, launches_target
+from model.dispatch.launches import LaunchCollector, LaunchTally, launches_target
 from model.dispatch.plots import plot_scenario
 from model.dispatch.profilers import FORMATS
 from model.pool import default_jobs
@@ -279,8 +280,8 @@ def _bench(args) -> int:
                 result = python[1]
                 row = [execution, policy.name, result["cycles"], result["workgroups_completed"],
                        round(result["cycles"] / python[0])]
-                if compiled[1]["engine"] != "compiled":
-                    why = compiled[1].get("engine_note", "not built")
+                why = unsupported(policy, execution=execution)
+                if why is not None:
                     python_only.setdefault(why, []).append(f"{policy.name} ({execution})")
                     row += ["-", "-", "-"]
                 else:
@@ -311,7 +312,7 @@ def _bench(args) -> int:
 
 def _differs(python: dict, compiled: dict) -> bool:
     """Whether two runs' results differ in anything but their timing and engine."""
-    ignored = ("seconds", "engine", "engine_note")
+    ignored = ("seconds",)
     return {k: v for k, v in python.items() if k not in ignored} != \
         {k: v for k, v in compiled.items() if k not in ignored}
 
@@ -399,7 +400,10 @@ def run(args) -> int:
                 collect.by_policy = {name: collect.by_policy[name] for name in results
                                      if name in collect.by_policy}
             notes = workload_notes(scenario, results, cycles or scenario.cycles) \
-                + engine_notes(results)
+                + engine_notes(scenario, list(results), execution=args.execution,
+                               debug=args.debug,
+                               events=None if events is None
+                               else [] if collect is None or args.events else LaunchTally([]))
             with bar.paused():
                 _table(scenario, results)
                 for note in notes:

@@ -146,6 +146,10 @@ class DispatchSimulator:
     observer : callable, optional
         Called as ``observer(cycle, simulator)`` in every evaluated cycle after step 3 (the
         free-block view), before the dispatch: for tests that watch or disturb the state.
+    progress : callable, optional
+        ``progress(cycle)``, now and then during the run (a progress bar): every evaluated
+        cycle on the Python engine, about 64 times a run on the compiled one, which stops there
+        on Ctrl-C.
     dispatch_ready : callable, optional
         ``dispatch_ready(cycle)``: whether the consumer takes a presented decision in
         ``cycle`` (back-pressure, see the module docstring; turns ``skip`` off). ``None``:
@@ -176,7 +180,7 @@ class DispatchSimulator:
                  skip: bool = True, sample_interval: int = 64, power_window: int = 1024,
                  events=None, observer=None, execution: str = "fixed",
                  warmup: int = 0, dispatch_ready=None, keep: bool = True,
-                 engine: str | None = None):
+                 engine: str | None = None, progress=None):
         check_policy(policy, gpu)
         self.engine = chosen_engine(engine)
         self.engine_used: str | None = None
@@ -195,6 +199,7 @@ class DispatchSimulator:
         self.held_cycles: list[int] = []
         self.events = events
         self.observer = observer
+        self.progress = progress
         # The WGs arriving before the limit: a prefix, as the workload is in arrival order
         # (a LaunchWorkload is by construction).
         if not isinstance(workload, LaunchWorkload):
@@ -407,6 +412,11 @@ class DispatchSimulator:
         shared, drain = execution.shared, self.gpu.drain
         running = resources.running
         observer, debug, skip = self.observer, self.debug, self.skip
+        if observer is None and self.progress is not None:
+            progress = self.progress
+
+            def observer(cycle, _):
+                progress(cycle)
         pipeline = self.pipeline
         ready = self.dispatch_ready
         hold = getattr(self.decision, "hold", None)

@@ -55,6 +55,8 @@ def build(force: bool = False) -> tuple[bool, str]:
     call = command(compiler, output.with_suffix(".tmp"))
     result = subprocess.run(call, capture_output=True, text=True, check=False)
     if result.returncode != 0:
+        # A module built from older sources would not match the Python side: none at all.
+        output.unlink(missing_ok=True)
         first = next((line for line in result.stderr.splitlines() if "error" in line),
                      result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "")
         return False, (f"compiled core not built ({Path(compiler).name} failed: "

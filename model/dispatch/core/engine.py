@@ -47,7 +47,7 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
     ]
     for condition, what in checks:
         if condition:
-            return f"the compiled engine does not run {what} yet"
+            return f"not compiled yet: {what}"
     return None
 
 
@@ -88,7 +88,7 @@ def run(sim, events: list | None = None) -> dict:
     options.channel_count, options.skip = sim.channel_count, sim.skip
     options.events = events is not None
     record = core.run(config(sim.gpu, sim.policy, sim.metrics.power_window), _rules(sim),
-                      options, columns, sim.submitted, len(sim.source))
+                      options, columns, sim.submitted, len(sim.source), sim.progress)
     cycles = record.pop("cycles")
     _fill(sim, record, columns)
     if events is not None:

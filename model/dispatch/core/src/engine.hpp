@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -895,6 +896,10 @@ public:
                 matched = m;
             }
             ++processed_cycles;
+            if (progress && (cycle >= next_progress || (processed_cycles & 0xFFFF) == 0)) {
+                progress(cycle);
+                next_progress = cycle + std::max<int64_t>(1, limit / 64);
+            }
             dispatch_cycles += dispatched;
             bool split_now = false;
             if (splitting && matched >= 0) split_now = count_fail(matched == 1, waiting, cycle);
@@ -990,6 +995,10 @@ public:
     bool sampled_once = false;
     std::vector<Event> events;
     int64_t finished_at = -1, end_cycle = 0;
+    // Called with the cycle about 64 times a run, at least every 65,536 evaluated cycles
+    // (the progress bar; Ctrl-C).
+    std::function<void(int64_t)> progress;
+    int64_t next_progress = 0;
 };
 
 }  // namespace core

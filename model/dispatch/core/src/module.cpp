@@ -172,7 +172,7 @@ void bind_table(py::module_& m, const char* name) {
 template <int W>
 py::dict run_engine(const core::Config& config, const core::Rules& rules,
                     const core::RunOptions& options, const py::dict& columns, int64_t submitted,
-                    int64_t total) {
+                    int64_t total, const py::object& progress) {
     auto column = [&](const char* name) { return columns[name].cast<std::vector<int64_t>>(); };
     const auto id = column("id"), channel = column("channel"), priority = column("priority"),
                waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
@@ -198,6 +198,12 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
     }
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(wgs), submitted);
     engine->next_id = total;
+    if (!progress.is_none())
+        engine->progress = [&progress](int64_t cycle) {
+            py::gil_scoped_acquire acquire;
+            progress(cycle);
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        };
     {
         py::gil_scoped_release release;
         engine->run();
@@ -356,10 +362,15 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("skip", &core::RunOptions::skip)
         .def_readwrite("events", &core::RunOptions::events);
     m.def("run", [](const core::Config& config, const core::Rules& rules, const core::RunOptions& options,
-                    const py::dict& columns, int64_t submitted, int64_t total) {
+                    const py::dict& columns, int64_t submitted, int64_t total, const py::object& progress) {
         const int n = std::max({config.size[0], config.size[1], config.size[2]});
-        return by_width(n, [&]<int W>() { return run_engine<W>(config, rules, options, columns, submitted, total); });
-    }, "One run of the compiled engine: the raw record of its result");
+        return by_width(n, [&]<int W>() {
+            return run_engine<W>(config, rules, options, columns, submitted, total, progress);
+        });
+    }, py::arg("config"), py::arg("rules"), py::arg("options"), py::arg("columns"),
+          py::arg("submitted"), py::arg("total"), py::arg("progress") = py::none(),
+          "One run of the compiled engine: the raw record of its result; progress(cycle) is "
+          "called about 64 times a run (and Ctrl-C stops the run there)");
     m.def("words_for", &words_for, "64-bit words per status word of n blocks");
     bind_table<1>(m, "Table1");
     bind_table<2>(m, "Table2");
