@@ -16,7 +16,9 @@ from model.dispatch import DispatchSimulator, load_scenario
 from model.dispatch.config import check_policy, with_policy
 from model.dispatch.core import core, reason
 from model.dispatch.core.engine import run, unsupported
+from model.dispatch.engine import ENGINES
 from model.dispatch.kernels import prepare
+from model.dispatch.launches import LaunchTally
 from tests.test_dispatch_exact import random_case, shared_case
 
 pytestmark = pytest.mark.skipif(core is None, reason=reason or "compiled core not built")
@@ -118,3 +120,27 @@ def test_what_does_not_compile_says_why_in_one_line():
     assert unsupported(seed, execution="shared") == \
         "not compiled yet: the shared execution model"
     assert unsupported(replace(seed)) is None
+
+
+@pytest.mark.parametrize("name", ["llamacpp_rdna4.toml", "llamacpp_requests.toml"])
+def test_launch_tallies_match_the_python_model(name):
+    # A kernel trace's per-launch rows (gpusched dispatch --kernel-trace keeps a tally, not
+    # the event rows): the compiled engine tallies in C++, the same rows as the Python one.
+    scenario, converted = prepare(load_scenario(CONFIGS / name))
+    workload = scenario.workload(1, copy=False)
+    compared = 0
+    for policy in scenario.policies:
+        if unsupported(policy, execution=scenario.execution,
+                       events=LaunchTally(converted.launches)) is not None:
+            continue
+        tallies = {engine: LaunchTally(converted.launches) for engine in ENGINES}
+        results = {engine: DispatchSimulator(
+            scenario.gpu, policy, workload, channels=scenario.channels, cycles=scenario.cycles,
+            sample_interval=scenario.sample_interval, power_window=scenario.power_window,
+            warmup=scenario.warmup, execution=scenario.execution, events=tallies[engine],
+            keep=False, engine=engine).run() for engine in ENGINES}
+        assert results["compiled"] == results["python"], (name, policy.name)
+        assert tallies["compiled"].rows(policy.name) == tallies["python"].rows(policy.name), \
+            (name, policy.name)
+        compared += 1
+    assert compared, f"{name}: no policy ran compiled"

@@ -4,9 +4,10 @@ event log the Python model gives (:class:`model.dispatch.engine.DispatchSimulato
 What compiles today (issue 32's first part): the fixed execution model, the one-clock
 decision and the decision pipeline, the seed's selection (embodiments 1, 2, 3, 8, 9, 10 on
 any free-block circuit and latency) and the three comparison rules (``strict``,
-``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table. The
+``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table,
+with an event list or a launch tally (:class:`~model.dispatch.launches.LaunchTally`). The
 faithful baselines (MIAOW, GPGPU-Sim, gem5), least-loaded placement, the shared-issue model,
-back-pressure, observers, per-cycle invariant checks and launch tallies run on the Python
+back-pressure, observers and per-cycle invariant checks run on the Python
 engine: :func:`unsupported` says which, in one line.
 """
 
@@ -16,8 +17,9 @@ from itertools import islice
 from operator import attrgetter
 from types import SimpleNamespace
 
-from model.dispatch.config import WorkGroup
+from model.dispatch.config import LaunchWorkload, WorkGroup
 from model.dispatch.core import config, core, reason
+from model.dispatch.launches import LaunchTally
 from model.dispatch.metrics import EVENT_KINDS
 
 __all__ = ["run", "unsupported"]
@@ -43,7 +45,8 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         (observer is not None, "an observer"),
         (debug or strict, "per-cycle invariant checks (debug/strict)"),
         (keep, "kept WG copies (keep=True)"),
-        (events is not None and not isinstance(events, list), "a launch tally"),
+        (events is not None and not isinstance(events, list | LaunchTally),
+         f"events recorded by {type(events).__name__}"),
     ]
     for condition, what in checks:
         if condition:
@@ -74,29 +77,49 @@ def run(sim, events: list | None = None) -> dict:
     """The result of ``sim`` (a :class:`~model.dispatch.engine.DispatchSimulator` built with
     ``keep=False``, not run) computed by the compiled engine: the same dictionary its
     ``run()`` returns; ``events`` (a list) receives the same event log rows."""
-    # The submitted WGs as given (the run changes none of them): their fields as columns.
-    arrivals = list(islice(sim.source, sim.submitted))
-    fields = attrgetter(*_FIELDS)
-    columns = dict(zip(_FIELDS, map(list, zip(*map(fields, arrivals), strict=True)),
-                       strict=True)) if arrivals else {name: [] for name in _FIELDS}
-    for name in ("parent", "work"):
-        columns[name] = [-1 if value is None else value for value in columns[name]]
+    columns = _launches(sim)
     options = core.RunOptions()
     options.cycles, options.warmup = sim.cycles_limit, sim.warmup
     options.sample_interval = sim.metrics.sample_interval
     options.power_window = sim.metrics.power_window
     options.channel_count, options.skip = sim.channel_count, sim.skip
-    options.events = events is not None
+    tally = events if isinstance(events, LaunchTally) else None
+    options.events = events is not None and tally is None
     record = core.run(config(sim.gpu, sim.policy, sim.metrics.power_window), _rules(sim),
-                      options, columns, sim.submitted, len(sim.source), sim.progress)
+                      options, columns, sim.submitted, len(sim.source), sim.progress, tally)
     cycles = record.pop("cycles")
-    _fill(sim, record, columns)
-    if events is not None:
-        _events(events, [wg.submitted() for wg in arrivals], record)
+    _fill(sim, record)
+    if tally is not None:
+        starts, tally.finishes, tally.released, error = record["tally"]
+        if error:
+            raise ValueError(error)
+        tally.starts = [None if start < 0 else start for start in starts]
+    elif events is not None:
+        _events(events, record)
     return sim.metrics.results(sim, cycles)
 
 
-def _fill(sim, record: dict, columns: dict) -> None:
+def _launches(sim) -> dict:
+    """The submitted WGs as launch columns (a template's fields and a count per launch):
+    a :class:`~model.dispatch.config.LaunchWorkload`'s own launches, a list's WGs one each
+    (the compiled engine makes the WGs as they arrive, and stops at ``sim.submitted``)."""
+    source = sim.source
+    if isinstance(source, LaunchWorkload):
+        launches = [(wg, count) for wg, count, _ in source.launches()]
+    else:
+        launches = [(wg, 1) for wg in islice(source, sim.submitted)]
+    fields = attrgetter(*_FIELDS)
+    rows = [(*fields(wg), count) for wg, count in launches]
+    names = (*_FIELDS, "count")
+    columns = {name: list(values) for name, values in zip(names, zip(*rows, strict=True),
+                                                          strict=True)} if rows \
+        else {name: [] for name in names}
+    for name in ("parent", "work"):
+        columns[name] = [-1 if value is None else value for value in columns[name]]
+    return columns
+
+
+def _fill(sim, record: dict) -> None:
     """Give ``sim``'s metrics, counters and queues what the compiled run measured, so that
     :meth:`~model.dispatch.metrics.Metrics.results` reads it as after a Python run."""
     counters, metrics, queues = sim.counters, sim.metrics, sim.queues
@@ -120,29 +143,26 @@ def _fill(sim, record: dict, columns: dict) -> None:
     metrics.samples = {**samples, "utilisation": series}
     metrics._utilisation_series = lambda: series       # each sample's mean, computed there
     queues.rejected = record["rejections"]
-    arrival, identity, priority, channel = (columns[name] for name in
-                                            ("arrival", "id", "priority", "channel"))
-    sim.live = {index: SimpleNamespace(arrival=arrival[index]) for index in record["live"]}
-    queues.channels = [deque(SimpleNamespace(id=identity[i], priority=priority[i],
-                                             channel=channel[i], arrival=arrival[i],
-                                             parent=None)
-                             for i in record["queued"])]
+    sim.live = {identity: SimpleNamespace(arrival=arrival)
+                for identity, _, _, arrival in record["live"]}
+    queues.channels = [deque(SimpleNamespace(id=identity, priority=priority, channel=channel,
+                                             arrival=arrival, parent=None)
+                             for identity, priority, channel, arrival in record["queued"])]
     sim.selector.buffer = None
 
 
-def _events(events: list, arrivals: list, record: dict) -> None:
+def _events(events: list, record: dict) -> None:
     """The event log rows of the run, with WG objects as the Python engine's (filled in as
     they are at its end)."""
-    wgs = list(arrivals)
+    wgs = []
     for (identity, channel, priority, waves, vgpr, sgpr, lds, duration, independent, arrival,
-         parent, work) in record["parts"]:
-        wgs.append(WorkGroup(identity, channel, priority, waves, vgpr, sgpr, lds, duration,
-                             bool(independent), arrival, parent, None if work < 0 else work))
-    for wg, dispatched, completed, ap in zip(wgs, record["dispatched"], record["completed_at"],
-                                             record["ap"], strict=True):
+         parent, work, barrier, dispatched, completed, ap) in record["table"]:
+        wg = WorkGroup(identity, channel, priority, waves, vgpr, sgpr, lds, duration,
+                       bool(independent), arrival, None if parent < 0 else parent,
+                       None if work < 0 else work, bool(barrier))
         wg.dispatched = None if dispatched < 0 else dispatched
         wg.completed = None if completed < 0 else completed
         wg.ap = None if ap < 0 else ap
+        wgs.append(wg)
     events.extend((cycle, EVENT_KINDS[kind], wgs[index], ap, waves, starts, reason)
                   for cycle, kind, index, ap, waves, starts, reason in record["events"])
-

@@ -80,17 +80,16 @@ struct RunOptions {
 template <int W>
 class Engine {
 public:
-    Engine(const Config& c, const Rules& r, const RunOptions& o, std::vector<WorkGroup> workload,
+    Engine(const Config& c, const Rules& r, const RunOptions& o, Source workload,
            int64_t submitted)
         : cfg(c), rules(r), opt(o), view(cfg), res(cfg, view),
           inflight(o.channel_count, 0),
-          matcher(cfg, rules, view, res, inflight), wgs(std::move(workload)),
+          matcher(cfg, rules, view, res, inflight), source(std::move(workload)),
           submitted(submitted), channels(o.channel_count),
           last_dispatched(o.channel_count, -1),
           selected(size_t(o.channel_count) * c.priorities, 0),
           peu_waves(size_t(c.aps) * c.peus, 0) {
         lfsr.state = uint32_t(r.lfsr_seed);
-        next_id = int64_t(wgs.size());
         splitting = r.split_threshold > 0 && r.selection == 0;
         per_ap.assign(c.aps, 0.0);
         for (int q = 0; q < 3; ++q) {
@@ -537,7 +536,7 @@ public:
             ++completed;
             finished_arrivals.push_back(wg.arrival);
             finished_releases.push_back(cycle);
-            live_done[a.wg] = 1;
+            wg.done = true;
         } else {
             Parent& parent = parents.at(wg.parent);
             if (++parent.completed == parent.parts) {
@@ -548,7 +547,7 @@ public:
                 ++completed;
                 finished_arrivals.push_back(p.arrival);
                 finished_releases.push_back(cycle);
-                live_done[parent.wg] = 1;
+                p.done = true;
             }
         }
         allocations[slot] = Allocation{};
@@ -841,8 +840,33 @@ public:
 
     void violation(std::string message) { res.violation(std::move(message)); }
 
+    // model.dispatch.launches.LaunchTally.record: per launch (WG ids tally_first[i] ..
+    // tally_end[i] - 1) its first dispatch, last release and WGs released.
+    void tally(int64_t cycle, int kind, int64_t index) {
+        const WorkGroup& wg = wgs[index];
+        const int64_t ident = wg.parent < 0 ? wg.id : wg.parent;
+        size_t i = tally_index;
+        if (!(i < tally_first.size() && tally_first[i] <= ident && ident < tally_end[i])) {
+            const auto at = std::upper_bound(tally_first.begin(), tally_first.end(), ident);
+            if (at == tally_first.begin() || ident >= tally_end[at - tally_first.begin() - 1]) {
+                if (tally_error.empty())
+                    tally_error = "event at cycle " + std::to_string(cycle) + " names WG " +
+                                  std::to_string(ident) + ", which no launch made";
+                return;
+            }
+            i = tally_index = size_t(at - tally_first.begin() - 1);
+        }
+        if (kind == DISPATCH) {
+            if (tally_start[i] < 0 || cycle < tally_start[i]) tally_start[i] = cycle;
+        } else {
+            if (cycle > tally_finish[i]) tally_finish[i] = cycle;
+            if (wg.parent < 0) ++tally_released[i];
+        }
+    }
+
     void event(int64_t cycle, int kind, int64_t index, int ap = -1, const std::vector<int>* waves = nullptr,
                const Allocation* a = nullptr, const std::string& reason = "") {
+        if (!tally_first.empty() && (kind == DISPATCH || kind == RELEASE)) tally(cycle, kind, index);
         if (!opt.events) return;
         Event e{cycle, kind, index, ap};
         if (waves) e.waves = *waves;
@@ -860,10 +884,9 @@ public:
 
     // -- the run (model.dispatch.engine.DispatchSimulator.run) --------------------------------
     void run() {
-        int64_t upcoming = 0;                  // the next WG to arrive (index)
+        int64_t taken = 0;                     // WGs made from the source so far
         const int64_t limit = opt.cycles;
         int64_t cycle = 0, next_sample = 0;
-        live_done.assign(wgs.size(), 0);
         const int64_t release_limit = rules.release_limit ? rules.release_limit : -1;
         while (cycle < limit) {
             int64_t released = 0;
@@ -873,8 +896,10 @@ public:
                 release(slot, cycle);
                 ++released;
             }
-            while (upcoming < submitted && wgs[upcoming].arrival == cycle) {
-                const int64_t index = upcoming++;
+            while (taken < submitted && source.next_arrival() == cycle) {
+                ++taken;
+                const int64_t index = int64_t(wgs.size());
+                wgs.push_back(source.take());
                 if (admit(index, cycle)) {
                     channels[wgs[index].channel].push_back(index);
                     live_order.push_back(index);
@@ -908,7 +933,7 @@ public:
             int64_t following = cycle + 1;
             if (idle && opt.skip && (!rules.decision_pipeline || (matched >= 0 && idle_until(waiting)))) {
                 following = limit;
-                if (upcoming < submitted && wgs[upcoming].arrival < following) following = wgs[upcoming].arrival;
+                if (taken < submitted && source.next_arrival() < following) following = source.next_arrival();
                 if (!completions.empty() && std::get<0>(completions.top()) < following) following = std::get<0>(completions.top());
                 if (view.pending() && view.next_visible() < following) following = view.next_visible();
                 const bool counting = splitting && waiting && matched == 0;
@@ -918,7 +943,7 @@ public:
                 if (rules.decision_pipeline && following > cycle + 1) pipeline_skip(cycle, following);
                 if (counting) g = (g + following - cycle - 1) % (rules.split_threshold + 1);
             }
-            if (upcoming >= submitted && running_count == 0 && !has_heads) {
+            if (taken >= submitted && running_count == 0 && !has_heads) {
                 finished_at = cycle;
                 sample(cycle, cycle + 1);
                 break;
@@ -955,7 +980,8 @@ public:
     Resources<W> res;
     std::vector<int> inflight;
     Matcher<W> matcher;
-    std::vector<WorkGroup> wgs;
+    Source source;
+    std::vector<WorkGroup> wgs;            // the WGs arrived so far and the split parts
     int64_t submitted;
     std::vector<std::deque<int64_t>> channels;
     std::vector<int64_t> last_dispatched;
@@ -974,7 +1000,6 @@ public:
     std::vector<int64_t> running;
     int64_t running_count = 0;
     std::vector<int64_t> live_order;
-    std::vector<char> live_done;
     std::vector<int> changed;
     // the decision pipeline
     std::deque<Decision> flight;
@@ -994,6 +1019,10 @@ public:
     double fragmentation_now = 0.0, resource_cv_now = 0.0;
     bool sampled_once = false;
     std::vector<Event> events;
+    // A launch tally instead of the event rows (empty: none).
+    std::vector<int64_t> tally_first, tally_end, tally_start, tally_finish, tally_released;
+    size_t tally_index = 0;
+    std::string tally_error;
     int64_t finished_at = -1, end_cycle = 0;
     // Called with the cycle about 64 times a run, at least every 65,536 evaluated cycles
     // (the progress bar; Ctrl-C).

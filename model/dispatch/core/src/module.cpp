@@ -172,16 +172,19 @@ void bind_table(py::module_& m, const char* name) {
 template <int W>
 py::dict run_engine(const core::Config& config, const core::Rules& rules,
                     const core::RunOptions& options, const py::dict& columns, int64_t submitted,
-                    int64_t total, const py::object& progress) {
+                    int64_t total, const py::object& progress, const py::object& tally) {
+    // The launches: per launch its first WG's fields and the count.
     auto column = [&](const char* name) { return columns[name].cast<std::vector<int64_t>>(); };
     const auto id = column("id"), channel = column("channel"), priority = column("priority"),
                waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
                lds = column("lds"), duration = column("duration"), independent = column("independent"),
                arrival = column("arrival"), parent = column("parent"), work = column("work"),
-               barrier = column("barrier");
-    std::vector<core::WorkGroup> wgs(id.size());
+               barrier = column("barrier"), count = column("count");
+    core::Source source;
+    source.templates.resize(id.size());
+    source.counts = count;
     for (size_t i = 0; i < id.size(); ++i) {
-        auto& wg = wgs[i];
+        auto& wg = source.templates[i];
         wg.id = id[i];
         wg.channel = int(channel[i]);
         wg.priority = int(priority[i]);
@@ -196,8 +199,16 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         wg.work = work[i];
         wg.barrier = barrier[i];
     }
-    auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(wgs), submitted);
+    auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
     engine->next_id = total;
+    if (!tally.is_none()) {
+        auto& e = *engine;
+        e.tally_first = tally.attr("_firsts").cast<std::vector<int64_t>>();
+        e.tally_end = tally.attr("_ends").cast<std::vector<int64_t>>();
+        e.tally_start.assign(e.tally_first.size(), -1);
+        e.tally_finish.assign(e.tally_first.size(), 0);
+        e.tally_released.assign(e.tally_first.size(), 0);
+    }
     if (!progress.is_none())
         engine->progress = [&progress](int64_t cycle) {
             py::gil_scoped_acquire acquire;
@@ -232,28 +243,28 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         rejected.append(py::dict(py::arg("id") = r.id, py::arg("channel") = r.channel,
                                  py::arg("arrival") = r.arrival, py::arg("reason") = r.reason));
     out["rejections"] = rejected;
-    std::vector<int64_t> live;
+    // The WGs admitted and not completed, and those still queued as the submitted WGs they
+    // are or are parts of: (id, priority, channel, arrival) each, in order.
+    auto fields = [&](int64_t index) {
+        const auto& wg = e.wgs[index];
+        return py::make_tuple(wg.id, wg.priority, wg.channel, wg.arrival);
+    };
+    py::list live, queued;
     for (auto index : e.live_order)
-        if (!e.live_done[index]) live.push_back(index);
+        if (!e.wgs[index].done) live.append(fields(index));
+    for (auto index : e.queued_originals()) queued.append(fields(index));
     out["live"] = live;
-    out["queued"] = e.queued_originals();
-    // Every WG of the run (the submitted ones, then the parts of split ones).
-    std::vector<int64_t> parts_parent, dispatched, completed, ap;
-    for (const auto& wg : e.wgs) {
-        dispatched.push_back(wg.dispatched);
-        completed.push_back(wg.completed);
-        ap.push_back(wg.ap);
-    }
-    out["dispatched"] = dispatched;
-    out["completed_at"] = completed;
-    out["ap"] = ap;
-    py::list parts;
-    for (size_t i = id.size(); i < e.wgs.size(); ++i) {
-        const auto& wg = e.wgs[i];
-        parts.append(py::make_tuple(wg.id, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr, wg.lds,
-                                    wg.duration, wg.independent, wg.arrival, wg.parent, wg.work));
-    }
-    out["parts"] = parts;
+    out["queued"] = queued;
+    // With the event log: every WG of the run, by index, as the log's rows name them.
+    py::list table;
+    if (options.events)
+        for (const auto& wg : e.wgs)
+            table.append(py::make_tuple(wg.id, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr,
+                                        wg.lds, wg.duration, wg.independent, wg.arrival, wg.parent,
+                                        wg.work, wg.barrier, wg.dispatched, wg.completed, wg.ap));
+    out["table"] = table;
+    if (!tally.is_none())
+        out["tally"] = py::make_tuple(e.tally_start, e.tally_finish, e.tally_released, e.tally_error);
     py::list events;
     for (const auto& ev : e.events) {
         py::object waves_ = ev.waves.empty() && ev.kind != core::DISPATCH && ev.kind != core::RELEASE &&
@@ -362,13 +373,15 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("skip", &core::RunOptions::skip)
         .def_readwrite("events", &core::RunOptions::events);
     m.def("run", [](const core::Config& config, const core::Rules& rules, const core::RunOptions& options,
-                    const py::dict& columns, int64_t submitted, int64_t total, const py::object& progress) {
+                    const py::dict& columns, int64_t submitted, int64_t total, const py::object& progress,
+                    const py::object& tally) {
         const int n = std::max({config.size[0], config.size[1], config.size[2]});
         return by_width(n, [&]<int W>() {
-            return run_engine<W>(config, rules, options, columns, submitted, total, progress);
+            return run_engine<W>(config, rules, options, columns, submitted, total, progress, tally);
         });
     }, py::arg("config"), py::arg("rules"), py::arg("options"), py::arg("columns"),
           py::arg("submitted"), py::arg("total"), py::arg("progress") = py::none(),
+          py::arg("tally") = py::none(),
           "One run of the compiled engine: the raw record of its result; progress(cycle) is "
           "called about 64 times a run (and Ctrl-C stops the run there)");
     m.def("words_for", &words_for, "64-bit words per status word of n blocks");

@@ -25,6 +25,32 @@ struct WorkGroup {
     bool independent = false, barrier = false;
     int64_t dispatched = -1, completed = -1;
     int ap = -1;
+    bool done = false;                     // admitted and completed (no longer live)
+};
+
+// The submitted WGs as launches (model.dispatch.config.LaunchWorkload; a list's WGs are
+// launches of one): per launch a template and a count, the WGs made as they arrive, so a
+// whole trace costs a few numbers per launch until its WGs arrive.
+struct Source {
+    std::vector<WorkGroup> templates;      // each launch's first WG (barrier as given)
+    std::vector<int64_t> counts;
+    size_t launch = 0;
+    int64_t offset = 0;
+
+    bool empty() const { return launch >= templates.size(); }
+    // The next WG to arrive (the source is not empty).
+    const WorkGroup& head_template() const { return templates[launch]; }
+    int64_t next_arrival() const { return templates[launch].arrival; }
+    WorkGroup take() {
+        WorkGroup wg = templates[launch];
+        wg.id += offset;
+        wg.barrier = wg.barrier && offset == 0;
+        if (++offset == counts[launch]) {
+            ++launch;
+            offset = 0;
+        }
+        return wg;
+    }
 };
 
 // The policy fields the decision reads (model.dispatch.config.PolicyConfig).
