@@ -1,16 +1,19 @@
 """Runs of the compiled engine (``model/dispatch/core/src/engine.hpp``), with the result and
 event log the Python model gives (:class:`model.dispatch.engine.DispatchSimulator`).
 
-What compiles today (issue 32's first part): the fixed execution model, the one-clock
-decision and the decision pipeline, the seed's selection (embodiments 1, 2, 3, 8, 9, 10 on
-any free-block circuit and latency) and the three comparison rules (``strict``,
-``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table,
-with an event list or a launch tally (:class:`~model.dispatch.launches.LaunchTally`). The
-faithful baselines (MIAOW, GPGPU-Sim, gem5), least-loaded placement, the shared-issue model,
-back-pressure, observers and per-cycle invariant checks run on the Python
-engine: :func:`unsupported` says which, in one line.
+What compiles today (issue 32's first part): the fixed and the shared-issue execution models,
+the one-clock decision and the decision pipeline, the seed's selection (embodiments 1, 2, 3,
+8, 9, 10 on any free-block circuit and latency) and the three comparison rules (``strict``,
+``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table or the
+least-loaded placement; back-pressure (``dispatch_ready``, a pure function of the cycle: it
+is asked about every cycle below the limit before the run), event lists, launch tallies
+(:class:`~model.dispatch.launches.LaunchTally`, kept in C++) and other ``events`` objects
+with ``record`` (told the events after the run). The faithful baselines (MIAOW, GPGPU-Sim,
+gem5), observers and per-cycle invariant checks run on the Python engine: :func:`unsupported`
+says which, in one line.
 """
 
+import math
 from array import array
 from collections import deque
 from itertools import islice
@@ -21,32 +24,61 @@ from model.dispatch.config import LaunchWorkload, WorkGroup
 from model.dispatch.core import config, core, reason
 from model.dispatch.launches import LaunchTally
 from model.dispatch.metrics import EVENT_KINDS
+from model.dispatch.resources import Allocation
 
 __all__ = ["run", "unsupported"]
 
 SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
+PLACEMENTS = ("split", "least_loaded")
+#: The shared-issue model's service counters and finish tags are 64-bit integers in the
+#: compiled engine (unbounded in Python): a run whose bound reaches this is refused.
+SHARED_BOUND = 1 << 63
+#: Back-pressure asks ``dispatch_ready`` about every cycle below the limit before the run.
+READY_CYCLES = 1 << 26
 _FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
            "independent", "arrival", "parent", "work", "barrier")
 
 
+def shared_bound(gpu, workload, cycles: int) -> int:
+    """The largest integer the shared-issue model can reach in a run of ``cycles`` on
+    ``workload`` (a bound): ``unit x (cycles + largest work + wave slots + 2)``, ``unit`` the
+    least common multiple of 1 .. wave slots (:class:`~model.dispatch.execution.SharedExecution`:
+    the service grows by at most ``unit`` a cycle, a finish tag is the service plus
+    ``work x unit``, a rate at most ``wave slots x unit``)."""
+    unit = math.lcm(*range(1, gpu.wave_slots + 1))
+    made = (wg for wg, _, _ in workload.launches()) if isinstance(workload, LaunchWorkload) \
+        else workload          # a launch's WGs are its first one's copies
+    work = max((wg.work if wg.work is not None else wg.duration
+                for wg in made if wg.arrival < cycles), default=0)
+    return unit * (cycles + max(work, 0) + gpu.wave_slots + 2)
+
+
 def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = False,
                 strict: bool = False, observer=None, dispatch_ready=None,
-                keep: bool = False) -> str | None:
-    """Why this run cannot use the compiled engine (``None`` when it can): one line."""
+                keep: bool = False, gpu=None, workload=None,
+                cycles: int | None = None) -> str | None:
+    """Why this run cannot use the compiled engine (``None`` when it can): one line. Give
+    ``gpu``, ``workload`` and ``cycles`` to check the bounds of 64-bit integers (the
+    shared-issue model) and of back-pressure (:func:`run` checks them too)."""
     if core is None:
         return reason
+    shared = execution == "shared" and None not in (gpu, workload, cycles)
     checks = [
-        (execution != "fixed", f"the {execution} execution model"),
+        (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
         (policy.units != "blocks", f"units {policy.units!r}"),
-        (policy.wave_placement != "split", f"wave placement {policy.wave_placement!r}"),
-        (dispatch_ready is not None, "back-pressure (dispatch_ready)"),
+        (policy.wave_placement not in PLACEMENTS,
+         f"wave placement {policy.wave_placement!r}"),
+        (dispatch_ready is not None and cycles is not None and cycles > READY_CYCLES,
+         f"back-pressure over more than {READY_CYCLES} cycles"),
+        (shared and shared_bound(gpu, workload, cycles) >= SHARED_BOUND,
+         "a shared-issue run whose service counters may exceed 64 bits"),
         (observer is not None, "an observer"),
         (debug or strict, "per-cycle invariant checks (debug/strict)"),
         (keep, "kept WG copies (keep=True)"),
-        (events is not None and not isinstance(events, list | LaunchTally),
-         f"events recorded by {type(events).__name__}"),
+        (events is not None and not isinstance(events, list)
+         and getattr(events, "record", None) is None, "an events object without record"),
     ]
     for condition, what in checks:
         if condition:
@@ -69,14 +101,22 @@ def _rules(sim):
                                                     policy.score_latency)
     rules.wave_power = list(sim.wave_power)
     rules.circuit_name = policy.circuit
+    rules.least_loaded = policy.wave_placement == "least_loaded"
     rules.set_resource_weights(list(gpu.resource_weight_values()))
     return rules
 
 
-def run(sim, events: list | None = None) -> dict:
+def run(sim, events=None) -> dict:
     """The result of ``sim`` (a :class:`~model.dispatch.engine.DispatchSimulator` built with
     ``keep=False``, not run) computed by the compiled engine: the same dictionary its
-    ``run()`` returns; ``events`` (a list) receives the same event log rows."""
+    ``run()`` returns, and its ``held_cycles``; ``events`` (a list) receives the same event
+    log rows, a :class:`~model.dispatch.launches.LaunchTally` the same tallies, or (another
+    object with ``record``) is told the same events, after the run."""
+    why = unsupported(sim.policy, execution=sim.execution, events=events,
+                      dispatch_ready=sim.dispatch_ready, gpu=sim.gpu,
+                      workload=sim.source, cycles=sim.cycles_limit)
+    if why is not None:
+        raise ValueError(why)
     columns = _launches(sim)
     options = core.RunOptions()
     options.cycles, options.warmup = sim.cycles_limit, sim.warmup
@@ -85,17 +125,27 @@ def run(sim, events: list | None = None) -> dict:
     options.channel_count, options.skip = sim.channel_count, sim.skip
     tally = events if isinstance(events, LaunchTally) else None
     options.events = events is not None and tally is None
+    options.shared = sim.execution == "shared"
+    options.issue_width, options.drain = sim.gpu.issue_width, sim.gpu.drain
+    if sim.dispatch_ready is not None:
+        ready = sim.dispatch_ready
+        options.set_ready(bytes(bool(ready(c)) for c in range(sim.cycles_limit)))
     record = core.run(config(sim.gpu, sim.policy, sim.metrics.power_window), _rules(sim),
                       options, columns, sim.submitted, len(sim.source), sim.progress, tally)
     cycles = record.pop("cycles")
     _fill(sim, record)
+    sim.held_cycles = record["held_cycles"]
     if tally is not None:
         starts, tally.finishes, tally.released, error = record["tally"]
         if error:
             raise ValueError(error)
         tally.starts = [None if start < 0 else start for start in starts]
-    elif events is not None:
+    elif isinstance(events, list):
         _events(events, record)
+    elif events is not None:
+        rows = []
+        _events(rows, record)
+        _tell(events.record, rows, sim.wave_power)
     return sim.metrics.results(sim, cycles)
 
 
@@ -166,3 +216,25 @@ def _events(events: list, record: dict) -> None:
         wgs.append(wg)
     events.extend((cycle, EVENT_KINDS[kind], wgs[index], ap, waves, starts, reason)
                   for cycle, kind, index, ap, waves, starts, reason in record["events"])
+
+
+def _tell(record, rows: list, wave_power: list) -> None:
+    """Call ``record`` with each event as the Python engine calls it
+    (:func:`~model.dispatch.metrics.event_recorder`'s arguments: a dispatch or release with
+    its :class:`~model.dispatch.resources.Allocation`, rebuilt from the row)."""
+    for cycle, kind, wg, ap, waves, starts, why in rows:
+        if kind in ("arrive", "split"):
+            record(cycle, kind, wg)
+        elif kind == "reject":
+            record(cycle, kind, wg, reason=why)
+        elif kind == "stale-abort":
+            record(cycle, kind, wg, ap, tuple(waves))
+        else:
+            vgpr, sgpr, lds = starts
+            waves = tuple(waves)
+            allocation = Allocation(
+                wg, ap, waves,
+                [None if s is None else (s, n * wg.vgpr) for s, n in zip(vgpr, waves, strict=True)],
+                [None if s is None else (s, n * wg.sgpr) for s, n in zip(sgpr, waves, strict=True)],
+                None if lds is None else (lds, wg.lds), wave_power[wg.channel] * wg.waves)
+            record(cycle, kind, wg, ap, waves, allocation)

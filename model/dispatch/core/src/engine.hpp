@@ -2,9 +2,9 @@
 // the one-clock decision or the decision pipeline (model/dispatch/pipeline.py), for the seed's
 // selection and the three comparison rules on blocks units; the metrics the Python model
 // samples (model/dispatch/metrics.py), the same integers and the same float operations.
-// Everything else (the faithful baselines, the shared-issue model, back-pressure, the
-// per-cycle invariant checks) is the Python engine's (model/dispatch/core/__init__.py says
-// which runs compile).
+// The shared-issue model and back-pressure are execution.hpp's, called from the run. Everything
+// else (the faithful baselines, the per-cycle invariant checks) is the Python engine's
+// (model/dispatch/core/engine.py's unsupported() says which runs compile).
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "execution.hpp"
 #include "floats.hpp"
 #include "stages.hpp"
 
@@ -75,6 +76,11 @@ struct RunOptions {
     int64_t cycles = 20000, warmup = 0, sample_interval = 64, power_window = 1024;
     int channel_count = 1;
     bool skip = true, events = false;
+    bool shared = false;                   // execution = "shared" (SharedExecution)
+    int issue_width = 1;
+    int64_t drain = 0;
+    bool back_pressure = false;            // dispatch_ready given: ready[c] for c < cycles
+    std::vector<char> ready;
 };
 
 template <int W>
@@ -96,6 +102,9 @@ public:
             fragments[q].assign(view.counts[q], 0.0);
             fragmented[q].assign(view.counts[q], 0);
         }
+        back_pressure.on = o.back_pressure;
+        back_pressure.ready = o.ready;
+        if (o.shared) shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, completions);
     }
 
     // -- the target WG and AP (model.dispatch.selector / baselines) ------------------------
@@ -474,7 +483,8 @@ public:
     // -- allocation, commit, release ---------------------------------------------------------
     bool allocate(int64_t index, int ap, int64_t cycle, Allocation& out) {
         const WorkGroup& wg = wgs[index];
-        std::vector<int> waves = matcher.row(wg.waves, ap);
+        std::vector<int> waves = matcher.placement(wg, ap);
+        if (waves.empty()) return false;   // least-loaded: some wave fits no PEU
         for (int q = 0; q < cfg.peus; ++q)
             if (waves[q] > res.slot(ap, q)) return false;
         Allocation a;
@@ -513,7 +523,10 @@ public:
         event(cycle, DISPATCH, index, ap, &a.waves, &a);
         queue_dispatched(index, cycle);
         const int64_t id = wg.id;
-        completions.push({cycle + wg.duration + 1, id, int64_t(allocations.size())});
+        if (shared)                            // execution_model.start
+            shared->start(ap, a.waves, wg.work >= 0 ? wg.work : wg.duration, id, int64_t(allocations.size()), cycle);
+        else
+            completions.push({cycle + wg.duration + 1, id, int64_t(allocations.size())});
         allocations.push_back(std::move(a));
         running.push_back(id);  // (a count; the record is in `allocations`)
         ++running_count;
@@ -567,7 +580,7 @@ public:
         if (!allocate(index, ap, cycle, a)) {
             ++stale_aborts;
             if (updates.any) lfsr.state = updates.lfsr_state;
-            std::vector<int> waves = matcher.row(wgs[index].waves, ap);
+            std::vector<int> waves = matcher.placement(wgs[index], ap);
             event(cycle, STALE_ABORT, index, ap, &waves);
             aborted = true;
             matched = true;
@@ -664,6 +677,31 @@ public:
         for (const auto& m : cand_mask)
             if (m.any()) return false;
         return !cands.empty() == waiting;
+    }
+
+    // DecisionPipeline.hold: a cycle held by back-pressure; every stage keeps its WG, the
+    // flight stays as far from dispatch, the scores go on through the ring.
+    void pipeline_hold(int64_t cycle) {
+        for (auto& d : flight) ++d.chosen;
+        if (!last) return;
+        std::vector<int64_t> r, i;
+        scores_now(cycle, r, i);
+        ring.push_back({std::move(r), std::move(i)});
+        last->resource = std::move(ring.front().first);
+        last->instruction = std::move(ring.front().second);
+        ring.pop_front();
+    }
+
+    // The run's skip, shared branch: nothing is dispatched before `following`, so every
+    // wave-group finish before it is final: process those whose release would come first.
+    void shared_skip(int64_t& following) {
+        auto finish = shared->next_finish();
+        while (finish && *finish + shared->drain + 1 < following) {
+            shared->finish_until(*finish);
+            if (!completions.empty() && std::get<0>(completions.top()) < following)
+                following = std::get<0>(completions.top());
+            finish = shared->next_finish();
+        }
     }
 
     void pipeline_skip(int64_t cycle, int64_t following) {
@@ -889,6 +927,8 @@ public:
         int64_t cycle = 0, next_sample = 0;
         const int64_t release_limit = rules.release_limit ? rules.release_limit : -1;
         while (cycle < limit) {
+            // Shared: finishes before this cycle are final (no dispatch from now changes them).
+            if (shared) shared->finish_until(cycle - 1);
             int64_t released = 0;
             while (!completions.empty() && std::get<0>(completions.top()) <= cycle && released != release_limit) {
                 const int64_t slot = std::get<2>(completions.top());
@@ -913,13 +953,18 @@ public:
             used_integral[3] += total_slots() - res.slots_free;
             bool dispatched, aborted, waiting;
             int matched;                       // -1: None (a cancelled choice)
-            if (rules.decision_pipeline) {
+            if (back_pressure.holding(cycle)) {   // held: steps 4 and 5 do nothing
+                if (rules.decision_pipeline) pipeline_hold(cycle);
+                dispatched = aborted = waiting = false;
+                matched = -1;
+            } else if (rules.decision_pipeline) {
                 pipeline_step(cycle, dispatched, aborted, matched, waiting);
             } else {
                 bool m;
                 one_clock(cycle, dispatched, aborted, m, waiting);
                 matched = m;
             }
+            back_pressure.dispatched_last = dispatched;
             ++processed_cycles;
             if (progress && (cycle >= next_progress || (processed_cycles & 0xFFFF) == 0)) {
                 progress(cycle);
@@ -939,6 +984,7 @@ public:
                 const bool counting = splitting && waiting && matched == 0;
                 if (counting && cycle + rules.split_threshold + 1 - g < following && splittable())
                     following = cycle + rules.split_threshold + 1 - g;
+                if (shared) shared_skip(following);
                 following = std::max(cycle + 1, following);
                 if (rules.decision_pipeline && following > cycle + 1) pipeline_skip(cycle, following);
                 if (counting) g = (g + following - cycle - 1) % (rules.split_threshold + 1);
@@ -946,6 +992,7 @@ public:
             if (taken >= submitted && running_count == 0 && !has_heads) {
                 finished_at = cycle;
                 sample(cycle, cycle + 1);
+                back_pressure.after_end(cycle, limit);
                 break;
             }
             const int64_t end = following < limit ? following : limit;
@@ -994,8 +1041,9 @@ public:
     bool splitting = false;
     std::unordered_map<int64_t, Parent> parents;
     std::vector<Rejection> rejected;
-    std::priority_queue<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::tuple<int64_t, int64_t, int64_t>>,
-                        std::greater<>> completions;
+    Completions completions;
+    std::optional<SharedExecution> shared;     // execution = "shared"
+    BackPressure back_pressure;                // dispatch_ready
     std::vector<Allocation> allocations;
     std::vector<int64_t> running;
     int64_t running_count = 0;

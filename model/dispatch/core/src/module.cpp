@@ -173,6 +173,8 @@ template <int W>
 py::dict run_engine(const core::Config& config, const core::Rules& rules,
                     const core::RunOptions& options, const py::dict& columns, int64_t submitted,
                     int64_t total, const py::object& progress, const py::object& tally) {
+    if (options.back_pressure && int64_t(options.ready.size()) < options.cycles)
+        throw std::invalid_argument("set_ready needs a byte for every cycle below the limit");
     // The launches: per launch its first WG's fields and the count.
     auto column = [&](const char* name) { return columns[name].cast<std::vector<int64_t>>(); };
     const auto id = column("id"), channel = column("channel"), priority = column("priority"),
@@ -283,6 +285,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                                      waves_, starts, ev.reason.empty() ? py::object(py::none()) : py::object(py::str(ev.reason))));
     }
     out["events"] = events;
+    out["held_cycles"] = e.back_pressure.held;
     return out;
 }
 
@@ -359,6 +362,7 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("score_latency", &core::Rules::score_latency)
         .def_readwrite("wave_power", &core::Rules::wave_power)
         .def_readwrite("circuit_name", &core::Rules::circuit_name)
+        .def_readwrite("least_loaded", &core::Rules::least_loaded)
         .def("set_resource_weights", [](core::Rules& r, std::vector<int64_t> w) {
             if (w.size() != 4) throw std::invalid_argument("four resource weights");
             for (int i = 0; i < 4; ++i) r.resource_weights[i] = w[i];
@@ -371,7 +375,15 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("power_window", &core::RunOptions::power_window)
         .def_readwrite("channel_count", &core::RunOptions::channel_count)
         .def_readwrite("skip", &core::RunOptions::skip)
-        .def_readwrite("events", &core::RunOptions::events);
+        .def_readwrite("events", &core::RunOptions::events)
+        .def_readwrite("shared", &core::RunOptions::shared)
+        .def_readwrite("issue_width", &core::RunOptions::issue_width)
+        .def_readwrite("drain", &core::RunOptions::drain)
+        .def("set_ready", [](core::RunOptions& o, const py::bytes& ready) {
+            const std::string text = ready;
+            o.back_pressure = true;
+            o.ready.assign(text.begin(), text.end());
+        }, "Back-pressure: byte c is dispatch_ready(c) (0 or 1) for every cycle c < cycles");
     m.def("run", [](const core::Config& config, const core::Rules& rules, const core::RunOptions& options,
                     const py::dict& columns, int64_t submitted, int64_t total, const py::object& progress,
                     const py::object& tally) {

@@ -69,6 +69,7 @@ struct Rules {
     int64_t resource_weights[4] = {1, 1, 1, 1};
     std::vector<int64_t> wave_power;       // per channel: one wave's power (1/256)
     std::string circuit_name = "exact";
+    bool least_loaded = false;             // wave_placement: "least_loaded", else "split"
 };
 
 // An AP mask: bit a for AP a.
@@ -121,7 +122,8 @@ struct Allocation {
     int64_t power = 0;
 };
 
-// model.dispatch.matcher.Matcher with the split table (wave_placement = "split").
+// model.dispatch.matcher.Matcher with the split table (wave_placement = "split"), or
+// model.dispatch.baselines.LeastLoadedMatcher (wave_placement = "least_loaded", no pointer).
 template <int W>
 class Matcher {
 public:
@@ -142,11 +144,41 @@ public:
     std::vector<int> row(int waves, int ap) const { return row_for(waves, rules.rotate ? pointer[ap] : 0); }
 
     void chosen(int ap, int waves) {
+        if (rules.least_loaded) return;    // LeastLoadedMatcher.chosen: no pointer to move
         if (rules.rotate) pointer[ap] = (pointer[ap] + waves) % cfg.peus;
+    }
+
+    // LeastLoadedMatcher.least_loaded_row: each wave in turn to the PEU with the most free
+    // slots (less the waves given to it) whose grown wave group fits the VGPR and SGPR views,
+    // ties to the lowest index; empty (None) when some wave fits no PEU.
+    std::vector<int> least_loaded_row(const WorkGroup& wg, int ap) const {
+        const int Q = cfg.peus, base = ap * Q;
+        std::vector<int> counts(Q, 0);
+        for (int k = 0; k < wg.waves; ++k) {
+            int best = -1, most = 0;
+            for (int q = 0; q < Q; ++q) {
+                const int room = res.slot(ap, q) - counts[q];
+                const int64_t grown = counts[q] + 1;
+                if (room > most && grown * wg.vgpr <= view.view[VGPR][base + q] &&
+                    grown * wg.sgpr <= view.view[SGPR][base + q]) {
+                    best = q;
+                    most = room;
+                }
+            }
+            if (best < 0) return {};
+            ++counts[best];
+        }
+        return counts;
+    }
+
+    // Matcher.placement: waves per PEU of `ap` under the policy's wave placement (empty: None).
+    std::vector<int> placement(const WorkGroup& wg, int ap) const {
+        return rules.least_loaded ? least_loaded_row(wg, ap) : row(wg.waves, ap);
     }
 
     bool fits(const WorkGroup& wg, int ap) const {
         if (wg.lds > view.view[LDS][ap] || wg.waves > res.ap_slots[ap]) return false;
+        if (rules.least_loaded) return !least_loaded_row(wg, ap).empty();
         const int Q = cfg.peus, base = ap * Q, p = rules.rotate ? pointer[ap] : 0;
         const int quotient = wg.waves / Q, remainder = wg.waves % Q;
         for (int q = 0; q < Q; ++q) {
