@@ -1,13 +1,16 @@
 """The compiled engine (model/dispatch/core) against the Python golden model, run for run:
 the whole result and the event log identical on the shipped scenarios and on 200 random
 configurations x every preset (random knobs: every circuit and latency, rotation, windows,
-splits, AP choice, history, weights, barriers, release limits, decision pipelines). Only the
-runs the compiled engine takes are compared; ``unsupported`` names the others. A difference
-prints the seed and the first differing event or result field."""
+splits, AP choice, history, weights, barriers, release limits, decision pipelines, the
+shared-issue model, the least-loaded placement), with back-pressure (the held cycles too)
+and with a launch tally as the event sink. Only the runs the compiled engine takes are
+compared; ``unsupported`` names the others. A difference prints the seed and the first
+differing event or result field."""
 
 import random
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -43,16 +46,30 @@ def _first_difference(a, b, path=""):
     return None if a == b else f"{path}: python {str(a)[:200]} / compiled {str(b)[:200]}"
 
 
-def same_run(gpu, policy, workload, where: str, **options) -> bool:
-    """Run ``policy`` on both engines; assert equal results and event logs. ``False`` when
-    the compiled engine does not take the run."""
-    if unsupported(policy, execution=options.get("execution", "fixed")) is not None:
-        return False
+def _compiles(gpu, policy, workload, **options) -> bool:
+    return unsupported(policy, execution=options.get("execution", "fixed"),
+                       dispatch_ready=options.get("dispatch_ready"), gpu=gpu,
+                       workload=workload, cycles=options.get("cycles", 20000)) is None
+
+
+def _both(gpu, policy, workload, python_events, compiled_events, **options):
+    """The Python and the compiled simulator of one run, and their results."""
+    python = DispatchSimulator(gpu, policy, workload, events=python_events, keep=False,
+                               engine="python", **options)
+    expected = python.run()
+    compiled = DispatchSimulator(gpu, policy, workload, events=compiled_events, keep=False,
+                                 **options)
+    return python, expected, compiled, run(compiled, compiled_events)
+
+
+def same_run(gpu, policy, workload, where: str, **options):
+    """Run ``policy`` on both engines; assert equal results, event logs and held cycles.
+    The compiled simulator, or ``None`` when the compiled engine does not take the run."""
+    if not _compiles(gpu, policy, workload, **options):
+        return None
     python_events, compiled_events = [], []
-    expected = DispatchSimulator(gpu, policy, workload, events=python_events, keep=False,
-                                 engine="python", **options).run()
-    got = run(DispatchSimulator(gpu, policy, workload, events=compiled_events, keep=False,
-                                **options), compiled_events)
+    python, expected, compiled, got = _both(gpu, policy, workload, python_events,
+                                            compiled_events, **options)
     expected_rows, got_rows = _rows(python_events), _rows(compiled_events)
     if expected_rows != got_rows:
         index = next((i for i, (x, y) in enumerate(zip(expected_rows, got_rows, strict=False))
@@ -62,40 +79,72 @@ def same_run(gpu, policy, workload, where: str, **options) -> bool:
                     f" ({len(expected_rows)} and {len(got_rows)} events)")
     difference = _first_difference(expected, got)
     assert difference is None, f"{where}, policy {policy.name}: {difference}"
-    return True
+    assert compiled.held_cycles == python.held_cycles, (
+        f"{where}, policy {policy.name}: held cycles python {python.held_cycles[:20]} / "
+        f"compiled {compiled.held_cycles[:20]}")
+    return compiled
 
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_configurations_match_the_python_model(chunk):
-    compared = 0
+    compared = shared = 0
     for seed in range(chunk, 200, 4):
         gpu, channels, workload, cycles, policies, interval = random_case(seed)
+        execution = "fixed"
         rng = random.Random(f"{seed}/core")
-        # Barriers, release limits and decision pipelines on some runs (a second generator:
+        # Barriers, least-loaded placement, the shared-issue model (issue width, drain, work),
+        # release limits and decision pipelines on some runs (a second generator:
         # random_case(seed) stays the skip test's).
         if rng.random() < 0.3:
-            _, channels, workload, cycles, policies, interval, _ = shared_case(seed)
+            gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
         for policy in policies:
-            changes = {}
-            if rng.random() < 0.2:
-                changes["release_limit"] = rng.randint(1, 2)
-            if policy.selection in ("multi", "strict", "rr_first_fit") and rng.random() < 0.4:
-                changes.update(decision_pipeline=rng.randint(2, 5),
-                               score_latency=rng.randint(0, 3))
-                if policy.wave_placement != "split":
-                    changes.update(wave_placement="split")
-            if policy.selection == "multi" and rng.random() < 0.3:
-                changes["combined_scale"] = "all"
-            try:
-                candidate = with_policy(policy, **changes)
-                check_policy(candidate, gpu)
-                policy = candidate
-            except (ConfigError, ValueError):
-                pass                    # a combination the policy check refuses
-            compared += same_run(gpu, policy, workload, f"random case {seed}",
-                                 channels=channels, cycles=cycles, sample_interval=interval,
-                                 warmup=rng.choice([0, cycles // 3]))
+            policy = _knobs(policy, gpu, rng)
+            ran = same_run(gpu, policy, workload, f"random case {seed}", channels=channels,
+                           cycles=cycles, sample_interval=interval,
+                           warmup=rng.choice([0, cycles // 3]), execution=execution)
+            compared += ran is not None
+            shared += ran is not None and execution == "shared"
     assert compared >= 200, f"only {compared} runs compiled"
+    assert shared >= 10, f"only {shared} shared-issue runs compiled"
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_shared_issue_configurations_match_the_python_model(chunk):
+    # Every shared_case configuration x every preset: the shared-issue model (two in three),
+    # issue width, drain, work per wave, barriers and the least-loaded placement.
+    compared = shared = least_loaded = 0
+    for seed in range(chunk, 200, 2):
+        gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
+        for policy in policies:
+            ran = same_run(gpu, policy, workload, f"shared case {seed} ({execution})",
+                           channels=channels, cycles=cycles, sample_interval=interval,
+                           execution=execution)
+            compared += ran is not None
+            shared += ran is not None and execution == "shared"
+            least_loaded += ran is not None and policy.wave_placement == "least_loaded"
+    assert shared >= 250 and least_loaded >= 150, (
+        f"only {shared} shared-issue and {least_loaded} least-loaded runs compiled")
+
+
+def _knobs(policy, gpu, rng):
+    """``policy`` with release limits, decision pipelines and the combined score's scale on
+    some runs (drawn from ``rng``), when the policy check takes them."""
+    changes = {}
+    if rng.random() < 0.2:
+        changes["release_limit"] = rng.randint(1, 2)
+    if policy.selection in ("multi", "strict", "rr_first_fit") and rng.random() < 0.4:
+        changes.update(decision_pipeline=rng.randint(2, 5),
+                       score_latency=rng.randint(0, 3))
+        if policy.wave_placement != "split":
+            changes.update(wave_placement="split")
+    if policy.selection == "multi" and rng.random() < 0.3:
+        changes["combined_scale"] = "all"
+    try:
+        candidate = with_policy(policy, **changes)
+        check_policy(candidate, gpu)
+        return candidate
+    except (ConfigError, ValueError):
+        return policy           # a combination the policy check refuses
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.stem)
@@ -106,10 +155,85 @@ def test_shipped_scenarios_match_the_python_model(path):
                             channels=scenario.channels, cycles=scenario.cycles,
                             sample_interval=scenario.sample_interval,
                             power_window=scenario.power_window, warmup=scenario.warmup,
-                            execution=scenario.execution)
+                            execution=scenario.execution) is not None
                    for policy in scenario.policies)
-    if scenario.execution == "fixed":
-        assert compared, f"{path.name}: no policy ran compiled"
+    assert compared, f"{path.name}: no policy ran compiled"
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_back_pressure_matches_the_python_model(chunk):
+    # Random configurations (the shared-issue ones half the time) with a random ready
+    # pattern per run (mostly ready, half ready, rarely ready): results, event logs and the
+    # held cycles identical, decision pipelines (whose stages hold) included.
+    compared = held = pipelined = 0
+    for seed in range(chunk, 80, 2):
+        rng = random.Random(f"{seed}/ready")
+        if rng.random() < 0.5:
+            gpu, channels, workload, cycles, policies, interval = random_case(seed)
+            execution = "fixed"
+        else:
+            gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
+        for policy in policies:
+            policy = _knobs(policy, gpu, rng)
+            chance = rng.choice([0.95, 0.5, 0.1])
+            pattern = [rng.random() < chance for _ in range(cycles)]
+            ran = same_run(gpu, policy, workload, f"back-pressure case {seed} ({chance})",
+                           channels=channels, cycles=cycles, sample_interval=interval,
+                           execution=execution, dispatch_ready=pattern.__getitem__)
+            if ran is not None:
+                compared += 1
+                held += len(ran.held_cycles)
+                pipelined += bool(policy.decision_pipeline and ran.held_cycles)
+    assert compared >= 150, f"only {compared} runs compiled"
+    assert held >= 1000 and pipelined >= 10, f"{held} held cycles, {pipelined} pipelines held"
+
+
+class _Recorder:
+    """An event sink with ``record``: keeps what each call names (ids, not WG objects)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def record(self, cycle, kind, wg, *args, **kwargs):
+        args = [(a.wg.id, a.ap, a.waves, a.vgpr, a.sgpr, a.lds, a.power)
+                if hasattr(a, "power") else a for a in args]
+        self.calls.append((cycle, kind, wg.id, wg.parent, *args, sorted(kwargs.items())))
+
+
+def test_a_launch_tally_is_told_what_the_python_model_tells_it():
+    # An events object with `record` (a LaunchTally; a recorder of every call's arguments)
+    # is told the same calls, allocations included, on random shared-issue and fixed runs.
+    compared = 0
+    for seed in range(40):
+        gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
+        options = dict(channels=channels, cycles=cycles, sample_interval=interval,
+                       execution=execution)
+        # Launches of 1-8 consecutive WG ids (split parts count for their parent).
+        rng, spans, first = random.Random(f"{seed}/tally"), [], 0
+        while first < len(workload):
+            count = min(rng.randint(1, 8), len(workload) - first)
+            spans.append(SimpleNamespace(first_wg=workload[first].id, workgroups=count))
+            first += count
+        for policy in policies:
+            if not _compiles(gpu, policy, workload, **options):
+                continue
+            recorders, tallies = (_Recorder(), _Recorder()), (LaunchTally(spans),
+                                                              LaunchTally(spans))
+            for python_sink, compiled_sink in (recorders, tallies):
+                _, expected, _, got = _both(gpu, policy, workload, python_sink, compiled_sink,
+                                            **options)
+                assert _first_difference(expected, got) is None, f"case {seed}, {policy.name}"
+            where = f"tally case {seed}, policy {policy.name}"
+            python, compiled = (r.calls for r in recorders)
+            if python != compiled:
+                index = next((i for i, (x, y) in enumerate(zip(python, compiled, strict=False))
+                              if x != y), min(len(python), len(compiled)))
+                pytest.fail(f"{where}: call {index} differs: python {python[index:index + 1]}"
+                            f" / compiled {compiled[index:index + 1]}")
+            for name in ("starts", "finishes", "released"):
+                assert getattr(tallies[0], name) == getattr(tallies[1], name), f"{where}: {name}"
+            compared += 1
+    assert compared >= 150, f"only {compared} runs compiled"
 
 
 def test_what_does_not_compile_says_why_in_one_line():
@@ -117,8 +241,15 @@ def test_what_does_not_compile_says_why_in_one_line():
     miaow = next(p for p in policies if p.selection == "miaow")
     assert unsupported(miaow) == "not compiled yet: selection 'miaow'"
     seed = next(p for p in policies if p.selection == "multi")
-    assert unsupported(seed, execution="shared") == \
-        "not compiled yet: the shared execution model"
+    assert unsupported(seed, execution="shared") is None
+    assert unsupported(seed, execution="shared", gpu=replace(gpu, wave_slots=64),
+                       workload=[], cycles=100) == ("not compiled yet: a shared-issue run whose "
+                                                    "service counters may exceed 64 bits")
+    assert unsupported(seed, dispatch_ready=bool, cycles=1 << 30) == \
+        "not compiled yet: back-pressure over more than 67108864 cycles"
+    assert unsupported(seed, events=object()) == \
+        "not compiled yet: an events object without record"
+    assert unsupported(with_policy(seed, wave_placement="least_loaded", rotate=False)) is None
     assert unsupported(replace(seed)) is None
 
 
