@@ -692,18 +692,6 @@ public:
         ring.pop_front();
     }
 
-    // The run's skip, shared branch: nothing is dispatched before `following`, so every
-    // wave-group finish before it is final: process those whose release would come first.
-    void shared_skip(int64_t& following) {
-        auto finish = shared->next_finish();
-        while (finish && *finish + shared->drain + 1 < following) {
-            shared->finish_until(*finish);
-            if (!completions.empty() && std::get<0>(completions.top()) < following)
-                following = std::get<0>(completions.top());
-            finish = shared->next_finish();
-        }
-    }
-
     void pipeline_skip(int64_t cycle, int64_t following) {
         const int latency = rules.score_latency;
         std::deque<std::pair<std::vector<int64_t>, std::vector<int64_t>>> combined(ring.begin(), ring.end());
@@ -984,7 +972,7 @@ public:
                 const bool counting = splitting && waiting && matched == 0;
                 if (counting && cycle + rules.split_threshold + 1 - g < following && splittable())
                     following = cycle + rules.split_threshold + 1 - g;
-                if (shared) shared_skip(following);
+                if (shared) shared->skip(following);   // the skip's shared branch
                 following = std::max(cycle + 1, following);
                 if (rules.decision_pipeline && following > cycle + 1) pipeline_skip(cycle, following);
                 if (counting) g = (g + following - cycle - 1) % (rules.split_threshold + 1);

@@ -128,6 +128,19 @@ public:
         return std::get<0>(finish_heap.top());
     }
 
+    // DispatchSimulator.run's skip, `if shared:` branch: nothing is dispatched before
+    // `following`, so every wave-group finish before it is final: process those whose
+    // release would come first (a release brings `following` forward).
+    void skip(int64_t& following) {
+        auto finish = next_finish();
+        while (finish && *finish + drain + 1 < following) {
+            finish_until(*finish);
+            if (!completions.empty() && std::get<0>(completions.top()) < following)
+                following = std::get<0>(completions.top());
+            finish = next_finish();
+        }
+    }
+
     static int64_t floor_div(int64_t a, int64_t b) {        // Python's a // b
         int64_t q = a / b;
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
