@@ -1,11 +1,13 @@
 """The compiled engine (model/dispatch/core) against the Python golden model, run for run:
 the whole result and the event log identical on the shipped scenarios and on 200 random
 configurations x every preset (random knobs: every circuit and latency, rotation, windows,
-splits, AP choice, history, weights, barriers, release limits, decision pipelines). Only the
+splits, AP choice, history, weights, barriers, release limits, decision pipelines; the
+faithful baselines with every units value, GPGPU-Sim's concurrent mode beside its preset). Only the
 runs the compiled engine takes are compared; ``unsupported`` names the others. A difference
 prints the seed and the first differing event or result field."""
 
 import random
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 
 from model.config import ConfigError
 from model.dispatch import DispatchSimulator, load_scenario
-from model.dispatch.config import check_policy, with_policy
+from model.dispatch.config import FAITHFUL_SELECTIONS, UNITS, check_policy, with_policy
 from model.dispatch.core import core, reason
 from model.dispatch.core.engine import run, unsupported
 from model.dispatch.kernels import prepare
@@ -66,6 +68,7 @@ def same_run(gpu, policy, workload, where: str, **options) -> bool:
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_configurations_match_the_python_model(chunk):
     compared = 0
+    faithful = Counter()                # (selection, units) of the faithful runs compared
     for seed in range(chunk, 200, 4):
         gpu, channels, workload, cycles, policies, interval = random_case(seed)
         rng = random.Random(f"{seed}/core")
@@ -73,7 +76,11 @@ def test_random_configurations_match_the_python_model(chunk):
         # random_case(seed) stays the skip test's).
         if rng.random() < 0.3:
             _, channels, workload, cycles, policies, interval, _ = shared_case(seed)
-        for policy in policies:
+        # No preset has GPGPU-Sim's concurrent mode: the gpgpusim policy's twin in it.
+        concurrent = [with_policy(p, selection="gpgpusim_concurrent",
+                                  name=f"{p.name}-concurrent")
+                      for p in policies if p.selection == "gpgpusim"]
+        for policy in policies + concurrent:
             changes = {}
             if rng.random() < 0.2:
                 changes["release_limit"] = rng.randint(1, 2)
@@ -90,10 +97,19 @@ def test_random_configurations_match_the_python_model(chunk):
                 policy = candidate
             except (ConfigError, ValueError):
                 pass                    # a combination the policy check refuses
-            compared += same_run(gpu, policy, workload, f"random case {seed}",
-                                 channels=channels, cycles=cycles, sample_interval=interval,
-                                 warmup=rng.choice([0, cycles // 3]))
+            ran = same_run(gpu, policy, workload, f"random case {seed}", channels=channels,
+                           cycles=cycles, sample_interval=interval,
+                           warmup=rng.choice([0, cycles // 3]))
+            compared += ran
+            if ran and policy.selection in FAITHFUL_SELECTIONS:
+                faithful[policy.selection, policy.units] += 1
     assert compared >= 200, f"only {compared} runs compiled"
+    # Every faithful baseline compiled on most seeds (50 a chunk), with every units value.
+    for selection in ("gpgpusim", "gpgpusim_concurrent"):
+        runs = sum(faithful[selection, units] for units in UNITS)
+        assert runs >= 20, f"{selection}: only {runs} runs compiled"
+        missing = [units for units in UNITS if not faithful[selection, units]]
+        assert not missing, f"{selection}: no run compiled with units {missing}"
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.stem)
@@ -114,7 +130,11 @@ def test_what_does_not_compile_says_why_in_one_line():
     gpu, _, _, _, policies, _ = random_case(0)
     miaow = next(p for p in policies if p.selection == "miaow")
     assert unsupported(miaow) == "the compiled engine does not run selection 'miaow' yet"
+    assert unsupported(miaow, execution="shared") == \
+        "the compiled engine does not run the shared execution model yet"
     seed = next(p for p in policies if p.selection == "multi")
+    assert unsupported(replace(seed, wave_placement="least_loaded")) == \
+        "the compiled engine does not run wave placement 'least_loaded' yet"
     assert unsupported(seed, execution="shared") == \
         "the compiled engine does not run the shared execution model yet"
     assert unsupported(replace(seed)) is None

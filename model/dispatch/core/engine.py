@@ -5,7 +5,9 @@ What compiles today (issue 32's first part): the fixed execution model, the one-
 decision and the decision pipeline, the seed's selection (embodiments 1, 2, 3, 8, 9, 10 on
 any free-block circuit and latency) and the three comparison rules (``strict``,
 ``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table. The
-faithful baselines (MIAOW, GPGPU-Sim, gem5), least-loaded placement, the shared-issue model,
+faithful baselines (MIAOW, GPGPU-Sim, gem5: ``src/faithful.hpp``) compile with their own units
+(``ap_range``, ``counted``, ``wave_regions``) and on blocks. Least-loaded placement, the
+shared-issue model,
 back-pressure, observers, per-cycle invariant checks and launch tallies run on the Python
 engine: :func:`unsupported` says which, in one line.
 """
@@ -20,10 +22,15 @@ from model.dispatch.metrics import EVENT_KINDS
 
 __all__ = ["run", "unsupported"]
 
-SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer")
+SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer", "miaow", "gpgpusim",
+              "gpgpusim_concurrent", "gem5", "miaow_one_clock")
+#: The faithful baselines (their own clock and units: src/faithful.hpp).
+FAITHFUL = SELECTIONS[4:]
+UNITS = ("blocks", "ap_range", "counted", "wave_regions")
+NOT_YET = ("gem5", "miaow", "miaow_one_clock")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 _FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
-           "independent", "arrival", "parent", "work", "barrier")
+           "independent", "arrival", "parent", "work", "barrier", "grid")
 
 
 def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = False,
@@ -34,9 +41,12 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         return reason
     checks = [
         (execution != "fixed", f"the {execution} execution model"),
-        (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
-        (policy.units != "blocks", f"units {policy.units!r}"),
-        (policy.wave_placement != "split", f"wave placement {policy.wave_placement!r}"),
+        (policy.selection not in SELECTIONS or policy.selection in NOT_YET,
+         f"selection {policy.selection!r}"),
+        (policy.units not in UNITS, f"units {policy.units!r}"),
+        # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
+        (policy.wave_placement != "split" and policy.selection not in FAITHFUL,
+         f"wave placement {policy.wave_placement!r}"),
         (dispatch_ready is not None, "back-pressure (dispatch_ready)"),
         (observer is not None, "an observer"),
         (debug or strict, "per-cycle invariant checks (debug/strict)"),
@@ -53,10 +63,13 @@ def _rules(sim):
     policy, gpu = sim.policy, sim.gpu
     rules = core.Rules()
     rules.selection = SELECTIONS.index(policy.selection)
+    rules.units = UNITS.index(policy.units)
     rules.ap_choice = AP_CHOICES.index(policy.ap_choice)
     rules.resource_weight, rules.instruction_weight = (policy.resource_weight,
                                                        policy.instruction_weight)
-    rules.rotate, rules.combined_all = policy.rotate, policy.combined_scale == "all"
+    # A faithful baseline's matcher moves no pointer (RecordingMatcher.chosen).
+    rules.rotate = policy.rotate and policy.selection not in FAITHFUL
+    rules.combined_all = policy.combined_scale == "all"
     rules.windows = list(policy.windows)
     rules.split_threshold, rules.lfsr_seed = policy.split_threshold, policy.lfsr_seed
     rules.release_limit = policy.release_limit
@@ -125,6 +138,10 @@ def _fill(sim, record: dict, columns: dict) -> None:
                                              parent=None)
                              for i in record["queued"])]
     sim.selector.buffer = None
+    if record["buffer"] is not None:        # MIAOW's decisions (Metrics._buffer), replayed
+        sim.selector.decisions = record["buffer"]["decisions"]
+        sim.selector.rejections = record["buffer"]["rejections"]
+        sim.selector.quiet_from = None
 
 
 def _events(events: list, arrivals: list, record: dict) -> None:

@@ -178,7 +178,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
                lds = column("lds"), duration = column("duration"), independent = column("independent"),
                arrival = column("arrival"), parent = column("parent"), work = column("work"),
-               barrier = column("barrier");
+               barrier = column("barrier"), grid = column("grid");
     std::vector<core::WorkGroup> wgs(id.size());
     for (size_t i = 0; i < id.size(); ++i) {
         auto& wg = wgs[i];
@@ -195,6 +195,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         wg.parent = parent[i];
         wg.work = work[i];
         wg.barrier = barrier[i];
+        wg.grid = grid[i];
     }
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(wgs), submitted);
     engine->next_id = total;
@@ -211,6 +212,10 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                                py::arg("dispatch_cycles") = e.dispatch_cycles,
                                py::arg("processed_cycles") = e.processed_cycles);
     out["violations"] = e.res.violations;
+    int64_t decisions = 0, rejections = 0;          // MIAOW's (Metrics._buffer), else None
+    out["buffer"] = e.own && e.own->buffer(decisions, rejections)
+                        ? py::object(py::dict(py::arg("decisions") = decisions, py::arg("rejections") = rejections))
+                        : py::object(py::none());
     out["completed"] = e.completed;
     out["wait"] = py::make_tuple(e.wait_priorities, e.wait_channels, e.wait_cycles, e.wait_arrivals);
     out["finished"] = py::make_tuple(e.finished_arrivals, e.finished_releases);
@@ -330,6 +335,7 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<>())
         .def_readwrite("selection", &core::Rules::selection)
         .def_readwrite("ap_choice", &core::Rules::ap_choice)
+        .def_readwrite("units", &core::Rules::units)
         .def_readwrite("resource_weight", &core::Rules::resource_weight)
         .def_readwrite("instruction_weight", &core::Rules::instruction_weight)
         .def_readwrite("rotate", &core::Rules::rotate)

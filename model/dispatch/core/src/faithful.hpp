@@ -1,0 +1,40 @@
+// The faithful baselines' own clock, as the engine sees it: model/dispatch/engine.py's
+// `self.decision = self.selector.bind(self)` (step, and MIAOW's wake) for the selections
+// of model/dispatch/gpgpusim.py, with what they share
+// (ownclock.hpp) and their units (units.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "gpgpusim.hpp"
+#include "ownclock.hpp"
+
+namespace core {
+
+template <class E, int W>
+class Faithful {
+public:
+    explicit Faithful(E& engine) : own(engine) {
+        const int selection = engine.rules.selection;
+        gpgpusim.emplace(own, selection == GPGPUSIM_CONCURRENT);
+    }
+
+    // The decision's step(cycle): (dispatched, awake, matched, waiting).
+    void step(int64_t cycle, bool& dispatched, bool& awake, bool& matched, bool& waiting) {
+        gpgpusim->step(cycle, dispatched, awake, matched, waiting);
+    }
+    // The decision's wake(cycle) (only MIAOW has one); -1: None.
+    int64_t wake(int64_t) { return -1; }
+    // MIAOW's buffer does not keep FIFO order (Queues.in_order).
+    bool in_order() const { return true; }
+    // At the end of a run of `cycles`: MIAOW's quiet decisions replayed (Metrics._buffer).
+    void finish(int64_t) {}
+    // The result's `buffer` (MIAOW's decisions and rejections); false: None.
+    bool buffer(int64_t&, int64_t&) const { return false; }
+
+    OwnClock<E, W> own;
+    std::optional<GpgpuSim<E, W>> gpgpusim;
+};
+
+}  // namespace core
