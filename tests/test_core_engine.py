@@ -105,7 +105,7 @@ def test_random_configurations_match_the_python_model(chunk):
                 faithful[policy.selection, policy.units] += 1
     assert compared >= 200, f"only {compared} runs compiled"
     # Every faithful baseline compiled on most seeds (50 a chunk), with every units value.
-    for selection in ("gpgpusim", "gpgpusim_concurrent"):
+    for selection in ("gpgpusim", "gpgpusim_concurrent", "gem5"):
         runs = sum(faithful[selection, units] for units in UNITS)
         assert runs >= 20, f"{selection}: only {runs} runs compiled"
         missing = [units for units in UNITS if not faithful[selection, units]]

@@ -27,7 +27,7 @@ SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer", "miaow", "gp
 #: The faithful baselines (their own clock and units: src/faithful.hpp).
 FAITHFUL = SELECTIONS[4:]
 UNITS = ("blocks", "ap_range", "counted", "wave_regions")
-NOT_YET = ("gem5", "miaow", "miaow_one_clock")
+NOT_YET = ("miaow", "miaow_one_clock")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 _FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
            "independent", "arrival", "parent", "work", "barrier", "grid")

@@ -1,12 +1,13 @@
 // The faithful baselines' own clock, as the engine sees it: model/dispatch/engine.py's
 // `self.decision = self.selector.bind(self)` (step, and MIAOW's wake) for the selections
-// of model/dispatch/gpgpusim.py, with what they share
+// of model/dispatch/gpgpusim.py and gem5.py, with what they share
 // (ownclock.hpp) and their units (units.hpp).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "gem5.hpp"
 #include "gpgpusim.hpp"
 #include "ownclock.hpp"
 
@@ -17,12 +18,16 @@ class Faithful {
 public:
     explicit Faithful(E& engine) : own(engine) {
         const int selection = engine.rules.selection;
-        gpgpusim.emplace(own, selection == GPGPUSIM_CONCURRENT);
+        if (selection == GEM5)
+            gem5.emplace(own);
+        else
+            gpgpusim.emplace(own, selection == GPGPUSIM_CONCURRENT);
     }
 
     // The decision's step(cycle): (dispatched, awake, matched, waiting).
     void step(int64_t cycle, bool& dispatched, bool& awake, bool& matched, bool& waiting) {
-        gpgpusim->step(cycle, dispatched, awake, matched, waiting);
+        if (gpgpusim) gpgpusim->step(cycle, dispatched, awake, matched, waiting);
+        else gem5->step(cycle, dispatched, awake, matched, waiting);
     }
     // The decision's wake(cycle) (only MIAOW has one); -1: None.
     int64_t wake(int64_t) { return -1; }
@@ -35,6 +40,7 @@ public:
 
     OwnClock<E, W> own;
     std::optional<GpgpuSim<E, W>> gpgpusim;
+    std::optional<Gem5<E, W>> gem5;
 };
 
 }  // namespace core
