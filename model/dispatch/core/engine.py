@@ -27,7 +27,6 @@ SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer", "miaow", "gp
 #: The faithful baselines (their own clock and units: src/faithful.hpp).
 FAITHFUL = SELECTIONS[4:]
 UNITS = ("blocks", "ap_range", "counted", "wave_regions")
-NOT_YET = ("miaow", "miaow_one_clock")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 _FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
            "independent", "arrival", "parent", "work", "barrier", "grid")
@@ -41,8 +40,7 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         return reason
     checks = [
         (execution != "fixed", f"the {execution} execution model"),
-        (policy.selection not in SELECTIONS or policy.selection in NOT_YET,
-         f"selection {policy.selection!r}"),
+        (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
         (policy.units not in UNITS, f"units {policy.units!r}"),
         # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
         (policy.wave_placement != "split" and policy.selection not in FAITHFUL,
