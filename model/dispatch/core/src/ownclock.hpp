@@ -123,6 +123,7 @@ public:
         a.waves = waves;
         e.take(index, ap, a, cycle);                 // Allocator.take
         ++version[ap];                               // matcher.taken: changed(ap)
+        units.changed(ap);
         const int channel = wg.channel;
         const bool barrier = wg.barrier;
         e.commit(index, channel, ap, std::move(a), cycle);
@@ -145,6 +146,7 @@ public:
     void released(const Allocation& a) {
         units.released(a.wg);
         ++version[a.ap];                             // changed(ap)
+        units.changed(a.ap);
         auto& held = records[a.ap];
         const int64_t id = e.wgs[a.wg].id;
         for (size_t i = 0; i < held.size(); ++i)

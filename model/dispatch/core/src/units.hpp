@@ -3,11 +3,13 @@
 // on the same status registers (Resources) as the seed. A bit-mask placement is a Placed
 // with `mask` words (Resources::change takes both, as Resources.change_plan does).
 //
-// The Python units cache per AP (largest ranges, region counts) until the AP changes; a
-// cache changes no result, so here each is computed when asked.
+// The Python units cache per AP (largest ranges, region counts) until the AP changes
+// (changed: a take or a release there); neither cache changes a result. Here the largest
+// ranges are kept the same way, the region counts computed when asked.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -81,7 +83,12 @@ public:
     Units(int kind, const Config& c, const View<W>& v, const Resources<W>& r)
         : kind(kind), cfg(c), view(v), res(r) {
         for (int name = 0; name < 2; ++name) lists[name].resize(size_t(c.aps) * c.peus);
+        largest.resize(c.aps);
+        largest_kept.assign(c.aps, 0);
     }
+
+    // Units.changed: ap's status changed (a take or a release): drop what is kept for it.
+    void changed(int ap) { largest_kept[ap] = 0; }
 
     // ApRangeUnits.largest_ranges: the AP's words of resource r end to end (PEU 0 lowest;
     // LDS is one word): its free runs, merged across the PEUs' words.
@@ -107,7 +114,15 @@ public:
             if (length > best.second) best = {start, length};
         return best;
     }
-    int largest_range(int r, int ap) const { return largest_of(ap_runs(r, ap)).second; }
+    // ApRangeUnits.largest_ranges: (start, length) of each resource's, kept until ap changes.
+    const std::pair<int, int>& largest_range_at(int r, int ap) const {
+        if (!largest_kept[ap]) {
+            for (int k = 0; k < 3; ++k) largest[ap][k] = largest_of(ap_runs(k, ap));
+            largest_kept[ap] = 1;
+        }
+        return largest[ap][r];
+    }
+    int largest_range(int r, int ap) const { return largest_range_at(r, ap).second; }
 
     // Units.fits (the resource part of the fit test; wave slots are the matcher's).
     bool fits(const WorkGroup& wg, int ap, const std::vector<int>& row) const {
@@ -172,14 +187,14 @@ public:
             for (int r = 0; r < 2; ++r) {
                 const int need = wg.waves * per_wave[r], size = cfg.size[r];
                 if (!need) continue;
-                const int start = largest_of(ap_runs(r, ap)).first, end = start + need;
+                const int start = largest_range_at(r, ap).first, end = start + need;
                 std::vector<Placed>& out = r == VGPR ? a.vgpr : a.sgpr;
                 for (int q = start / size; q <= (end - 1) / size; ++q) {
                     const int low = std::max(start, q * size), high = std::min(end, (q + 1) * size);
                     out[q] = {low - q * size, high - low};
                 }
             }
-            if (wg.lds) a.lds = {largest_of(ap_runs(LDS, ap)).first, wg.lds};
+            if (wg.lds) a.lds = {largest_range_at(LDS, ap).first, wg.lds};
             return true;
         }
         if (kind == COUNTED) {                      // CountedUnits.plan, take_lowest
@@ -312,6 +327,8 @@ private:
     std::vector<std::vector<std::pair<int, int>>> lists[2];
     std::unordered_map<int, char> listed[2];
     std::unordered_map<int64_t, std::vector<Region>> placed;   // by WG index, its regions
+    mutable std::vector<std::array<std::pair<int, int>, 3>> largest;   // per AP (ap_range)
+    mutable std::vector<char> largest_kept;
 };
 
 }  // namespace core
