@@ -2,12 +2,14 @@
 the whole result and the event log identical on the shipped scenarios and on 200 random
 configurations x every preset (random knobs: every circuit and latency, rotation, windows,
 splits, AP choice, history, weights, barriers, release limits, decision pipelines, the
-shared-issue model, the least-loaded placement), with back-pressure (the held cycles too)
-and with a launch tally as the event sink. Only the runs the compiled engine takes are
-compared; ``unsupported`` names the others. A difference prints the seed and the first
-differing event or result field."""
+shared-issue model, the least-loaded placement; the faithful baselines with every units value,
+GPGPU-Sim's concurrent mode beside its preset), with back-pressure (the held cycles too) and
+with a launch tally as the event sink. Only the runs the compiled engine takes are compared;
+``unsupported`` names the others. A difference prints the seed and the first differing event
+or result field."""
 
 import random
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,7 +18,7 @@ import pytest
 
 from model.config import ConfigError
 from model.dispatch import DispatchSimulator, load_scenario
-from model.dispatch.config import check_policy, with_policy
+from model.dispatch.config import FAITHFUL_SELECTIONS, UNITS, check_policy, with_policy
 from model.dispatch.core import core, reason
 from model.dispatch.core.engine import run, unsupported
 from model.dispatch.engine import ENGINES
@@ -88,6 +90,7 @@ def same_run(gpu, policy, workload, where: str, **options):
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_configurations_match_the_python_model(chunk):
     compared = shared = 0
+    faithful = Counter()                # (selection, units) of the faithful runs compared
     for seed in range(chunk, 200, 4):
         gpu, channels, workload, cycles, policies, interval = random_case(seed)
         execution = "fixed"
@@ -97,14 +100,26 @@ def test_random_configurations_match_the_python_model(chunk):
         # random_case(seed) stays the skip test's).
         if rng.random() < 0.3:
             gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
-        for policy in policies:
+        # No preset has GPGPU-Sim's concurrent mode: the gpgpusim policy's twin in it.
+        concurrent = [with_policy(p, selection="gpgpusim_concurrent",
+                                  name=f"{p.name}-concurrent")
+                      for p in policies if p.selection == "gpgpusim"]
+        for policy in policies + concurrent:
             policy = _knobs(policy, gpu, rng)
             ran = same_run(gpu, policy, workload, f"random case {seed}", channels=channels,
                            cycles=cycles, sample_interval=interval,
                            warmup=rng.choice([0, cycles // 3]), execution=execution)
             compared += ran is not None
             shared += ran is not None and execution == "shared"
+            if ran is not None and policy.selection in FAITHFUL_SELECTIONS:
+                faithful[policy.selection, policy.units] += 1
     assert compared >= 200, f"only {compared} runs compiled"
+    # Every faithful baseline compiled on most seeds (50 a chunk), with every units value.
+    for selection in FAITHFUL_SELECTIONS:
+        runs = sum(faithful[selection, units] for units in UNITS)
+        assert runs >= 20, f"{selection}: only {runs} runs compiled"
+        missing = [units for units in UNITS if not faithful[selection, units]]
+        assert not missing, f"{selection}: no run compiled with units {missing}"
     assert shared >= 10, f"only {shared} shared-issue runs compiled"
 
 
@@ -215,7 +230,8 @@ def test_a_launch_tally_is_told_what_the_python_model_tells_it():
             spans.append(SimpleNamespace(first_wg=workload[first].id, workgroups=count))
             first += count
         for policy in policies:
-            if not _compiles(gpu, policy, workload, **options):
+            if not _compiles(gpu, policy, workload, **options) or unsupported(
+                    policy, execution=execution, events=_Recorder()) is not None:
                 continue
             recorders, tallies = (_Recorder(), _Recorder()), (LaunchTally(spans),
                                                               LaunchTally(spans))
@@ -239,7 +255,10 @@ def test_a_launch_tally_is_told_what_the_python_model_tells_it():
 def test_what_does_not_compile_says_why_in_one_line():
     gpu, _, _, _, policies, _ = random_case(0)
     miaow = next(p for p in policies if p.selection == "miaow")
-    assert unsupported(miaow) == "not compiled yet: selection 'miaow'"
+    assert unsupported(miaow) is None
+    assert unsupported(miaow, execution="shared") is None
+    assert unsupported(with_policy(miaow, units="ap_range"), execution="shared") == \
+        "not compiled yet: the pooled shared-issue model (units ap_range)"
     seed = next(p for p in policies if p.selection == "multi")
     assert unsupported(seed, execution="shared") is None
     assert unsupported(seed, execution="shared", gpu=replace(gpu, wave_slots=64),

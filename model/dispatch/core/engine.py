@@ -3,14 +3,17 @@ event log the Python model gives (:class:`model.dispatch.engine.DispatchSimulato
 
 What compiles today (issue 32's first part): the fixed and the shared-issue execution models,
 the one-clock decision and the decision pipeline, the seed's selection (embodiments 1, 2, 3,
-8, 9, 10 on any free-block circuit and latency) and the three comparison rules (``strict``,
+8, 9, 10 on any free-block circuit and latency), the three comparison rules (``strict``,
 ``rr_first_fit``, ``blocking_buffer``) on the seed's block units with the split table or the
-least-loaded placement; back-pressure (``dispatch_ready``, a pure function of the cycle: it
-is asked about every cycle below the limit before the run), event lists, launch tallies
+least-loaded placement, and the faithful baselines (MIAOW, GPGPU-Sim, gem5:
+``src/faithful.hpp``) with their own units (``ap_range``, ``counted``, ``wave_regions``) and on
+blocks; back-pressure (``dispatch_ready``, a pure function of the cycle: it is asked about
+every cycle below the limit before the run), event lists, launch tallies
 (:class:`~model.dispatch.launches.LaunchTally`, kept in C++) and other ``events`` objects
-with ``record`` (told the events after the run). The faithful baselines (MIAOW, GPGPU-Sim,
-gem5), observers and per-cycle invariant checks run on the Python engine: :func:`unsupported`
-says which, in one line.
+with ``record`` (told the events after the run; not a faithful baseline's, whose bit-mask
+placements the rows do not carry). Observers, per-cycle invariant checks and MIAOW's pooled
+shared-issue model (``units = "ap_range"``) run on the Python engine: :func:`unsupported`
+says which runs do, in one line.
 """
 
 import math
@@ -28,7 +31,11 @@ from model.dispatch.resources import Allocation
 
 __all__ = ["run", "unsupported"]
 
-SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer")
+SELECTIONS = ("multi", "strict", "rr_first_fit", "blocking_buffer", "miaow", "gpgpusim",
+              "gpgpusim_concurrent", "gem5", "miaow_one_clock")
+#: The faithful baselines (their own clock and units: src/faithful.hpp).
+FAITHFUL = SELECTIONS[4:]
+UNITS = ("blocks", "ap_range", "counted", "wave_regions")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 PLACEMENTS = ("split", "least_loaded")
 #: The shared-issue model's service counters and finish tags are 64-bit integers in the
@@ -37,7 +44,7 @@ SHARED_BOUND = 1 << 63
 #: Back-pressure asks ``dispatch_ready`` about every cycle below the limit before the run.
 READY_CYCLES = 1 << 26
 _FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
-           "independent", "arrival", "parent", "work", "barrier")
+           "independent", "arrival", "parent", "work", "barrier", "grid")
 
 
 def shared_bound(gpu, workload, cycles: int) -> int:
@@ -67,9 +74,15 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
     checks = [
         (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
-        (policy.units != "blocks", f"units {policy.units!r}"),
-        (policy.wave_placement not in PLACEMENTS,
+        (policy.units not in UNITS, f"units {policy.units!r}"),
+        # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
+        (policy.wave_placement not in PLACEMENTS and policy.selection not in FAITHFUL,
          f"wave placement {policy.wave_placement!r}"),
+        (execution == "shared" and policy.units == "ap_range",
+         "the pooled shared-issue model (units ap_range)"),
+        (policy.selection in FAITHFUL and events is not None
+         and not isinstance(events, list | LaunchTally),
+         "a faithful baseline's events told to a record method"),
         (dispatch_ready is not None and cycles is not None and cycles > READY_CYCLES,
          f"back-pressure over more than {READY_CYCLES} cycles"),
         (shared and shared_bound(gpu, workload, cycles) >= SHARED_BOUND,
@@ -90,10 +103,13 @@ def _rules(sim):
     policy, gpu = sim.policy, sim.gpu
     rules = core.Rules()
     rules.selection = SELECTIONS.index(policy.selection)
+    rules.units = UNITS.index(policy.units)
     rules.ap_choice = AP_CHOICES.index(policy.ap_choice)
     rules.resource_weight, rules.instruction_weight = (policy.resource_weight,
                                                        policy.instruction_weight)
-    rules.rotate, rules.combined_all = policy.rotate, policy.combined_scale == "all"
+    # A faithful baseline's matcher moves no pointer (RecordingMatcher.chosen).
+    rules.rotate = policy.rotate and policy.selection not in FAITHFUL
+    rules.combined_all = policy.combined_scale == "all"
     rules.windows = list(policy.windows)
     rules.split_threshold, rules.lfsr_seed = policy.split_threshold, policy.lfsr_seed
     rules.release_limit = policy.release_limit
@@ -101,7 +117,8 @@ def _rules(sim):
                                                     policy.score_latency)
     rules.wave_power = list(sim.wave_power)
     rules.circuit_name = policy.circuit
-    rules.least_loaded = policy.wave_placement == "least_loaded"
+    rules.least_loaded = (policy.wave_placement == "least_loaded"
+                          and policy.selection not in FAITHFUL)   # their own placement
     rules.set_resource_weights(list(gpu.resource_weight_values()))
     return rules
 
@@ -164,7 +181,7 @@ def _launches(sim) -> dict:
     columns = {name: list(values) for name, values in zip(names, zip(*rows, strict=True),
                                                           strict=True)} if rows \
         else {name: [] for name in names}
-    for name in ("parent", "work"):
+    for name in ("parent", "work", "grid"):
         columns[name] = [-1 if value is None else value for value in columns[name]]
     return columns
 
@@ -199,6 +216,10 @@ def _fill(sim, record: dict) -> None:
                                              arrival=arrival, parent=None)
                              for identity, priority, channel, arrival in record["queued"])]
     sim.selector.buffer = None
+    if record["buffer"] is not None:        # MIAOW's decisions (Metrics._buffer), replayed
+        sim.selector.decisions = record["buffer"]["decisions"]
+        sim.selector.rejections = record["buffer"]["rejections"]
+        sim.selector.quiet_from = None
 
 
 def _events(events: list, record: dict) -> None:

@@ -11,6 +11,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace core {
@@ -85,6 +86,30 @@ struct Bits {
             r.w[i] = ones << (a - lo);
         }
         return r;
+    }
+
+    // The word of a bit mask given as 64-bit words, least significant first.
+    static Bits of_words(const std::vector<uint64_t>& words) {
+        Bits r;
+        for (int i = 0; i < W && i < int(words.size()); ++i) r.w[i] = words[i];
+        return r;
+    }
+    std::vector<uint64_t> words() const { return std::vector<uint64_t>(w.begin(), w.end()); }
+
+    // Python's f"{mask:#x}".
+    std::string hex() const {
+        static const char digits[] = "0123456789abcdef";
+        std::string out;
+        bool started = false;
+        for (int i = W - 1; i >= 0; --i)
+            for (int s = 60; s >= 0; s -= 4) {
+                const int d = int((w[i] >> s) & 15);
+                if (d || started) {
+                    out += digits[d];
+                    started = true;
+                }
+            }
+        return "0x" + (started ? out : std::string("0"));
     }
 
     // The all-free word of n blocks.

@@ -2,15 +2,17 @@
 // the one-clock decision or the decision pipeline (model/dispatch/pipeline.py), for the seed's
 // selection and the three comparison rules on blocks units; the metrics the Python model
 // samples (model/dispatch/metrics.py), the same integers and the same float operations.
-// The shared-issue model and back-pressure are execution.hpp's, called from the run. Everything
-// else (the faithful baselines, the per-cycle invariant checks) is the Python engine's
-// (model/dispatch/core/engine.py's unsupported() says which runs compile).
+// The shared-issue model and back-pressure are execution.hpp's, called from the run; the
+// faithful baselines run on their own clock (faithful.hpp; hooks marked `own`). The
+// per-cycle invariant checks are the Python engine's (model/dispatch/core/engine.py's
+// unsupported() says which runs compile).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "execution.hpp"
+#include "faithful.hpp"
 #include "floats.hpp"
 #include "stages.hpp"
 
@@ -105,6 +108,7 @@ public:
         back_pressure.on = o.back_pressure;
         back_pressure.ready = o.ready;
         if (o.shared) shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, completions);
+        if (r.selection >= MIAOW) own = std::make_unique<Faithful<Engine, W>>(*this);   // selector.bind
     }
 
     // -- the target WG and AP (model.dispatch.selector / baselines) ------------------------
@@ -376,7 +380,8 @@ public:
         const WorkGroup& wg = wgs[index];
         event(cycle, ARRIVE, index);
         const int Q = cfg.peus, busiest = (wg.waves + Q - 1) / Q;
-        const std::string reason = fits_empty(busiest, wg, wg.lds);
+        const std::string reason = own && own->own.units.kind != BLOCKS ? own->own.units.idle_reason(wg)
+                                                                        : fits_empty(busiest, wg, wg.lds);
         if (reason.empty()) return true;
         if (wg.independent && !wg.barrier && wg.waves > 1 && splitting && busiest <= cfg.wave_slots &&
             fits_empty(1, wg, (wg.lds + wg.waves - 1) / wg.waves).empty())
@@ -464,7 +469,7 @@ public:
     void queue_dispatched(int64_t index, int64_t cycle) {
         const WorkGroup& wg = wgs[index];
         if (wg.parent < 0) {
-            if (last_dispatched[wg.channel] > wg.id)
+            if ((!own || own->in_order()) && last_dispatched[wg.channel] > wg.id)
                 violation("cycle " + std::to_string(cycle) + ": channel " + std::to_string(wg.channel) +
                           " dispatched WG " + std::to_string(wg.id) + " after WG " +
                           std::to_string(last_dispatched[wg.channel]) + " (FIFO order)");
@@ -503,7 +508,11 @@ public:
         res.apply(ap, a.waves, a.vgpr, a.sgpr, a.lds, wg.waves, cycle, cycle + 1 + cfg.circuit_latency, true);
     }
 
-    void take_from_queue(int channel) {
+    void take_from_queue(int channel, int64_t index) {
+        if (own) {
+            own->own.take(channel, index);
+            return;
+        }
         if (rules.selection == 3) {
             buffer = -1;
             return;
@@ -512,7 +521,7 @@ public:
     }
 
     void commit(int64_t index, int channel, int ap, Allocation a, int64_t cycle) {
-        take_from_queue(channel);
+        take_from_queue(channel, index);
         WorkGroup& wg = wgs[index];
         if (rules.decision_pipeline == 0) advance(channel, ap);
         matcher.chosen(ap, wg.waves);
@@ -536,6 +545,7 @@ public:
         Allocation& a = allocations[slot];
         WorkGroup& wg = wgs[a.wg];
         res.apply(a.ap, a.waves, a.vgpr, a.sgpr, a.lds, wg.waves, cycle, cycle + cfg.circuit_latency, false);
+        if (own) own->own.released(a);                 // matcher.released
         res.change_power(a.ap, cycle, -a.power);
         event(cycle, RELEASE, a.wg, a.ap, &a.waves, &a);
         if (wg.completed >= 0) violation("cycle " + std::to_string(cycle) + ": WG " + std::to_string(wg.id) + " completed twice");
@@ -945,6 +955,10 @@ public:
                 if (rules.decision_pipeline) pipeline_hold(cycle);
                 dispatched = aborted = waiting = false;
                 matched = -1;
+            } else if (own) {
+                bool m;
+                own->step(cycle, dispatched, aborted, m, waiting);
+                matched = m;
             } else if (rules.decision_pipeline) {
                 pipeline_step(cycle, dispatched, aborted, matched, waiting);
             } else {
@@ -969,6 +983,10 @@ public:
                 if (taken < submitted && source.next_arrival() < following) following = source.next_arrival();
                 if (!completions.empty() && std::get<0>(completions.top()) < following) following = std::get<0>(completions.top());
                 if (view.pending() && view.next_visible() < following) following = view.next_visible();
+                if (own) {                     // a baseline's own clock (its next step)
+                    const int64_t woken = own->wake(cycle);
+                    if (woken >= 0 && woken < following) following = woken;
+                }
                 const bool counting = splitting && waiting && matched == 0;
                 if (counting && cycle + rules.split_threshold + 1 - g < following && splittable())
                     following = cycle + rules.split_threshold + 1 - g;
@@ -992,6 +1010,7 @@ public:
             cycle = following;
         }
         end_cycle = finished_at >= 0 ? finished_at : std::min(cycle, limit);
+        if (own) own->finish(end_cycle);           // Metrics._buffer
     }
 
     // The WGs still queued at the end (FIFOs channel by channel, then the buffer), as the
@@ -1064,6 +1083,7 @@ public:
     // (the progress bar; Ctrl-C).
     std::function<void(int64_t)> progress;
     int64_t next_progress = 0;
+    std::unique_ptr<Faithful<Engine, W>> own;       // a faithful baseline (faithful.hpp)
 };
 
 }  // namespace core

@@ -181,7 +181,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
                lds = column("lds"), duration = column("duration"), independent = column("independent"),
                arrival = column("arrival"), parent = column("parent"), work = column("work"),
-               barrier = column("barrier"), count = column("count");
+               barrier = column("barrier"), grid = column("grid"), count = column("count");
     core::Source source;
     source.templates.resize(id.size());
     source.counts = count;
@@ -200,6 +200,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         wg.parent = parent[i];
         wg.work = work[i];
         wg.barrier = barrier[i];
+        wg.grid = grid[i];
     }
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
     engine->next_id = total;
@@ -230,6 +231,10 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                                py::arg("dispatch_cycles") = e.dispatch_cycles,
                                py::arg("processed_cycles") = e.processed_cycles);
     out["violations"] = e.res.violations;
+    int64_t decisions = 0, rejections = 0;          // MIAOW's (Metrics._buffer), else None
+    out["buffer"] = e.own && e.own->buffer(decisions, rejections)
+                        ? py::object(py::dict(py::arg("decisions") = decisions, py::arg("rejections") = rejections))
+                        : py::object(py::none());
     out["completed"] = e.completed;
     out["wait"] = py::make_tuple(e.wait_priorities, e.wait_channels, e.wait_cycles, e.wait_arrivals);
     out["finished"] = py::make_tuple(e.finished_arrivals, e.finished_releases);
@@ -350,6 +355,7 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init<>())
         .def_readwrite("selection", &core::Rules::selection)
         .def_readwrite("ap_choice", &core::Rules::ap_choice)
+        .def_readwrite("units", &core::Rules::units)
         .def_readwrite("resource_weight", &core::Rules::resource_weight)
         .def_readwrite("instruction_weight", &core::Rules::instruction_weight)
         .def_readwrite("rotate", &core::Rules::rotate)

@@ -40,9 +40,13 @@ struct Config {
     int64_t power_window = 1024;
 };
 
-// One placed contiguous need: blocks start .. start + length - 1 (length 0: none).
+// One placed need: blocks start .. start + length - 1 (length 0: none), or, when `mask`
+// holds words (a baseline's non-contiguous units, model.dispatch.units), the blocks of that
+// bit mask (least significant word first; `start` its lowest block, the event log's
+// first_block, `length` its count).
 struct Placed {
     int start = -1, length = 0;
+    std::vector<uint64_t> mask;
     bool none() const { return length == 0 && start < 0; }
 };
 
@@ -207,7 +211,8 @@ public:
     // Take (`take`) or give back blocks start .. start + length - 1 of one instance.
     void change(int r, int index, Placed placed, int64_t cycle, int64_t visible, bool take) {
         mark_dirty(r == LDS ? index : index / cfg.peus);
-        const Bits<W> mask = Bits<W>::range(placed.start, placed.length);
+        const Bits<W> mask = placed.mask.empty() ? Bits<W>::range(placed.start, placed.length)
+                                                 : Bits<W>::of_words(placed.mask);
         Bits<W>& word = bits[r][index];
         int length = placed.length;
         if (take) {
@@ -310,8 +315,10 @@ public:
     }
 
 private:
-    // model.dispatch.resources._blocks of a contiguous need.
-    static std::string blocks(Placed p) {
+    // model.dispatch.resources._blocks: `a..b` when contiguous, else the mask in hex.
+    static std::string blocks(const Placed& p) {
+        if (!p.mask.empty() && Bits<W>::of_words(p.mask) != Bits<W>::range(p.start, p.length))
+            return Bits<W>::of_words(p.mask).hex();
         return std::to_string(p.start) + ".." + std::to_string(p.start + p.length - 1);
     }
 };

@@ -21,7 +21,7 @@ namespace core {
 struct WorkGroup {
     int64_t id = 0;
     int channel = 0, priority = 0, waves = 1, vgpr = 0, sgpr = 0, lds = 0;
-    int64_t duration = 0, arrival = 0, parent = -1, work = -1;
+    int64_t duration = 0, arrival = 0, parent = -1, work = -1, grid = -1;
     bool independent = false, barrier = false;
     int64_t dispatched = -1, completed = -1;
     int ap = -1;
@@ -55,8 +55,11 @@ struct Source {
 
 // The policy fields the decision reads (model.dispatch.config.PolicyConfig).
 struct Rules {
-    // selection: 0 multi, 1 strict, 2 rr_first_fit, 3 blocking_buffer
+    // selection: 0 multi, 1 strict, 2 rr_first_fit, 3 blocking_buffer, then the faithful
+    // baselines (ownclock.hpp, Selection)
     int selection = 0;
+    // units: 0 blocks, 1 ap_range, 2 counted, 3 wave_regions (units.hpp, UnitKind)
+    int units = 0;
     // ap_choice: 0 lowest, 1 round_robin, 2 resource, 3 instruction, 4 combined
     int ap_choice = 4;
     int64_t resource_weight = 1, instruction_weight = 1;
