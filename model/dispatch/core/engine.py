@@ -186,6 +186,13 @@ def _launches(sim) -> dict:
     return columns
 
 
+def _column(raw: bytes) -> array:
+    """A column of 64-bit integers from the bytes the compiled engine gives."""
+    column = array("q")
+    column.frombytes(raw)
+    return column
+
+
 def _fill(sim, record: dict) -> None:
     """Give ``sim``'s metrics, counters and queues what the compiled run measured, so that
     :meth:`~model.dispatch.metrics.Metrics.results` reads it as after a Python run."""
@@ -196,10 +203,10 @@ def _fill(sim, record: dict) -> None:
     metrics.completed = record["completed"]
     for name, values in zip(("wait_priorities", "wait_channels", "wait_cycles",
                              "wait_arrivals"), record["wait"], strict=True):
-        setattr(metrics, name, array("q", values))
-    metrics.finished_arrivals = array("q", record["finished"][0])
-    metrics.finished_releases = array("q", record["finished"][1])
-    metrics.runs = array("q", record["runs"])
+        setattr(metrics, name, _column(values))
+    metrics.finished_arrivals = _column(record["finished"][0])
+    metrics.finished_releases = _column(record["finished"][1])
+    metrics.runs = _column(record["runs"])
     Q = sim.Q
     waves = record["peu_waves"]
     metrics.peu_waves = [waves[ap * Q:ap * Q + Q] for ap in range(sim.P)]

@@ -532,12 +532,18 @@ public:
         event(cycle, DISPATCH, index, ap, &a.waves, &a);
         queue_dispatched(index, cycle);
         const int64_t id = wg.id;
+        // The record's slot: a released one when there is one (a run holds the WGs in flight).
+        int64_t slot = int64_t(allocations.size());
+        if (!free_slots.empty()) {
+            slot = free_slots.back();
+            free_slots.pop_back();
+        }
         if (shared)                            // execution_model.start
-            shared->start(ap, a.waves, wg.work >= 0 ? wg.work : wg.duration, id, int64_t(allocations.size()), cycle);
+            shared->start(ap, a.waves, wg.work >= 0 ? wg.work : wg.duration, id, slot, cycle);
         else
-            completions.push({cycle + wg.duration + 1, id, int64_t(allocations.size())});
-        allocations.push_back(std::move(a));
-        running.push_back(id);  // (a count; the record is in `allocations`)
+            completions.push({cycle + wg.duration + 1, id, slot});
+        if (slot == int64_t(allocations.size())) allocations.push_back(std::move(a));
+        else allocations[slot] = std::move(a);
         ++running_count;
     }
 
@@ -574,6 +580,7 @@ public:
             }
         }
         allocations[slot] = Allocation{};
+        free_slots.push_back(slot);
     }
 
     // -- the one-clock decision (model.dispatch.pipeline.OneCycleDecision) --------------------
@@ -1051,8 +1058,8 @@ public:
     Completions completions;
     std::optional<SharedExecution> shared;     // execution = "shared"
     BackPressure back_pressure;                // dispatch_ready
-    std::vector<Allocation> allocations;
-    std::vector<int64_t> running;
+    std::vector<Allocation> allocations;   // the running WGs' records, by slot
+    std::vector<int64_t> free_slots;
     int64_t running_count = 0;
     std::vector<int64_t> live_order;
     std::vector<int> changed;

@@ -236,9 +236,15 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                         ? py::object(py::dict(py::arg("decisions") = decisions, py::arg("rejections") = rejections))
                         : py::object(py::none());
     out["completed"] = e.completed;
-    out["wait"] = py::make_tuple(e.wait_priorities, e.wait_channels, e.wait_cycles, e.wait_arrivals);
-    out["finished"] = py::make_tuple(e.finished_arrivals, e.finished_releases);
-    out["runs"] = e.runs;
+    // The per-WG columns as the bytes of 64-bit integers (array("q") reads them): a whole
+    // trace has millions, which as Python integers would take gigabytes.
+    auto raw = [](const std::vector<int64_t>& v) {
+        return py::bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+    };
+    out["wait"] = py::make_tuple(raw(e.wait_priorities), raw(e.wait_channels), raw(e.wait_cycles),
+                                 raw(e.wait_arrivals));
+    out["finished"] = py::make_tuple(raw(e.finished_arrivals), raw(e.finished_releases));
+    out["runs"] = raw(e.runs);
     out["peu_waves"] = e.peu_waves;
     out["used_integral"] = std::vector<int64_t>(e.used_integral, e.used_integral + 4);
     out["samples"] = py::dict(py::arg("cycle") = e.sample_cycles, py::arg("utilisation") = e.sample_used,
