@@ -99,6 +99,7 @@ public:
           selected(size_t(o.channel_count) * c.priorities, 0),
           peu_waves(size_t(c.aps) * c.peus, 0) {
         lfsr.state = uint32_t(r.lfsr_seed);
+        wgs.keep_all = o.events;               // the event log names every WG
         splitting = r.split_threshold > 0 && r.selection == 0;
         per_ap.assign(c.aps, 0.0);
         for (int q = 0; q < 3; ++q) {
@@ -386,6 +387,7 @@ public:
         if (wg.independent && !wg.barrier && wg.waves > 1 && splitting && busiest <= cfg.wave_slots &&
             fits_empty(1, wg, (wg.lds + wg.waves - 1) / wg.waves).empty())
             return true;
+        wgs[index].done = true;
         rejected.push_back({wg.id, wg.channel, wg.arrival,
                             "WG " + std::to_string(wg.id) + " (channel " + std::to_string(wg.channel) +
                                 ") can never be dispatched: " + reason});
@@ -578,8 +580,10 @@ public:
                 finished_releases.push_back(cycle);
                 p.done = true;
             }
+            wg.done = true;                    // a part: nothing reads it again
         }
         allocations[slot] = Allocation{};
+        wgs.reclaim();
         free_slots.push_back(slot);
     }
 
@@ -1042,7 +1046,7 @@ public:
     std::vector<int> inflight;
     Matcher<W> matcher;
     Source source;
-    std::vector<WorkGroup> wgs;            // the WGs arrived so far and the split parts
+    WgTable wgs;                           // the WGs arrived so far and the split parts
     int64_t submitted;
     std::vector<std::deque<int64_t>> channels;
     std::vector<int64_t> last_dispatched;

@@ -264,7 +264,7 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
     };
     py::list live, queued;
     for (auto index : e.live_order)
-        if (!e.wgs[index].done) live.append(fields(index));
+        if (e.wgs.held(index) && !e.wgs[index].done) live.append(fields(index));
     for (auto index : e.queued_originals()) queued.append(fields(index));
     out["live"] = live;
     out["queued"] = queued;

@@ -25,7 +25,34 @@ struct WorkGroup {
     bool independent = false, barrier = false;
     int64_t dispatched = -1, completed = -1;
     int ap = -1;
-    bool done = false;                     // admitted and completed (no longer live)
+    bool done = false;                     // completed (or rejected): no longer live
+};
+
+// The run's WGs by index (in arrival order, split parts where they were made), holding only
+// those from the oldest not yet done: a WG done (completed, rejected, or a completed part)
+// at the front is dropped (`reclaim`), so a whole trace's memory follows the WGs in flight,
+// as the Python engine's does. `keep_all` (the event log names every WG) drops none.
+class WgTable {
+public:
+    WorkGroup& operator[](int64_t index) { return items[size_t(index - base)]; }
+    const WorkGroup& operator[](int64_t index) const { return items[size_t(index - base)]; }
+    int64_t size() const { return base + int64_t(items.size()); }
+    bool held(int64_t index) const { return index >= base; }     // not dropped
+    void push_back(const WorkGroup& wg) { items.push_back(wg); }
+    void reclaim() {
+        while (!keep_all && !items.empty() && items.front().done) {
+            items.pop_front();
+            ++base;
+        }
+    }
+    // Every WG of the run (only with keep_all: none was dropped).
+    auto begin() const { return items.begin(); }
+    auto end() const { return items.end(); }
+    bool keep_all = false;
+
+private:
+    std::deque<WorkGroup> items;
+    int64_t base = 0;
 };
 
 // The submitted WGs as launches (model.dispatch.config.LaunchWorkload; a list's WGs are
