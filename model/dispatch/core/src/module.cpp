@@ -1,7 +1,8 @@
 // The compiled core's Python module, model.dispatch.core._core (issue 32): built by
-// `make venv` with the system's g++ (model/dispatch/core/build.py). Today it holds the
-// free-block functions of model/maxblock.py, each bound for the tests that hold it equal to
-// its Python twin; the stages and the loop come next.
+// `make venv` with the system's g++ (model/dispatch/core/build.py). It binds the run of the
+// compiled engine (`run`: the raw record model/dispatch/core/engine.py turns into the Python
+// model's result) and, for the tests that hold each to its Python twin, the free-block
+// functions of model/maxblock.py and the view with the resource table (`Table<W>`).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -317,7 +318,8 @@ auto by_width(int n, F&& f) {
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "The dispatcher model's compiled core (issue 32): free-block functions so far";
+    m.doc() = "The dispatcher model's compiled core (issue 32): the engine's run, and the "
+              "free-block functions and resource table its tests hold to the Python model";
     m.def("longest_run", [](const py::int_& free, int n) {
         return by_width(n, [&]<int W>() { return core::longest_run(from_int<W>(free)); });
     }, py::arg("free"), py::arg("n"),
