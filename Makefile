@@ -167,7 +167,7 @@ sim: $(HAVE_VENV)
 	$(foreach step,$(SIM_STEPS),echo '$(strip $(SIM_$(step)))'; cat $(SIM_OUT)/logs/$(step).log;) \
 	exit $$status
 
-sim-dispatch: $(HAVE_VENV)
+sim-dispatch: $(HAVE_VENV) core
 	$(PYTHON) -m model.cli dispatch --json $(SIM_OUT)/dispatch.json --plots $(SIM_OUT) \
 	  --generated-cycles 5000 $(SIM_FLAGS)
 
@@ -178,7 +178,7 @@ $(SIM_LOGS): $(SIM_OUT)/logs/%.log: FORCE
 
 FORCE:
 
-bench: $(HAVE_VENV)
+bench: $(HAVE_VENV) core
 	$(PYTHON) -m model.cli dispatch --bench
 
 # Seed 004's cluster model on the real Alibaba v2023 trace against the FGD artifact's
@@ -204,7 +204,7 @@ SWEEPS      ?= $(sort $(wildcard configs/sweeps/*.toml))
 SWEEP_OUT   ?= build/sweeps
 SWEEP_FLAGS ?=
 
-sweep: $(HAVE_VENV)
+sweep: $(HAVE_VENV) core
 	@set -e; for file in $(SWEEPS); do \
 	  name=$$(basename $$file .toml); \
 	  echo "$(PYTHON) -m model.cli sweep $$file --store $(SWEEP_OUT)/$$name.sqlite" \
