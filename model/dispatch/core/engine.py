@@ -25,7 +25,6 @@ from types import SimpleNamespace
 
 from model.dispatch.config import LaunchWorkload, WorkGroup
 from model.dispatch.core import config, core, reason
-from model.dispatch.launches import LaunchTally
 from model.dispatch.metrics import EVENT_KINDS
 from model.dispatch.resources import Allocation
 
@@ -81,7 +80,7 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         (execution == "shared" and policy.units == "ap_range",
          "the pooled shared-issue model (units ap_range)"),
         (policy.selection in FAITHFUL and events is not None
-         and not isinstance(events, list | LaunchTally),
+         and not isinstance(events, list) and not _is_tally(events),
          "a faithful baseline's events told to a record method"),
         (dispatch_ready is not None and cycles is not None and cycles > READY_CYCLES,
          f"back-pressure over more than {READY_CYCLES} cycles"),
@@ -97,6 +96,15 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         if condition:
             return f"not compiled yet: {what}"
     return None
+
+
+def _is_tally(events) -> bool:
+    """Whether ``events`` is a :class:`~model.dispatch.launches.LaunchTally` (what the
+    compiled engine tallies itself; read by its attributes: the launches module imports the
+    engine)."""
+    return callable(getattr(events, "record", None)) and all(
+        hasattr(events, name) for name in ("_firsts", "_ends", "starts", "finishes",
+                                           "released"))
 
 
 def _rules(sim):
@@ -140,7 +148,7 @@ def run(sim, events=None) -> dict:
     options.sample_interval = sim.metrics.sample_interval
     options.power_window = sim.metrics.power_window
     options.channel_count, options.skip = sim.channel_count, sim.skip
-    tally = events if isinstance(events, LaunchTally) else None
+    tally = events if _is_tally(events) else None
     options.events = events is not None and tally is None
     options.shared = sim.execution == "shared"
     options.issue_width, options.drain = sim.gpu.issue_width, sim.gpu.drain
@@ -234,10 +242,10 @@ def _events(events: list, record: dict) -> None:
     they are at its end)."""
     wgs = []
     for (identity, channel, priority, waves, vgpr, sgpr, lds, duration, independent, arrival,
-         parent, work, barrier, dispatched, completed, ap) in record["table"]:
+         parent, work, barrier, grid, dispatched, completed, ap) in record["table"]:
         wg = WorkGroup(identity, channel, priority, waves, vgpr, sgpr, lds, duration,
                        bool(independent), arrival, None if parent < 0 else parent,
-                       None if work < 0 else work, bool(barrier))
+                       None if work < 0 else work, bool(barrier), None if grid < 0 else grid)
         wg.dispatched = None if dispatched < 0 else dispatched
         wg.completed = None if completed < 0 else completed
         wg.ap = None if ap < 0 else ap

@@ -275,7 +275,8 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         for (const auto& wg : e.wgs)
             table.append(py::make_tuple(wg.id, wg.channel, wg.priority, wg.waves, wg.vgpr, wg.sgpr,
                                         wg.lds, wg.duration, wg.independent, wg.arrival, wg.parent,
-                                        wg.work, wg.barrier, wg.dispatched, wg.completed, wg.ap));
+                                        wg.work, wg.barrier, wg.grid, wg.dispatched, wg.completed,
+                                        wg.ap));
     out["table"] = table;
     if (!tally.is_none())
         out["tally"] = py::make_tuple(e.tally_start, e.tally_finish, e.tally_released, e.tally_error);
