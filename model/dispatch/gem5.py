@@ -61,12 +61,23 @@ class Gem5Matcher(RecordingMatcher):
     def __init__(self, gpu, policy, view, resources, queues):
         super().__init__(gpu, policy, view, resources, queues)
         self.occupied: dict[int, tuple] = {}         # per AP, cached until it changes
-        self.rows: dict[int, dict] = {}              # per AP and WG shape, the same
+        self.rows: dict[int, dict] = {}              # per AP and WG shape; blocks: and view
 
     def changed(self, ap: int) -> None:
         super().changed(ap)
         self.occupied.pop(ap, None)
         self.rows.pop(ap, None)
+
+    def mark(self, changed: int) -> None:
+        """The views of the APs of ``changed`` (a bit mask) changed: where a PEU's capacity
+        reads the view (``units = "blocks"``), their kept rows go too."""
+        super().mark(changed)
+        if self.units.capacity_reads_view:
+            rows = self.rows
+            while changed:
+                low = changed & -changed
+                rows.pop(low.bit_length() - 1, None)
+                changed ^= low
 
     def record(self, wg, ap: int, places) -> None:
         """``wg`` was dispatched to ``ap`` on the WF slots ``places``."""
@@ -91,7 +102,8 @@ class Gem5Matcher(RecordingMatcher):
         row by row, each PEU taking waves while its registers hold them in the policy's units
         (:meth:`model.dispatch.units.Units.capacity`; so it takes its first free slots, up to
         that many) -- the ``w`` first such slots in row order. Kept per AP and WG shape
-        until the AP changes (it reads only the AP's slots and registers)."""
+        until what it reads changes: the AP's slots and registers (a take or a release:
+        :meth:`changed`, :meth:`record`) and, on blocks, the AP's view (:meth:`mark`)."""
         cached = self.rows.get(ap)
         if cached is None:
             cached = self.rows[ap] = {}

@@ -91,6 +91,9 @@ class Units:
     status). Subclasses per unit; :func:`units_for` picks one."""
 
     kind = "blocks"
+    #: :meth:`capacity` reads the free-block view, so a view change (``View.show``) changes
+    #: it; the other units' capacity reads only the status registers (a take or a release).
+    capacity_reads_view = True
 
     def __init__(self, gpu, resources, view):
         self.Q = gpu.peus
@@ -148,6 +151,7 @@ class ApRangeUnits(Units):
     """MIAOW's one range per WG per CU (M8-M10); see the module docstring."""
 
     kind = "ap_range"
+    capacity_reads_view = False
 
     def __init__(self, gpu, resources, view):
         super().__init__(gpu, resources, view)
@@ -221,6 +225,7 @@ class CountedUnits(Units):
     """GPGPU-Sim's counted per-SM pools (G7, G9); see the module docstring."""
 
     kind = "counted"
+    capacity_reads_view = False
 
     def capacity(self, wg, ap: int, q: int) -> int:
         return wg.waves                              # registers are the AP's, not a PEU's
@@ -272,6 +277,7 @@ class WaveRegionUnits(Units):
     the same runs."""
 
     kind = "wave_regions"
+    capacity_reads_view = False
 
     def __init__(self, gpu, resources, view):
         super().__init__(gpu, resources, view)

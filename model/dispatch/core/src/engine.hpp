@@ -957,6 +957,7 @@ public:
             if (view.pending() && view.next_visible() <= cycle) {
                 changed.clear();
                 view.show(cycle, changed);
+                if (own && !changed.empty()) own->shown(changed);   // matcher.mark
             }
             for (int r = 0; r < 3; ++r) used_integral[r] += res.held_total[r];
             used_integral[3] += total_slots() - res.slots_free;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "gem5.hpp"
 #include "gpgpusim.hpp"
@@ -32,6 +33,10 @@ public:
         if (gpgpusim) gpgpusim->step(cycle, dispatched, awake, matched, waiting);
         else if (gem5) gem5->step(cycle, dispatched, awake, matched, waiting);
         else miaow->step(cycle, dispatched, awake, matched, waiting);
+    }
+    // The views of the APs `changed` changed (step 3): matcher.mark.
+    void shown(const std::vector<int>& changed) {
+        if (gem5) gem5->shown(changed);
     }
     // The decision's wake(cycle) (only MIAOW has one); -1: None.
     int64_t wake(int64_t cycle) { return miaow ? miaow->wake(cycle) : -1; }

@@ -1,8 +1,9 @@
 // AMD's GPU model in gem5, its workgroup dispatch: the compiled twin of
 // model/dispatch/gem5.py (Gem5Matcher, Gem5Selector), rule by rule (A1-A8 in its
-// docstring). Gem5Matcher's slot rows are kept per AP and WG shape until the AP takes or
-// releases a WG, as there: on blocks units they read the view, whose updates do not clear
-// them, so the kept rows are part of the result (its free slots are not: computed here).
+// docstring). Gem5Matcher's slot rows are kept per AP and WG shape until what they read
+// changes, as there: the AP's slots and registers (a take or a release: OwnClock::version)
+// and, on blocks units, the AP's view (shown(): Gem5Matcher.mark). Its free slots are not
+// kept: computed here.
 #pragma once
 
 #include <algorithm>
@@ -41,9 +42,17 @@ public:
         return barriers;
     }
 
+    // Gem5Matcher.mark: the views of the APs `changed` changed (View::show); on blocks units
+    // a PEU's capacity reads the view, so their kept rows go.
+    void shown(const std::vector<int>& changed) {
+        if (own.units.kind != BLOCKS) return;
+        for (const int ap : changed) rows[ap].by_shape.clear();
+    }
+
     // slot_rows (A5): the free slots visited row by row, each PEU taking waves while its
     // registers hold them; the w first such slots in row order. false: fewer than w.
-    // Gem5Matcher.slot_rows: kept per AP and WG shape until the AP changes.
+    // Gem5Matcher.slot_rows: kept per AP and WG shape until the AP (or, on blocks, its
+    // view) changes.
     bool slot_rows(const WorkGroup& wg, int ap, std::vector<int>& counts,
                    std::vector<std::pair<int, int>>& places) {
         auto& kept = rows[ap];
