@@ -185,9 +185,11 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
 def _command(arguments: list[str], **popen) -> subprocess.Popen:
     """``gpusched dispatch --quiet ARGUMENTS`` in a new session (a terminal's Ctrl-C reaches
-    all of it), its output captured."""
+    all of it), its output captured. On the Python engine: the signals below are timed to
+    come while its runs still go (the compiled engine finishes them all first)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", *arguments],
+        [sys.executable, "-m", "model.cli", "dispatch", "--quiet", "--engine", "python",
+         *arguments],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True, **popen)
 

@@ -98,6 +98,10 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
     return None
 
 
+def _no_progress(cycle: int) -> None:
+    """The progress call of a run without a bar: it is where Ctrl-C stops a compiled run."""
+
+
 def _is_tally(events) -> bool:
     """Whether ``events`` is a :class:`~model.dispatch.launches.LaunchTally` (what the
     compiled engine tallies itself; read by its attributes: the launches module imports the
@@ -156,7 +160,8 @@ def run(sim, events=None) -> dict:
         ready = sim.dispatch_ready
         options.set_ready(bytes(bool(ready(c)) for c in range(sim.cycles_limit)))
     record = core.run(config(sim.gpu, sim.policy, sim.metrics.power_window), _rules(sim),
-                      options, columns, sim.submitted, len(sim.source), sim.progress, tally)
+                      options, columns, sim.submitted, len(sim.source),
+                      sim.progress or _no_progress, tally)
     cycles = record.pop("cycles")
     _fill(sim, record)
     sim.held_cycles = record["held_cycles"]
