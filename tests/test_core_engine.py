@@ -22,7 +22,7 @@ from model.dispatch.config import FAITHFUL_SELECTIONS, UNITS, check_policy, with
 from model.dispatch.core import core, reason
 from model.dispatch.core.engine import run, unsupported
 from model.dispatch.engine import ENGINES
-from model.dispatch.kernels import prepare
+from model.dispatch.kernels import prepare, trace_scenario
 from model.dispatch.launches import LaunchTally
 from tests.test_dispatch_exact import random_case, shared_case
 
@@ -318,3 +318,32 @@ def test_results_without_an_event_log_match_the_python_model(chunk):
             assert difference is None, f"case {seed}, policy {policy.name}: {difference}"
             compared += 1
     assert compared >= 200, f"only {compared} runs compiled"
+
+
+REAL_TRACES = sorted((Path(__file__).resolve().parent / "data" / "nvprof-magus")
+                     .glob("traces_*.csv"))
+
+
+@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.stem)
+def test_real_traces_match_the_python_model(path):
+    # Every shipped real trace (nvprof on a GTX 1080 Ti; the llama.cpp rocprof trace is in the
+    # scenarios above) replayed on its GPU with every preset: results and launch tallies.
+    scenario, converted = prepare(trace_scenario(path, "pascal-sm"))
+    workload = scenario.workload(1, copy=False)
+    compared = 0
+    for policy in scenario.policies:
+        tallies = {engine: LaunchTally(converted.launches) for engine in ENGINES}
+        simulators = {engine: DispatchSimulator(
+            scenario.gpu, policy, workload, channels=scenario.channels, cycles=scenario.cycles,
+            sample_interval=scenario.sample_interval, power_window=scenario.power_window,
+            warmup=scenario.warmup, execution=scenario.execution, events=tallies[engine],
+            keep=False, engine=engine) for engine in ENGINES}
+        results = {engine: simulator.run() for engine, simulator in simulators.items()}
+        if simulators["compiled"].engine_used != "compiled":
+            continue
+        difference = _first_difference(results["python"], results["compiled"])
+        assert difference is None, f"{path.name}, policy {policy.name}: {difference}"
+        assert tallies["compiled"].rows(policy.name) == tallies["python"].rows(policy.name), \
+            (path.name, policy.name)
+        compared += 1
+    assert compared == len(scenario.policies), f"{path.name}: {compared} policies compiled"
