@@ -29,11 +29,14 @@ def summary(values: Sequence[float]) -> dict:
     if len(values) == 0:
         return {"count": 0, "mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
     array = np.asarray(values, dtype=float)
+    # Both percentiles in one call: the same order statistics and interpolation as one call
+    # each, in half the time.
+    p50, p99 = np.percentile(array, (50, 99)).tolist()
     return {
         "count": int(array.size),
         "mean": float(array.mean()),
-        "p50": float(np.percentile(array, 50)),
-        "p99": float(np.percentile(array, 99)),
+        "p50": p50,
+        "p99": p99,
         "max": float(array.max()),
     }
 

@@ -292,15 +292,12 @@ class Metrics:
             series.append(value)
         return series
 
-    def results(self, sim, cycles: int) -> dict:
-        """The result of the run of ``sim`` (a :class:`~model.dispatch.engine.
-        DispatchSimulator`) that ended after ``cycles`` cycles."""
-        gpu = self.gpu
+    def _add_waiting(self, sim, cycles: int) -> int:
+        """Add the wait so far of every submitted WG still waiting at the end (whole or as
+        parts, once, in queue order: a lower bound, so a starved priority shows up as a long
+        wait rather than as no data); how many there are. (The compiled engine's run gives
+        them as columns: :func:`model.dispatch.core.engine._fill`.)"""
         queues = sim.queues
-        counters = self.counters
-        submitted = sim.submitted
-        # WGs still waiting at the end count with their wait so far (a lower bound), so a
-        # starved priority shows up as a long wait rather than as no data.
         waiting_ids = set()
         for wg in queues.queued(sim.selector.buffer):
             original = queues.original(wg)
@@ -308,6 +305,22 @@ class Metrics:
                 waiting_ids.add(original.id)
                 self.add_wait(original.priority, original.channel, cycles - original.arrival,
                               original.arrival)
+        return len(waiting_ids)
+
+    @staticmethod
+    def _open_arrivals(sim) -> np.ndarray:
+        """The arrival cycles of the admitted WGs not completed (``sim.live``), in arrival
+        (submission) order."""
+        return np.array([wg.arrival for wg in sim.live.values()], dtype=np.int64)
+
+    def results(self, sim, cycles: int) -> dict:
+        """The result of the run of ``sim`` (a :class:`~model.dispatch.engine.
+        DispatchSimulator`) that ended after ``cycles`` cycles."""
+        gpu = self.gpu
+        queues = sim.queues
+        counters = self.counters
+        submitted = sim.submitted
+        waiting = self._add_waiting(sim, cycles)
         waits_all = np.frombuffer(self.wait_cycles, dtype=np.int64)
         wait_priorities = np.frombuffer(self.wait_priorities, dtype=np.int64)
         wait_channels = np.frombuffer(self.wait_channels, dtype=np.int64)
@@ -341,7 +354,7 @@ class Metrics:
         # The completed WGs first (in completion order), then the others (in submission order).
         releases = np.frombuffer(self.finished_releases, dtype=np.int64)
         # ``sim.live``: the admitted WGs not completed, in arrival (submission) order.
-        open_arrivals = np.array([wg.arrival for wg in sim.live.values()], dtype=np.int64)
+        open_arrivals = self._open_arrivals(sim)
         arrivals = np.concatenate([np.frombuffer(self.finished_arrivals, dtype=np.int64),
                                    open_arrivals])
         latencies = np.concatenate([releases, np.full(open_arrivals.size, cycles,
@@ -377,7 +390,7 @@ class Metrics:
             "workgroups_completed": self.completed,
             "workgroups_rejected": len(rejected_rows),
             "workgroups_unfinished": incomplete,
-            "workgroups_waiting_at_end": len(waiting_ids),
+            "workgroups_waiting_at_end": waiting,
             "workgroups_after_end": sim.after_end,
             "rejections": rejected_rows,
             "throughput": 1000.0 * self.completed / cycles if cycles else 0.0,

@@ -18,10 +18,9 @@ says which runs do, in one line.
 
 import math
 from array import array
-from collections import deque
 from itertools import islice
-from operator import attrgetter
-from types import SimpleNamespace
+
+import numpy as np
 
 from model.dispatch.config import LaunchWorkload, WorkGroup
 from model.dispatch.core import config, core, reason
@@ -42,9 +41,6 @@ PLACEMENTS = ("split", "least_loaded")
 SHARED_BOUND = 1 << 63
 #: Back-pressure asks ``dispatch_ready`` about every cycle below the limit before the run.
 READY_CYCLES = 1 << 26
-_FIELDS = ("id", "channel", "priority", "waves", "vgpr", "sgpr", "lds", "duration",
-           "independent", "arrival", "parent", "work", "barrier", "grid")
-
 
 def shared_bound(gpu, workload, cycles: int) -> int:
     """The largest integer the shared-issue model can reach in a run of ``cycles`` on
@@ -180,23 +176,17 @@ def run(sim, events=None) -> dict:
 
 
 def _launches(sim) -> dict:
-    """The submitted WGs as launch columns (a template's fields and a count per launch):
-    a :class:`~model.dispatch.config.LaunchWorkload`'s own launches, a list's WGs one each
-    (the compiled engine makes the WGs as they arrive, and stops at ``sim.submitted``)."""
+    """The submitted WGs as launches: each launch's first WG (``templates``, whose fields the
+    compiled engine reads) and its WG count (``count``, 64-bit integers): a
+    :class:`~model.dispatch.config.LaunchWorkload`'s own launches, a list's WGs one each (the
+    compiled engine makes the WGs as they arrive, and stops at ``sim.submitted``)."""
     source = sim.source
     if isinstance(source, LaunchWorkload):
-        launches = [(wg, count) for wg, count, _ in source.launches()]
-    else:
-        launches = [(wg, 1) for wg in islice(source, sim.submitted)]
-    fields = attrgetter(*_FIELDS)
-    rows = [(*fields(wg), count) for wg, count in launches]
-    names = (*_FIELDS, "count")
-    columns = {name: list(values) for name, values in zip(names, zip(*rows, strict=True),
-                                                          strict=True)} if rows \
-        else {name: [] for name in names}
-    for name in ("parent", "work", "grid"):
-        columns[name] = [-1 if value is None else value for value in columns[name]]
-    return columns
+        launches = list(source.launches())
+        return {"templates": [wg for wg, _, _ in launches],
+                "count": array("q", [count for _, count, _ in launches])}
+    templates = list(islice(source, sim.submitted))
+    return {"templates": templates, "count": array("q", [1]) * len(templates)}
 
 
 def _column(raw: bytes) -> array:
@@ -230,11 +220,19 @@ def _fill(sim, record: dict) -> None:
     metrics.samples = {**samples, "utilisation": series}
     metrics._utilisation_series = lambda: series       # each sample's mean, computed there
     queues.rejected = record["rejections"]
-    sim.live = {identity: SimpleNamespace(arrival=arrival)
-                for identity, _, _, arrival in record["live"]}
-    queues.channels = [deque(SimpleNamespace(id=identity, priority=priority, channel=channel,
-                                             arrival=arrival, parent=None)
-                             for identity, priority, channel, arrival in record["queued"])]
+    # The WGs left waiting and running, as columns (no object per WG): what
+    # Metrics._add_waiting and Metrics._open_arrivals read from the queues and sim.live.
+    queued = record["queued"]
+
+    def add_waiting(sim, cycles: int) -> int:
+        for column, values in zip((metrics.wait_priorities, metrics.wait_channels,
+                                   metrics.wait_cycles, metrics.wait_arrivals), queued,
+                                  strict=True):
+            column.frombytes(values)
+        return len(queued[0]) // 8
+    metrics._add_waiting = add_waiting
+    open_arrivals = np.frombuffer(record["live"], dtype=np.int64)
+    metrics._open_arrivals = lambda sim: open_arrivals
     sim.selector.buffer = None
     if record["buffer"] is not None:        # MIAOW's decisions (Metrics._buffer), replayed
         sim.selector.decisions = record["buffer"]["decisions"]

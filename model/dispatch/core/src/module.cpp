@@ -10,6 +10,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "bits.hpp"
 #include "engine.hpp"
@@ -176,32 +177,47 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                     int64_t total, const py::object& progress, const py::object& tally) {
     if (options.back_pressure && int64_t(options.ready.size()) < options.cycles)
         throw std::invalid_argument("set_ready needs a byte for every cycle below the limit");
-    // The launches: per launch its first WG's fields and the count.
-    auto column = [&](const char* name) { return columns[name].cast<std::vector<int64_t>>(); };
-    const auto id = column("id"), channel = column("channel"), priority = column("priority"),
-               waves = column("waves"), vgpr = column("vgpr"), sgpr = column("sgpr"),
-               lds = column("lds"), duration = column("duration"), independent = column("independent"),
-               arrival = column("arrival"), parent = column("parent"), work = column("work"),
-               barrier = column("barrier"), grid = column("grid"), count = column("count");
+    // The launches: per launch its first WG (`templates`, WorkGroup objects, their fields
+    // read here: no Python object per field) and the count (64-bit integers, array("q")).
+    const py::list templates = columns["templates"];
+    const py::buffer_info counts = columns["count"].cast<py::buffer>().request();
+    if (counts.itemsize != sizeof(int64_t) || counts.ndim != 1 ||
+        counts.shape[0] != py::ssize_t(templates.size()))
+        throw std::invalid_argument("columns: a 64-bit count per template expected");
+    const auto* count = static_cast<const int64_t*>(counts.ptr);
+    static const char* names[] = {"id", "channel", "priority", "waves", "vgpr", "sgpr", "lds",
+                                  "duration", "independent", "arrival", "parent", "work",
+                                  "barrier", "grid"};
+    py::object name_objects[std::size(names)];
+    for (size_t f = 0; f < std::size(names); ++f) name_objects[f] = py::str(names[f]);
     core::Source source;
-    source.templates.resize(id.size());
-    source.counts = count;
-    for (size_t i = 0; i < id.size(); ++i) {
+    source.templates.resize(templates.size());
+    source.counts.assign(count, count + templates.size());
+    int64_t value[std::size(names)];
+    for (size_t i = 0; i < templates.size(); ++i) {
+        PyObject* made = templates[i].ptr();
+        for (size_t f = 0; f < std::size(names); ++f) {
+            // A field that is None (parent, work, grid) is -1; a bool is 0 or 1.
+            py::object field = py::reinterpret_steal<py::object>(
+                PyObject_GetAttr(made, name_objects[f].ptr()));
+            if (!field) throw py::error_already_set();
+            value[f] = field.is_none() ? -1 : field.cast<int64_t>();
+        }
         auto& wg = source.templates[i];
-        wg.id = id[i];
-        wg.channel = int(channel[i]);
-        wg.priority = int(priority[i]);
-        wg.waves = int(waves[i]);
-        wg.vgpr = int(vgpr[i]);
-        wg.sgpr = int(sgpr[i]);
-        wg.lds = int(lds[i]);
-        wg.duration = duration[i];
-        wg.independent = independent[i];
-        wg.arrival = arrival[i];
-        wg.parent = parent[i];
-        wg.work = work[i];
-        wg.barrier = barrier[i];
-        wg.grid = grid[i];
+        wg.id = value[0];
+        wg.channel = int(value[1]);
+        wg.priority = int(value[2]);
+        wg.waves = int(value[3]);
+        wg.vgpr = int(value[4]);
+        wg.sgpr = int(value[5]);
+        wg.lds = int(value[6]);
+        wg.duration = value[7];
+        wg.independent = value[8];
+        wg.arrival = value[9];
+        wg.parent = value[10];
+        wg.work = value[11];
+        wg.barrier = value[12];
+        wg.grid = value[13];
     }
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
     engine->next_id = total;
@@ -257,18 +273,25 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         rejected.append(py::dict(py::arg("id") = r.id, py::arg("channel") = r.channel,
                                  py::arg("arrival") = r.arrival, py::arg("reason") = r.reason));
     out["rejections"] = rejected;
-    // The WGs admitted and not completed, and those still queued as the submitted WGs they
-    // are or are parts of: (id, priority, channel, arrival) each, in order.
-    auto fields = [&](int64_t index) {
-        const auto& wg = e.wgs[index];
-        return py::make_tuple(wg.id, wg.priority, wg.channel, wg.arrival);
-    };
-    py::list live, queued;
+    // The arrival cycles of the WGs admitted and not completed, in arrival order (Metrics.
+    // _open_arrivals), and the waits of the submitted WGs still queued whole or in parts,
+    // each once, in queue order (Metrics._add_waiting): priority, channel, wait, arrival.
+    std::vector<int64_t> open_arrivals;
     for (auto index : e.live_order)
-        if (e.wgs.held(index) && !e.wgs[index].done) live.append(fields(index));
-    for (auto index : e.queued_originals()) queued.append(fields(index));
-    out["live"] = live;
-    out["queued"] = queued;
+        if (e.wgs.held(index) && !e.wgs[index].done) open_arrivals.push_back(e.wgs[index].arrival);
+    std::vector<int64_t> queued_priorities, queued_channels, queued_waits, queued_arrivals;
+    std::unordered_set<int64_t> waiting_ids;
+    for (auto index : e.queued_originals()) {
+        const auto& wg = e.wgs[index];
+        if (!waiting_ids.insert(wg.id).second) continue;
+        queued_priorities.push_back(wg.priority);
+        queued_channels.push_back(wg.channel);
+        queued_waits.push_back(e.end_cycle - wg.arrival);
+        queued_arrivals.push_back(wg.arrival);
+    }
+    out["live"] = raw(open_arrivals);
+    out["queued"] = py::make_tuple(raw(queued_priorities), raw(queued_channels), raw(queued_waits),
+                                   raw(queued_arrivals));
     // With the event log: every WG of the run, by index, as the log's rows name them.
     py::list table;
     if (options.events)
