@@ -174,8 +174,12 @@ public:
         matched = false;
         switch (rules.selection) {
             case 0: {
-                std::vector<int> matches, priorities;
-                std::vector<ApMask> masks;
+                auto& matches = scratch.matches;
+                auto& priorities = scratch.priorities;
+                auto& masks = scratch.masks;
+                matches.clear();
+                priorities.clear();
+                masks.clear();
                 for (int c = 0; c < opt.channel_count; ++c) {
                     if (channels[c].empty()) continue;
                     ApMask m = matcher.head_mask(wgs[channels[c].front()]);
@@ -301,8 +305,12 @@ public:
             const int after = mask.lowest(ap_pointer);
             return after >= 0 ? after : mask.lowest();
         }
-        const std::vector<int> candidates = mask.bits();
-        std::vector<int64_t> resource, instruction;
+        auto& candidates = scratch.candidates;
+        auto& resource = scratch.resource;
+        auto& instruction = scratch.instruction;
+        mask.bits(candidates);
+        resource.clear();
+        instruction.clear();
         if (scores) {
             for (int ap : candidates) {
                 resource.push_back(scores->resource[ap]);
@@ -1038,6 +1046,14 @@ public:
         if (buffer >= 0) out.push_back(original(buffer));
         return out;
     }
+
+    // The per-cycle lists of select() and choose_ap(), kept so that an evaluated cycle
+    // allocates nothing (each cleared before use; only its capacity survives a call).
+    struct Scratch {
+        std::vector<int> matches, priorities, candidates;
+        std::vector<ApMask> masks;
+        std::vector<int64_t> resource, instruction;
+    } scratch;
 
     Config cfg;
     Rules rules;

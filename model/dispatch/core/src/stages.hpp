@@ -5,6 +5,8 @@
 // result; here every mask is computed). Held to them by whole runs (tests/test_core_engine.py).
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -102,10 +104,32 @@ struct Rules {
     bool least_loaded = false;             // wave_placement: "least_loaded", else "split"
 };
 
+// A few 64-bit words: inline up to INLINE (256 APs: a mask made every evaluated cycle costs
+// no heap allocation), on the heap beyond.
+class ApWords {
+public:
+    static constexpr size_t INLINE = 4;
+    explicit ApWords(size_t count = 0) : n(count) {
+        if (n > INLINE) large.assign(n, 0);
+    }
+    size_t size() const { return n; }
+    uint64_t* begin() { return n > INLINE ? large.data() : small.data(); }
+    const uint64_t* begin() const { return n > INLINE ? large.data() : small.data(); }
+    uint64_t* end() { return begin() + n; }
+    const uint64_t* end() const { return begin() + n; }
+    uint64_t& operator[](size_t i) { return begin()[i]; }
+    uint64_t operator[](size_t i) const { return begin()[i]; }
+
+private:
+    std::array<uint64_t, INLINE> small{};
+    std::vector<uint64_t> large;
+    size_t n;
+};
+
 // An AP mask: bit a for AP a.
 struct ApMask {
-    std::vector<uint64_t> w;
-    explicit ApMask(int P = 0) : w((P + 63) / 64, 0) {}
+    ApWords w;
+    explicit ApMask(int P = 0) : w((P + 63) / 64) {}
     void set(int a) { w[a >> 6] |= uint64_t{1} << (a & 63); }
     bool test(int a) const { return (w[a >> 6] >> (a & 63)) & 1; }
     void clear(int a) { w[a >> 6] &= ~(uint64_t{1} << (a & 63)); }
@@ -122,11 +146,11 @@ struct ApMask {
         }
         return -1;
     }
-    std::vector<int> bits() const {
-        std::vector<int> out;
+    // The set bits, lowest first, into `out` (cleared first; its capacity kept).
+    void bits(std::vector<int>& out) const {
+        out.clear();
         for (size_t i = 0; i < w.size(); ++i)
             for (uint64_t x = w[i]; x; x &= x - 1) out.push_back(int(i) * 64 + std::countr_zero(x));
-        return out;
     }
 };
 
@@ -212,7 +236,7 @@ public:
         const int Q = cfg.peus, base = ap * Q, p = rules.rotate ? pointer[ap] : 0;
         const int quotient = wg.waves / Q, remainder = wg.waves % Q;
         for (int q = 0; q < Q; ++q) {
-            const int t = ((q - p) % Q + Q) % Q;
+            const int t = q >= p ? q - p : q - p + Q;      // (q - p) mod Q, 0 <= q, p < Q
             const int count = quotient + (t < remainder ? 1 : 0);
             if (count && (count > res.slot(ap, q) || int64_t(count) * wg.vgpr > view.view[VGPR][base + q] ||
                           int64_t(count) * wg.sgpr > view.view[SGPR][base + q]))
