@@ -29,17 +29,26 @@ public:
     // free_slots: the free WF slots of each PEU in slot order; the multi-wave WGs.
     int free_slots(int ap, std::vector<std::vector<int>>& free) const {
         const int Q = e.cfg.peus, S = e.cfg.wave_slots;
-        std::vector<char> taken(size_t(Q) * S, 0);
+        std::vector<char>& taken = taken_scratch;
+        taken.assign(size_t(Q) * S, 0);
         int barriers = 0;
         for (const Record& r : own.records[ap]) {
             for (auto [q, s] : r.places) taken[size_t(q) * S + s] = 1;
             barriers += r.waves > 1;
         }
-        free.assign(Q, {});
+        free.resize(Q);
+        for (auto& slots : free) slots.clear();
         for (int q = 0; q < Q; ++q)
             for (int s = 0; s < S; ++s)
                 if (!taken[size_t(q) * S + s]) free[q].push_back(s);
         return barriers;
+    }
+
+    // free_slots' count alone: the AP's running multi-wave WGs (no slot lists made).
+    int barriers(int ap) const {
+        int count = 0;
+        for (const Record& r : own.records[ap]) count += r.waves > 1;
+        return count;
     }
 
     // Gem5Matcher.mark: the views of the APs `changed` changed (View::show); on blocks units
@@ -74,9 +83,10 @@ public:
     bool compute_rows(const WorkGroup& wg, int ap, std::vector<int>& counts,
                       std::vector<std::pair<int, int>>& places) const {
         const int Q = e.cfg.peus, w = wg.waves;
-        std::vector<std::vector<int>> free;
+        std::vector<std::vector<int>>& free = free_scratch;
         free_slots(ap, free);
-        std::vector<std::pair<int, int>> candidates;      // (slot, PEU)
+        std::vector<std::pair<int, int>>& candidates = candidate_scratch;    // (slot, PEU)
+        candidates.clear();
         for (int q = 0; q < Q; ++q) {
             const int cap = own.units.capacity(wg, ap, q);
             for (int i = 0; i < cap && i < int(free[q].size()); ++i) candidates.push_back({free[q][i], q});
@@ -95,10 +105,7 @@ public:
     bool fits(const WorkGroup& wg, int ap, std::vector<int>& counts,
               std::vector<std::pair<int, int>>& places) {
         if (wg.waves > e.res.ap_slots[ap]) return false;
-        if (wg.waves > 1) {
-            std::vector<std::vector<int>> free;
-            if (free_slots(ap, free) >= BARRIER_SLOTS) return false;
-        }
+        if (wg.waves > 1 && barriers(ap) >= BARRIER_SLOTS) return false;
         return slot_rows(wg, ap, counts, places) && own.peu_fits(wg, ap, counts);
     }
 
@@ -167,6 +174,10 @@ private:
         std::map<std::tuple<int, int, int>, Rows> by_shape;
     };
     std::vector<Kept> rows;             // per AP
+    // Scratch space of free_slots and compute_rows (no allocation per call).
+    mutable std::vector<char> taken_scratch;
+    mutable std::vector<std::vector<int>> free_scratch;
+    mutable std::vector<std::pair<int, int>> candidate_scratch;
 };
 
 }  // namespace core

@@ -52,7 +52,12 @@ std::vector<std::pair<int, int>> free_runs(const Bits<W>& free) {
 template <int W>
 int regions(const Bits<W>& free, int size) {
     int count = 0;
-    for (auto [start, length] : free_runs(free)) count += length / size;
+    for (int at = 0; at < W * 64;) {                   // free_runs, with no list made
+        const int start = next_bit(free, at, false);
+        if (start >= W * 64) break;
+        at = next_bit(free, start, true);
+        count += (at - start) / size;
+    }
     return count;
 }
 
