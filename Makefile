@@ -179,7 +179,7 @@ $(SIM_LOGS): $(SIM_OUT)/logs/%.log: FORCE
 FORCE:
 
 bench: $(HAVE_VENV) core
-	$(PYTHON) -m model.cli dispatch --bench
+	OPENBLAS_NUM_THREADS=1 $(PYTHON) -m model.cli dispatch --bench
 
 # Seed 004's cluster model on the real Alibaba v2023 trace against the FGD artifact's
 # published allocation curves: ours / artifact / difference, plot with the 80-130 % zoom.
