@@ -272,6 +272,21 @@ def test_what_does_not_compile_says_why_in_one_line():
     assert unsupported(replace(seed)) is None
 
 
+def test_a_run_past_the_compiled_bounds_runs_on_the_python_engine():
+    # A shared-issue run whose service counters could pass 63 bits (64 wave slots: the unit
+    # is lcm(1..64)) is not refused: DispatchSimulator checks the bounds and runs it here.
+    gpu, channels, workload, cycles, policies, interval, _ = shared_case(0)
+    seed = next(p for p in policies if p.selection == "multi")
+    wide = replace(gpu, wave_slots=64)
+    simulator = DispatchSimulator(wide, seed, workload, channels=channels, cycles=cycles,
+                                  sample_interval=interval, execution="shared", keep=False)
+    result = simulator.run()
+    assert simulator.engine_used == "python"
+    assert simulator.engine_note == ("not compiled yet: a shared-issue run whose service "
+                                     "counters may exceed 64 bits")
+    assert result["workgroups_submitted"] + result["workgroups_after_end"] == len(workload)
+
+
 @pytest.mark.parametrize("name", ["llamacpp_rdna4.toml", "llamacpp_requests.toml"])
 def test_launch_tallies_match_the_python_model(name):
     # A kernel trace's per-launch rows (gpusched dispatch --kernel-trace keeps a tally, not

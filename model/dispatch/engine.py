@@ -374,10 +374,13 @@ class DispatchSimulator:
             from model.dispatch.core.engine import run as compiled_run
             from model.dispatch.core.engine import unsupported
 
+            # With the run's bounds (64-bit counters, back-pressure's length), so a run past
+            # them falls back here rather than being refused by the compiled run's own check.
             self.engine_note = unsupported(
                 self.policy, execution=self.execution, events=self.events, debug=self.debug,
-                strict=self._strict,
-                observer=self.observer, dispatch_ready=self.dispatch_ready, keep=self.keep)
+                strict=self._strict, observer=self.observer,
+                dispatch_ready=self.dispatch_ready, keep=self.keep, gpu=self.gpu,
+                workload=self.source, cycles=self.cycles_limit)
             if self.engine_note is None:
                 self.engine_used = "compiled"
                 return compiled_run(self, self.events)
