@@ -26,25 +26,22 @@ public:
     explicit Gem5(OwnClock<E, W>& own) : own(own), e(own.e), rows(e.cfg.aps) {}
 
     // -- Gem5Matcher --------------------------------------------------------------------------
-    // free_slots: the free WF slots of each PEU in slot order; the multi-wave WGs.
-    int free_slots(int ap, std::vector<std::vector<int>>& free) const {
+    // free_slots: the free WF slots of each PEU in slot order (its count of multi-wave WGs
+    // is barriers()).
+    void free_slots(int ap, std::vector<std::vector<int>>& free) const {
         const int Q = e.cfg.peus, S = e.cfg.wave_slots;
         std::vector<char>& taken = taken_scratch;
         taken.assign(size_t(Q) * S, 0);
-        int barriers = 0;
-        for (const Record& r : own.records[ap]) {
+        for (const Record& r : own.records[ap])
             for (auto [q, s] : r.places) taken[size_t(q) * S + s] = 1;
-            barriers += r.waves > 1;
-        }
         free.resize(Q);
         for (auto& slots : free) slots.clear();
         for (int q = 0; q < Q; ++q)
             for (int s = 0; s < S; ++s)
                 if (!taken[size_t(q) * S + s]) free[q].push_back(s);
-        return barriers;
     }
 
-    // free_slots' count alone: the AP's running multi-wave WGs (no slot lists made).
+    // free_slots' count: the AP's running multi-wave WGs.
     int barriers(int ap) const {
         int count = 0;
         for (const Record& r : own.records[ap]) count += r.waves > 1;

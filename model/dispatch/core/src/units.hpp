@@ -35,16 +35,22 @@ int next_bit(const Bits<W>& bits, int from, bool invert) {
     return W * 64;
 }
 
-// model.dispatch.units.free_runs: (start, length) of every run of set bits, lowest first.
-template <int W>
-std::vector<std::pair<int, int>> free_runs(const Bits<W>& free) {
-    std::vector<std::pair<int, int>> runs;
+// Calls run(start, length) for every run of set bits of `free`, lowest first.
+template <int W, class F>
+void for_each_run(const Bits<W>& free, F&& run) {
     for (int at = 0; at < W * 64;) {
         const int start = next_bit(free, at, false);
         if (start >= W * 64) break;
         at = next_bit(free, start, true);
-        runs.push_back({start, at - start});
+        run(start, at - start);
     }
+}
+
+// model.dispatch.units.free_runs: (start, length) of every run of set bits, lowest first.
+template <int W>
+std::vector<std::pair<int, int>> free_runs(const Bits<W>& free) {
+    std::vector<std::pair<int, int>> runs;
+    for_each_run(free, [&](int start, int length) { runs.push_back({start, length}); });
     return runs;
 }
 
@@ -52,12 +58,7 @@ std::vector<std::pair<int, int>> free_runs(const Bits<W>& free) {
 template <int W>
 int regions(const Bits<W>& free, int size) {
     int count = 0;
-    for (int at = 0; at < W * 64;) {                   // free_runs, with no list made
-        const int start = next_bit(free, at, false);
-        if (start >= W * 64) break;
-        at = next_bit(free, start, true);
-        count += (at - start) / size;
-    }
+    for_each_run(free, [&](int, int length) { count += length / size; });
     return count;
 }
 
