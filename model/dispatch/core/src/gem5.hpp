@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -22,25 +21,22 @@ constexpr int BARRIER_SLOTS = 16;
 
 template <class E, int W>
 class Gem5 {
+    // A WG shape's slot rows on one AP (slot_rows), and an AP's kept ones.
+    struct Rows {
+        bool fit = false;
+        std::vector<int> counts;
+        std::vector<std::pair<int, int>> places;
+    };
+    using Shape = std::tuple<int, int, int>;    // (waves, VGPR, SGPR blocks per wave)
+    struct Kept {
+        int64_t version = -1;           // OwnClock::version of the AP when kept
+        std::vector<std::pair<Shape, Rows>> by_shape;
+    };
+
 public:
     explicit Gem5(OwnClock<E, W>& own) : own(own), e(own.e), rows(e.cfg.aps) {}
 
     // -- Gem5Matcher --------------------------------------------------------------------------
-    // free_slots: the free WF slots of each PEU in slot order (its count of multi-wave WGs
-    // is barriers()).
-    void free_slots(int ap, std::vector<std::vector<int>>& free) const {
-        const int Q = e.cfg.peus, S = e.cfg.wave_slots;
-        std::vector<char>& taken = taken_scratch;
-        taken.assign(size_t(Q) * S, 0);
-        for (const Record& r : own.records[ap])
-            for (auto [q, s] : r.places) taken[size_t(q) * S + s] = 1;
-        free.resize(Q);
-        for (auto& slots : free) slots.clear();
-        for (int q = 0; q < Q; ++q)
-            for (int s = 0; s < S; ++s)
-                if (!taken[size_t(q) * S + s]) free[q].push_back(s);
-    }
-
     // free_slots' count: the AP's running multi-wave WGs.
     int barriers(int ap) const {
         int count = 0;
@@ -59,70 +55,69 @@ public:
     // registers hold them; the w first such slots in row order. false: fewer than w.
     // Gem5Matcher.slot_rows: kept per AP and WG shape until the AP (or, on blocks, its
     // view) changes.
-    bool slot_rows(const WorkGroup& wg, int ap, std::vector<int>& counts,
-                   std::vector<std::pair<int, int>>& places) {
+    const Rows& slot_rows(const WorkGroup& wg, int ap) {
         auto& kept = rows[ap];
         if (kept.version != own.version[ap]) {
             kept.version = own.version[ap];
             kept.by_shape.clear();
         }
-        const auto key = std::make_tuple(wg.waves, wg.vgpr, wg.sgpr);
-        auto found = kept.by_shape.find(key);
-        if (found == kept.by_shape.end()) {
-            Rows made;
-            made.fit = compute_rows(wg, ap, made.counts, made.places);
-            found = kept.by_shape.emplace(key, std::move(made)).first;
-        }
-        counts = found->second.counts;
-        places = found->second.places;
-        return found->second.fit;
+        const Shape key{wg.waves, wg.vgpr, wg.sgpr};
+        for (const auto& [shape, made] : kept.by_shape)     // a few shapes per AP
+            if (shape == key) return made;
+        Rows made;
+        made.fit = compute_rows(wg, ap, made.counts, made.places);
+        kept.by_shape.emplace_back(key, std::move(made));
+        return kept.by_shape.back().second;
     }
+    // Gem5Matcher._slot_rows: each PEU's candidates are its first free slots, as many as its
+    // registers hold (Units::capacity), and the w first candidates in (slot, PEU) order are
+    // taken; scanned here in that order, slot by slot, without sorting them.
     bool compute_rows(const WorkGroup& wg, int ap, std::vector<int>& counts,
                       std::vector<std::pair<int, int>>& places) const {
-        const int Q = e.cfg.peus, w = wg.waves;
-        std::vector<std::vector<int>>& free = free_scratch;
-        free_slots(ap, free);
-        std::vector<std::pair<int, int>>& candidates = candidate_scratch;    // (slot, PEU)
-        candidates.clear();
-        for (int q = 0; q < Q; ++q) {
-            const int cap = own.units.capacity(wg, ap, q);
-            for (int i = 0; i < cap && i < int(free[q].size()); ++i) candidates.push_back({free[q][i], q});
-        }
-        if (int(candidates.size()) < w) return false;
-        std::sort(candidates.begin(), candidates.end());
+        const int Q = e.cfg.peus, S = e.cfg.wave_slots, w = wg.waves;
+        const std::vector<char>& taken = own.slots_taken[ap];   // free_slots
+        std::vector<int>& cap = cap_scratch;
+        cap.resize(Q);
+        for (int q = 0; q < Q; ++q) cap[q] = own.units.capacity(wg, ap, q);
         counts.assign(Q, 0);
         places.clear();
-        for (int i = 0; i < w; ++i) {
-            ++counts[candidates[i].second];
-            places.push_back({candidates[i].second, candidates[i].first});
-        }
-        return true;
+        int left = w;
+        for (int s = 0; s < S && left; ++s)
+            for (int q = 0; q < Q && left; ++q)
+                if (!taken[size_t(q) * S + s] && counts[q] < cap[q]) {
+                    ++counts[q];
+                    places.push_back({q, s});
+                    --left;
+                }
+        return !left;
     }
 
-    bool fits(const WorkGroup& wg, int ap, std::vector<int>& counts,
-              std::vector<std::pair<int, int>>& places) {
-        if (wg.waves > e.res.ap_slots[ap]) return false;
-        if (wg.waves > 1 && barriers(ap) >= BARRIER_SLOTS) return false;
-        return slot_rows(wg, ap, counts, places) && own.peu_fits(wg, ap, counts);
+    // The kept rows of wg on ap when it fits there (nullptr: it does not).
+    const Rows* fits(const WorkGroup& wg, int ap) {
+        if (wg.waves > e.res.ap_slots[ap]) return nullptr;
+        if (wg.waves > 1 && barriers(ap) >= BARRIER_SLOTS) return nullptr;
+        const Rows& made = slot_rows(wg, ap);
+        return made.fit && own.peu_fits(wg, ap, made.counts) ? &made : nullptr;
     }
 
     // -- Gem5Selector -------------------------------------------------------------------------
     // sweeps (A3): every AP from AP 0 for `kernel` until a sweep places nothing.
     int64_t sweeps(const Kernel& kernel, int64_t cycle) {
         int64_t placed_total = 0;
-        std::vector<int> counts;
-        std::vector<std::pair<int, int>> places;
         for (;;) {
             int64_t placed = 0;
             for (int ap = 0; ap < e.cfg.aps; ++ap) {
                 if (!own.has_wgs(kernel)) return placed_total + placed;
                 const int64_t index = e.channels[kernel.channel].front();
                 const WorkGroup& wg = e.wgs[index];
-                if (fits(wg, ap, counts, places)) {
+                if (const Rows* made = fits(wg, ap)) {
                     const int64_t id = wg.id;
                     const int waves = wg.waves;
+                    // Copied: the dispatch changes the AP, which drops its kept rows.
+                    const std::vector<int> counts = made->counts;
+                    std::vector<std::pair<int, int>> places = made->places;
                     if (own.dispatch(index, ap, counts, cycle)) {
-                        own.records[ap].push_back(Record{id, 0, waves, places});   // record()
+                        own.hold(ap, Record{id, 0, waves, std::move(places)});   // record()
                         ++placed;
                     }
                 }
@@ -161,20 +156,9 @@ private:
     OwnClock<E, W>& own;
     E& e;
     std::deque<Kernel> fifo;            // the kernels waiting, front first
-    struct Rows {
-        bool fit = false;
-        std::vector<int> counts;
-        std::vector<std::pair<int, int>> places;
-    };
-    struct Kept {
-        int64_t version = -1;           // OwnClock::version of the AP when kept
-        std::map<std::tuple<int, int, int>, Rows> by_shape;
-    };
     std::vector<Kept> rows;             // per AP
-    // Scratch space of free_slots and compute_rows (no allocation per call).
-    mutable std::vector<char> taken_scratch;
-    mutable std::vector<std::vector<int>> free_scratch;
-    mutable std::vector<std::pair<int, int>> candidate_scratch;
+    // Scratch space of compute_rows (no allocation per call).
+    mutable std::vector<int> cap_scratch;
 };
 
 }  // namespace core

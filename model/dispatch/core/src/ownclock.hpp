@@ -42,7 +42,8 @@ public:
     explicit OwnClock(E& engine)
         : e(engine), units(unit_kind(engine.rules.units), engine.cfg, engine.view, engine.res),
           epoch(engine.opt.channel_count, 0), records(engine.cfg.aps), released_on(engine.cfg.aps, 0),
-          version(engine.cfg.aps, 0) {}
+          version(engine.cfg.aps, 0),
+          slots_taken(engine.cfg.aps, std::vector<char>(size_t(engine.cfg.peus) * engine.cfg.wave_slots, 0)) {}
 
     static int unit_kind(int units) { return units; }
 
@@ -123,7 +124,7 @@ public:
         a.waves = waves;
         e.take(index, ap, a, cycle);                 // Allocator.take
         ++version[ap];                               // matcher.taken: changed(ap)
-        units.changed(ap);
+        units.changed(ap, a.waves);
         const int channel = wg.channel;
         const bool barrier = wg.barrier;
         e.commit(index, channel, ap, std::move(a), cycle);
@@ -146,15 +147,25 @@ public:
     void released(const Allocation& a) {
         units.released(a.wg);
         ++version[a.ap];                             // changed(ap)
-        units.changed(a.ap);
+        units.changed(a.ap, a.waves);
         auto& held = records[a.ap];
         const int64_t id = e.wgs[a.wg].id;
         for (size_t i = 0; i < held.size(); ++i)
             if (held[i].id == id) {
+                mark(a.ap, held[i], 0);
                 held.erase(held.begin() + i);
                 if (!released_on[a.ap]++) dirty.insert(a.ap);
                 break;
             }
+    }
+
+    // ApRecords.record: a running WG's record on `ap` (its WF slots taken).
+    void hold(int ap, Record record) {
+        mark(ap, record, 1);
+        records[ap].push_back(std::move(record));
+    }
+    void mark(int ap, const Record& record, char taken) {
+        for (auto [q, s] : record.places) slots_taken[ap][size_t(q) * e.cfg.wave_slots + s] = taken;
     }
 
     E& e;
@@ -164,6 +175,7 @@ public:
     std::vector<int> released_on;                // per AP, records dropped since counted
     std::set<int> dirty;                         // the APs with some, in order
     std::vector<int64_t> version;                // per AP, its takes and releases (changed)
+    std::vector<std::vector<char>> slots_taken;  // per AP, its records' WF slots [q * slots + s]
 };
 
 }  // namespace core

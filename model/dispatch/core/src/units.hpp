@@ -4,8 +4,8 @@
 // with `mask` words (Resources::change takes both, as Resources.change_plan does).
 //
 // The Python units cache per AP (largest ranges, region counts) until the AP changes
-// (changed: a take or a release there); neither cache changes a result. Here the largest
-// ranges are kept the same way, the region counts computed when asked.
+// (changed: a take or a release there); neither cache changes a result. Here both are kept
+// the same way.
 #pragma once
 
 #include <algorithm>
@@ -91,10 +91,32 @@ public:
         for (int name = 0; name < 2; ++name) lists[name].resize(size_t(c.aps) * c.peus);
         largest.resize(c.aps);
         largest_kept.assign(c.aps, 0);
+        for (int name = 0; name < 2; ++name) {
+            listed[name].assign(size_t(c.aps) * c.peus, 0);
+            region_counts[name].resize(size_t(c.aps) * c.peus);
+        }
     }
 
-    // Units.changed: ap's status changed (a take or a release): drop what is kept for it.
-    void changed(int ap) { largest_kept[ap] = 0; }
+    // Units.changed: ap's status changed (a take or a release of `waves` per PEU there): drop
+    // what is kept for it (the region counts of the PEUs whose registers changed: they are
+    // the counts of their bits).
+    void changed(int ap, const std::vector<int>& waves) {
+        largest_kept[ap] = 0;
+        for (int q = 0; q < cfg.peus; ++q)
+            if (waves[q])
+                for (int name = 0; name < 2; ++name) region_counts[name][size_t(ap) * cfg.peus + q].clear();
+    }
+
+    // regions(res.bits[r][index], size), kept per PEU and size until its AP changes
+    // (WaveRegionUnits.capacity's cache).
+    int regions_of(int r, int index, int size) const {
+        auto& kept = region_counts[r][index];
+        for (const auto& [at, count] : kept)
+            if (at == size) return count;
+        const int count = regions(res.bits[r][index], size);
+        kept.push_back({size, count});
+        return count;
+    }
 
     // ApRangeUnits.largest_ranges: the AP's words of resource r end to end (PEU 0 lowest;
     // LDS is one word): its free runs, merged across the PEUs' words.
@@ -175,8 +197,8 @@ public:
         }
         if (kind != WAVE_REGIONS) return wg.waves;   // registers are the AP's, not a PEU's
         int cap = 1 << 30;
-        if (wg.vgpr) cap = std::min(cap, regions(res.bits[VGPR][index], wg.vgpr));
-        if (wg.sgpr) cap = std::min(cap, regions(res.bits[SGPR][index], wg.sgpr));
+        if (wg.vgpr) cap = std::min(cap, regions_of(VGPR, index, wg.vgpr));
+        if (wg.sgpr) cap = std::min(cap, regions_of(SGPR, index, wg.sgpr));
         return std::min(cap, wg.waves);
     }
 
@@ -320,7 +342,7 @@ private:
     // runs when first used.
     std::vector<std::pair<int, int>>& free_list(int r, int index) {
         auto& records = lists[r][index];
-        if (!listed[r].count(index)) {
+        if (!listed[r][index]) {
             listed[r][index] = 1;
             for (auto [start, length] : free_runs(res.bits[r][index])) records.push_back({start, start + length});
         }
@@ -331,7 +353,8 @@ private:
     const View<W>& view;
     const Resources<W>& res;
     std::vector<std::vector<std::pair<int, int>>> lists[2];
-    std::unordered_map<int, char> listed[2];
+    std::vector<char> listed[2];                                // per PEU: its list made
+    mutable std::vector<std::vector<std::pair<int, int>>> region_counts[2];   // per PEU: (size, count)
     std::unordered_map<int64_t, std::vector<Region>> placed;   // by WG index, its regions
     mutable std::vector<std::array<std::pair<int, int>, 3>> largest;   // per AP (ap_range)
     mutable std::vector<char> largest_kept;
