@@ -70,6 +70,7 @@ import heapq
 import os
 from bisect import bisect_left
 from itertools import islice, pairwise
+from operator import attrgetter, le
 
 import numpy as np
 
@@ -203,11 +204,13 @@ class DispatchSimulator:
         # The WGs arriving before the limit: a prefix, as the workload is in arrival order
         # (a LaunchWorkload is by construction).
         if not isinstance(workload, LaunchWorkload):
-            for before, after in pairwise(workload):
-                if after.arrival < before.arrival:
-                    raise ValueError(f"workload must be in arrival order: WG {after.id} "
-                                     f"arrives in cycle {after.arrival}, after WG {before.id} "
-                                     f"in cycle {before.arrival}")
+            arrivals = list(map(attrgetter("arrival"), workload))
+            if not all(map(le, arrivals, islice(arrivals, 1, None))):
+                for before, after in pairwise(workload):
+                    if after.arrival < before.arrival:
+                        raise ValueError(f"workload must be in arrival order: WG {after.id} "
+                                         f"arrives in cycle {after.arrival}, after WG "
+                                         f"{before.id} in cycle {before.arrival}")
         self.source = workload
         self.submitted = bisect_left(workload, cycles, key=arrival_of)
         self.after_end = len(workload) - self.submitted
@@ -218,7 +221,7 @@ class DispatchSimulator:
         self.P, self.Q = gpu.aps, gpu.peus
         used = getattr(workload, "channel_count", None)
         if used is None:
-            used = max((wg.channel + 1 for wg in workload), default=0)
+            used = max(map(attrgetter("channel"), workload), default=-1) + 1
         channel_count = max(len(channels), used)
         self.channel_count = channel_count
         mixes = [channels[i].mix if i < len(channels) else ChannelConfig().mix
@@ -374,16 +377,22 @@ class DispatchSimulator:
             from model.dispatch.core.engine import run as compiled_run
             from model.dispatch.core.engine import unsupported
 
-            # With the run's bounds (64-bit counters, back-pressure's length), so a run past
-            # them falls back here rather than being refused by the compiled run's own check.
+            # With back-pressure's length; a shared-issue run whose counters could pass 64
+            # bits is refused by the compiled run itself, before it changes anything: both
+            # fall back here.
             self.engine_note = unsupported(
                 self.policy, execution=self.execution, events=self.events, debug=self.debug,
                 strict=self._strict, observer=self.observer,
-                dispatch_ready=self.dispatch_ready, keep=self.keep, gpu=self.gpu,
-                workload=self.source, cycles=self.cycles_limit)
+                dispatch_ready=self.dispatch_ready, keep=self.keep,
+                cycles=self.cycles_limit)
             if self.engine_note is None:
-                self.engine_used = "compiled"
-                return compiled_run(self, self.events)
+                try:
+                    result = compiled_run(self, self.events)
+                except OverflowError as error:
+                    self.engine_note = f"not compiled yet: {error}"
+                else:
+                    self.engine_used = "compiled"
+                    return result
         self.engine_used = "python"
         return self._run()
 

@@ -2,6 +2,7 @@
 reader, the WGs it draws (:class:`WorkGroup`, :func:`generate_workload`) and the fixed point
 of its instruction mix (:func:`quantised_mix`)."""
 
+import functools
 import math
 import random
 from bisect import bisect_right
@@ -188,6 +189,12 @@ def quantised_mix(mix) -> tuple[int, ...]:
     with the largest fractions (ties to the lower class). Each class is within 1/256 of what
     was written and the total is the written total rounded, so a mix that adds up to at most
     one instruction per cycle stays at most 256 (floats are read exactly, as fractions)."""
+    return _quantised(tuple(mix))
+
+
+@functools.lru_cache(maxsize=1024)
+def _quantised(mix: tuple) -> tuple[int, ...]:
+    """:func:`quantised_mix`, kept per mix (every simulator quantises its channels' mixes)."""
     scaled = [Fraction(value) * (1 << MIX_FRACTION_BITS) for value in mix]
     floors = [math.floor(value) for value in scaled]
     total = math.floor(sum(scaled) + Fraction(1, 2))

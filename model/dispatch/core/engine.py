@@ -134,14 +134,17 @@ def _rules(sim):
 def run(sim, events=None) -> dict:
     """The result of ``sim`` (a :class:`~model.dispatch.engine.DispatchSimulator` built with
     ``keep=False``, not run) computed by the compiled engine: the same dictionary its
-    ``run()`` returns, and its ``held_cycles``; ``events`` (a list) receives the same event
-    log rows, a :class:`~model.dispatch.launches.LaunchTally` the same tallies, or (another
-    object with ``record``) is told the same events, after the run."""
+    ``run()`` returns, and its ``held_cycles`` (OverflowError, with :func:`unsupported`'s
+    words and ``sim`` unchanged, when a shared-issue run's counters could pass 63 bits);
+    ``events`` (a list) receives the same event log rows, a
+    :class:`~model.dispatch.launches.LaunchTally` the same tallies, or (another object with
+    ``record``) is told the same events, after the run."""
     why = unsupported(sim.policy, execution=sim.execution, events=events,
-                      dispatch_ready=sim.dispatch_ready, gpu=sim.gpu,
-                      workload=sim.source, cycles=sim.cycles_limit)
+                      dispatch_ready=sim.dispatch_ready, cycles=sim.cycles_limit)
     if why is not None:
         raise ValueError(why)
+    # The shared-issue bound is checked by the compiled run itself (OverflowError, before it
+    # changes anything): it reads the launches anyway, where a scan here costs a millisecond.
     columns = _launches(sim)
     options = core.RunOptions()
     options.cycles, options.warmup = sim.cycles_limit, sim.warmup
