@@ -127,7 +127,7 @@ def test_random_configurations_match_the_python_model(chunk):
 def test_shared_issue_configurations_match_the_python_model(chunk):
     # Every shared_case configuration x every preset: the shared-issue model (two in three),
     # issue width, drain, work per wave, barriers and the least-loaded placement.
-    compared = shared = least_loaded = 0
+    compared = shared = least_loaded = pooled = 0
     for seed in range(chunk, 200, 2):
         gpu, channels, workload, cycles, policies, interval, execution = shared_case(seed)
         for policy in policies:
@@ -136,9 +136,12 @@ def test_shared_issue_configurations_match_the_python_model(chunk):
                            execution=execution)
             compared += ran is not None
             shared += ran is not None and execution == "shared"
+            # MIAOW's pooled model (one issue pool per AP, 128-bit counters in C++).
+            pooled += ran is not None and execution == "shared" and policy.units == "ap_range"
             least_loaded += ran is not None and policy.wave_placement == "least_loaded"
-    assert shared >= 250 and least_loaded >= 150, (
-        f"only {shared} shared-issue and {least_loaded} least-loaded runs compiled")
+    assert shared >= 250 and least_loaded >= 150 and pooled >= 30, (
+        f"only {shared} shared-issue, {pooled} pooled and {least_loaded} least-loaded runs "
+        f"compiled")
 
 
 def _knobs(policy, gpu, rng):
@@ -257,8 +260,11 @@ def test_what_does_not_compile_says_why_in_one_line():
     miaow = next(p for p in policies if p.selection == "miaow")
     assert unsupported(miaow) is None
     assert unsupported(miaow, execution="shared") is None
-    assert unsupported(with_policy(miaow, units="ap_range"), execution="shared") == \
-        "not compiled yet: the pooled shared-issue model (units ap_range)"
+    pooled = with_policy(miaow, units="ap_range")
+    assert unsupported(pooled, execution="shared") is None
+    assert unsupported(pooled, execution="shared", gpu=replace(gpu, peus=2, wave_slots=64),
+                       workload=[], cycles=100) == ("not compiled yet: a shared-issue run whose "
+                                                    "service counters may exceed 128 bits")
     seed = next(p for p in policies if p.selection == "multi")
     assert unsupported(seed, execution="shared") is None
     assert unsupported(seed, execution="shared", gpu=replace(gpu, wave_slots=64),
@@ -285,6 +291,17 @@ def test_a_run_past_the_compiled_bounds_runs_on_the_python_engine():
     assert simulator.engine_note == ("not compiled yet: a shared-issue run whose service "
                                      "counters may exceed 64 bits")
     assert result["workgroups_submitted"] + result["workgroups_after_end"] == len(workload)
+    # MIAOW's pooled model counts in 128 bits: 64 slots per AP fit (lcm(1..64) is about
+    # 2^88), 128 do not.
+    miaow = next(p for p in load_scenario(CONFIGS / "default.toml").policies
+                 if p.name == "miaow")
+    assert miaow.units == "ap_range"
+    for peus, engine in ((4, "compiled"), (8, "python")):
+        simulator = DispatchSimulator(replace(wide, wave_slots=16, peus=peus), miaow, workload,
+                                      channels=channels, cycles=cycles,
+                                      sample_interval=interval, execution="shared", keep=False)
+        simulator.run()
+        assert simulator.engine_used == engine, (peus, simulator.engine_note)
 
 
 @pytest.mark.parametrize("name", ["llamacpp_rdna4.toml", "llamacpp_requests.toml"])

@@ -11,9 +11,9 @@ blocks; back-pressure (``dispatch_ready``, a pure function of the cycle: it is a
 every cycle below the limit before the run), event lists, launch tallies
 (:class:`~model.dispatch.launches.LaunchTally`, kept in C++) and other ``events`` objects
 with ``record`` (told the events after the run; not a faithful baseline's, whose bit-mask
-placements the rows do not carry). Observers, per-cycle invariant checks and MIAOW's pooled
-shared-issue model (``units = "ap_range"``) run on the Python engine: :func:`unsupported`
-says which runs do, in one line.
+placements the rows do not carry). MIAOW's pooled shared-issue model (``units =
+"ap_range"``) compiles with 128-bit service counters. Observers and per-cycle invariant
+checks run on the Python engine: :func:`unsupported` says which runs do, in one line.
 """
 
 import math
@@ -37,23 +37,27 @@ UNITS = ("blocks", "ap_range", "counted", "wave_regions")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 PLACEMENTS = ("split", "least_loaded")
 #: The shared-issue model's service counters and finish tags are 64-bit integers in the
-#: compiled engine (unbounded in Python): a run whose bound reaches this is refused.
+#: compiled engine (unbounded in Python), 128-bit in MIAOW's pooled model (its unit is
+#: lcm(1 .. PEUs x wave slots)): a run whose bound reaches this is refused.
 SHARED_BOUND = 1 << 63
+POOLED_BOUND = 1 << 127
 #: Back-pressure asks ``dispatch_ready`` about every cycle below the limit before the run.
 READY_CYCLES = 1 << 26
 
-def shared_bound(gpu, workload, cycles: int) -> int:
+def shared_bound(gpu, workload, cycles: int, pooled: bool = False) -> int:
     """The largest integer the shared-issue model can reach in a run of ``cycles`` on
-    ``workload`` (a bound): ``unit x (cycles + largest work + wave slots + 2)``, ``unit`` the
-    least common multiple of 1 .. wave slots (:class:`~model.dispatch.execution.SharedExecution`:
+    ``workload`` (a bound): ``unit x (cycles + largest work + slots + 2)``, ``unit`` the
+    least common multiple of 1 .. slots (:class:`~model.dispatch.execution.SharedExecution`:
     the service grows by at most ``unit`` a cycle, a finish tag is the service plus
-    ``work x unit``, a rate at most ``wave slots x unit``)."""
-    unit = math.lcm(*range(1, gpu.wave_slots + 1))
+    ``work x unit``, a rate at most ``slots x unit``); slots are a PEU's wave slots, or with
+    ``pooled`` an AP's (:class:`~model.dispatch.execution.PooledExecution`)."""
+    slots = gpu.wave_slots * (gpu.peus if pooled else 1)
+    unit = math.lcm(*range(1, slots + 1))
     made = (wg for wg, _, _ in workload.launches()) if isinstance(workload, LaunchWorkload) \
         else workload          # a launch's WGs are its first one's copies
     work = max((wg.work if wg.work is not None else wg.duration
                 for wg in made if wg.arrival < cycles), default=0)
-    return unit * (cycles + max(work, 0) + gpu.wave_slots + 2)
+    return unit * (cycles + max(work, 0) + slots + 2)
 
 
 def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = False,
@@ -66,6 +70,7 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
     if core is None:
         return reason
     shared = execution == "shared" and None not in (gpu, workload, cycles)
+    pooled = policy.units == "ap_range"
     checks = [
         (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
@@ -73,15 +78,14 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
         (policy.wave_placement not in PLACEMENTS and policy.selection not in FAITHFUL,
          f"wave placement {policy.wave_placement!r}"),
-        (execution == "shared" and policy.units == "ap_range",
-         "the pooled shared-issue model (units ap_range)"),
         (policy.selection in FAITHFUL and events is not None
          and not isinstance(events, list) and not _is_tally(events),
          "a faithful baseline's events told to a record method"),
         (dispatch_ready is not None and cycles is not None and cycles > READY_CYCLES,
          f"back-pressure over more than {READY_CYCLES} cycles"),
-        (shared and shared_bound(gpu, workload, cycles) >= SHARED_BOUND,
-         "a shared-issue run whose service counters may exceed 64 bits"),
+        (shared and shared_bound(gpu, workload, cycles, pooled)
+         >= (POOLED_BOUND if pooled else SHARED_BOUND),
+         f"a shared-issue run whose service counters may exceed {128 if pooled else 64} bits"),
         (observer is not None, "an observer"),
         (debug or strict, "per-cycle invariant checks (debug/strict)"),
         (keep, "kept WG copies (keep=True)"),

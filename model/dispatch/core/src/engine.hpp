@@ -108,7 +108,11 @@ public:
         }
         back_pressure.on = o.back_pressure;
         back_pressure.ready = o.ready;
-        if (o.shared) shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, completions);
+        // execution_for: MIAOW's pooled model for units "ap_range" (1), with 128-bit counters.
+        if (o.shared && r.units == 1)
+            pooled.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, true, completions);
+        else if (o.shared)
+            shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, false, completions);
         if (r.selection >= MIAOW) own = std::make_unique<Faithful<Engine, W>>(*this);   // selector.bind
     }
 
@@ -548,8 +552,10 @@ public:
             slot = free_slots.back();
             free_slots.pop_back();
         }
-        if (shared)                            // execution_model.start
-            shared->start(ap, a.waves, wg.work >= 0 ? wg.work : wg.duration, id, slot, cycle);
+        if (shared || pooled)                  // execution_model.start
+            on_shared([&](auto& model) {
+                model.start(ap, a.waves, wg.waves, wg.work >= 0 ? wg.work : wg.duration, id, slot, cycle);
+            });
         else
             completions.push({cycle + wg.duration + 1, id, slot});
         if (slot == int64_t(allocations.size())) allocations.push_back(std::move(a));
@@ -945,7 +951,7 @@ public:
         const int64_t release_limit = rules.release_limit ? rules.release_limit : -1;
         while (cycle < limit) {
             // Shared: finishes before this cycle are final (no dispatch from now changes them).
-            if (shared) shared->finish_until(cycle - 1);
+            on_shared([&](auto& model) { model.finish_until(cycle - 1); });
             int64_t released = 0;
             while (!completions.empty() && std::get<0>(completions.top()) <= cycle && released != release_limit) {
                 const int64_t slot = std::get<2>(completions.top());
@@ -1010,7 +1016,7 @@ public:
                 const bool counting = splitting && waiting && matched == 0;
                 if (counting && cycle + rules.split_threshold + 1 - g < following && splittable())
                     following = cycle + rules.split_threshold + 1 - g;
-                if (shared) shared->skip(following);   // the skip's shared branch
+                on_shared([&](auto& model) { model.skip(following); });   // the skip's shared branch
                 following = std::max(cycle + 1, following);
                 if (rules.decision_pipeline && following > cycle + 1) pipeline_skip(cycle, following);
                 if (counting) g = (g + following - cycle - 1) % (rules.split_threshold + 1);
@@ -1077,7 +1083,14 @@ public:
     std::unordered_map<int64_t, Parent> parents;
     std::vector<Rejection> rejected;
     Completions completions;
-    std::optional<SharedExecution> shared;     // execution = "shared"
+    std::optional<SharedExecution<int64_t>> shared;     // execution = "shared"
+    std::optional<SharedExecution<__int128>> pooled;    // and units "ap_range" (PooledExecution)
+    // Calls f with the shared-issue model, if the run has one.
+    template <class F>
+    void on_shared(F&& f) {
+        if (shared) f(*shared);
+        else if (pooled) f(*pooled);
+    }
     BackPressure back_pressure;                // dispatch_ready
     std::vector<Allocation> allocations;   // the running WGs' records, by slot
     std::vector<int64_t> free_slots;

@@ -4,14 +4,17 @@
 // The engine (engine.hpp) calls finish_until / next_finish / start where
 // model/dispatch/engine.py's DispatchSimulator.run and commit call them.
 //
-// Integers: Python's are unbounded; here the service counters and finish tags are int64_t,
-// which model/dispatch/core/engine.py's unsupported() guarantees by refusing a run whose
-// bound unit x (cycles + largest work + wave slots + 2) does not fit in 63 bits.
+// With `pooled`, PooledExecution (MIAOW, units = "ap_range"): one issue pool per AP of
+// peus x issue width slots, shared by every wave resident on the AP, a WG one wave group.
+//
+// Integers: Python's are unbounded; here the service counters and finish tags are `Int`:
+// int64_t for the per-PEU model, __int128 for the pooled one (its unit, lcm(1 .. peus x wave
+// slots), is about 2^88 on the default GPU). The compiled run (module.cpp, shared_fits)
+// refuses a run whose bound unit x (cycles + largest work + slots + 2) does not fit.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <numeric>
 #include <optional>
 #include <queue>
 #include <tuple>
@@ -26,24 +29,31 @@ namespace core {
 using Completion = std::tuple<int64_t, int64_t, int64_t>;
 using Completions = std::priority_queue<Completion, std::vector<Completion>, std::greater<>>;
 
-// model.dispatch.execution.SharedExecution.
+// model.dispatch.execution.SharedExecution (and, `pooled`, PooledExecution).
+template <class Int>
 class SharedExecution {
 public:
-    using Group = std::tuple<int64_t, int64_t, int>;        // (finish tag F, WG id, waves)
+    using Group = std::tuple<Int, int64_t, int>;            // (finish tag F, WG id, waves)
     using Finish = std::tuple<int64_t, int, int64_t>;       // (cycle, PEU, version)
     template <typename T>
     using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<>>;
 
-    SharedExecution(int aps, int peus, int slots, int width, int64_t drain, Completions& completions)
-        : Q(peus), drain(drain), completions(completions) {
-        setup(slots, width, aps * peus);
+    SharedExecution(int aps, int peus, int slots, int width, int64_t drain, bool pooled,
+                    Completions& completions)
+        : Q(pooled ? 1 : peus), pooled(pooled), drain(drain), completions(completions) {
+        if (pooled) setup(peus * slots, peus * width, aps);   // "PEU" below: the AP's pool
+        else setup(slots, width, aps * peus);
     }
 
     // SharedExecution.setup: `count` issue pools of `width` slots holding up to `slots` waves.
     void setup(int slots, int width, int count) {
         // 1/unit wave-instructions: lcm(1..slots), so that width / n is whole in units.
         unit = 1;
-        for (int n = 1; n <= slots; ++n) unit = std::lcm(unit, int64_t(n));
+        for (int n = 1; n <= slots; ++n) {
+            Int a = unit, b = n;                 // unit = lcm(unit, n)
+            while (b) a = std::exchange(b, a % b);
+            unit = unit / a * n;
+        }
         rate.assign(size_t(slots) + 1, 0);
         for (int n = 1; n <= slots; ++n) rate[n] = n <= width ? unit : width * unit / n;
         issuing.assign(count, 0);
@@ -62,7 +72,7 @@ public:
             service_time[peu] = cycle + 1;
         }
         auto& heap = groups[peu];
-        const int64_t done = service[peu];
+        const Int done = service[peu];
         while (!heap.empty() && std::get<0>(heap.top()) <= done) {
             const auto [tag, wg_id, count] = heap.top();
             heap.pop();
@@ -81,17 +91,26 @@ public:
         ++finish_version[peu];
         const auto& heap = groups[peu];
         if (!heap.empty()) {
-            const int64_t r = rate[issuing[peu]];
-            const int64_t finish = service_time[peu] - 1 - floor_div(service[peu] - std::get<0>(heap.top()), r);
+            const Int r = rate[issuing[peu]];
+            const int64_t finish = int64_t(service_time[peu] - 1 - floor_div(service[peu] - std::get<0>(heap.top()), r));
             finish_heap.push({finish, peu, finish_version[peu]});
         }
     }
 
-    // SharedExecution.start: a WG (id `wg_id`, its allocation in `slot`) dispatched in `cycle`
-    // to `ap` with `waves` per PEU; `work` is WorkGroup.work, or its duration when None.
-    void start(int ap, const std::vector<int>& waves, int64_t work, int64_t wg_id, int64_t slot,
-               int64_t cycle) {
-        const int64_t tag_work = work * unit;
+    // SharedExecution.start: a WG (id `wg_id`, its allocation in `slot`, `total` waves)
+    // dispatched in `cycle` to `ap` with `waves` per PEU; `work` is WorkGroup.work, or its
+    // duration when None. PooledExecution.start: all its waves one group in the AP's pool.
+    void start(int ap, const std::vector<int>& waves, int total, int64_t work, int64_t wg_id,
+               int64_t slot, int64_t cycle) {
+        const Int tag_work = work * unit;
+        if (pooled) {
+            pop_finished(ap, cycle);
+            groups[ap].push({service[ap] + tag_work, wg_id, total});
+            issuing[ap] += total;
+            schedule(ap);
+            groups_left[wg_id] = {1, slot};
+            return;
+        }
         const int base = ap * Q;
         int started = 0;
         for (int q = 0; q < Q; ++q) {
@@ -141,19 +160,21 @@ public:
         }
     }
 
-    static int64_t floor_div(int64_t a, int64_t b) {        // Python's a // b
-        int64_t q = a / b;
+    static Int floor_div(Int a, Int b) {                    // Python's a // b
+        Int q = a / b;
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
         return q;
     }
 
     int Q;
+    bool pooled;
     int64_t drain;
     Completions& completions;
-    int64_t unit = 1;
-    std::vector<int64_t> rate;
+    Int unit = 1;
+    std::vector<Int> rate;
     std::vector<int> issuing;
-    std::vector<int64_t> service, service_time;
+    std::vector<Int> service;
+    std::vector<int64_t> service_time;
     std::vector<MinHeap<Group>> groups;
     MinHeap<Finish> finish_heap;
     std::vector<int64_t> finish_version;

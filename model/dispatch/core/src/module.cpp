@@ -170,27 +170,25 @@ void bind_table(py::module_& m, const char* name) {
         });
 }
 
-// Why a shared-issue run is refused (OverflowError: model/dispatch/engine.py runs it on the
-// Python engine with this note).
-constexpr const char* SHARED_BOUND_NOTE = "a shared-issue run whose service counters may exceed 64 bits";
-
-// Whether the shared-issue model's integers stay below 2^63 (execution.hpp's int64_t):
-// their bound unit x (cycles + largest work + wave slots + 2), unit = lcm(1 .. wave slots)
-// (model.dispatch.core.engine.shared_bound, over the launches arriving before the limit).
-bool shared_fits(int slots, int64_t cycles, const core::Source& source) {
-    using Wide = __int128;
-    const Wide limit = Wide(1) << 63;
+// Whether the shared-issue model's integers stay below 2^bits (execution.hpp's Int: 63 for
+// int64_t, 127 for the pooled model's __int128): their bound unit x (cycles + largest work +
+// slots + 2), unit = lcm(1 .. slots) (model.dispatch.core.engine.shared_bound, over the
+// launches arriving before the limit).
+bool shared_fits(int slots, int64_t cycles, const core::Source& source, int bits) {
+    using Wide = unsigned __int128;
+    const Wide most = (Wide(1) << bits) - 1;
     Wide unit = 1;
-    for (int n = 1; n <= slots && unit < limit; ++n) {
+    for (int n = 1; n <= slots; ++n) {
         Wide a = unit, b = n;                    // unit = lcm(unit, n)
         while (b) a = std::exchange(b, a % b);
+        if (unit / a > most / Wide(n)) return false;
         unit = unit / a * n;
     }
-    if (unit >= limit) return false;
     int64_t work = 0;
     for (const auto& wg : source.templates)
         if (wg.arrival < cycles) work = std::max(work, wg.work >= 0 ? wg.work : wg.duration);
-    return unit * (Wide(cycles) + work + slots + 2) < limit;
+    const Wide span = Wide(cycles) + Wide(work) + Wide(slots) + 2;
+    return unit <= most / span;
 }
 
 // One run of the compiled engine: the raw record model/dispatch/core/__init__.py turns into
@@ -243,8 +241,13 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         wg.barrier = value[12];
         wg.grid = value[13];
     }
-    if (options.shared && !shared_fits(config.wave_slots, options.cycles, source))
-        throw std::overflow_error(SHARED_BOUND_NOTE);
+    const bool pooled = rules.units == 1;        // units "ap_range": PooledExecution
+    if (options.shared && !shared_fits(pooled ? config.peus * config.wave_slots : config.wave_slots,
+                                       options.cycles, source, pooled ? 127 : 63))
+        // OverflowError: model/dispatch/engine.py runs it on the Python engine with this note
+        // (model.dispatch.core.engine.unsupported's words).
+        throw std::overflow_error(std::string("a shared-issue run whose service counters may exceed ") +
+                                  (pooled ? "128" : "64") + " bits");
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
     engine->next_id = total;
     if (!tally.is_none()) {
