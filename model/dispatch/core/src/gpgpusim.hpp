@@ -3,6 +3,7 @@
 // its docstring).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,7 @@
 namespace core {
 
 constexpr int MAX_CTA = 32;
+static_assert(MAX_CTA <= 64, "slot() keeps the held slots in 64 bits");
 
 template <class E, int W>
 class GpgpuSim {
@@ -27,12 +29,10 @@ public:
     }
     // slot: the lowest free WG slot of `ap` (-1: MAX_CTA WGs there).
     int slot(int ap) const {
-        for (int k = 0; k < MAX_CTA; ++k) {
-            bool used = false;
-            for (const Record& r : own.records[ap]) used = used || r.slot == k;
-            if (!used) return k;
-        }
-        return -1;
+        uint64_t used = 0;                      // bit k: slot k held (k < MAX_CTA <= 64)
+        for (const Record& r : own.records[ap]) used |= uint64_t{1} << r.slot;
+        const int k = std::countr_one(used);
+        return k < MAX_CTA ? k : -1;
     }
     // placement (G8): wave i of the WG in slot k is warp k w + i, on PEU (k w + i) mod Q.
     bool placement(const WorkGroup& wg, int ap, std::vector<int>& row) const {
@@ -40,8 +40,16 @@ public:
         if (k < 0) return false;
         const int64_t w = wg.waves, Q = e.cfg.peus;
         if ((k + 1) * w > Q * e.cfg.wave_slots) return false;   // the slot's warps do not exist
-        row.assign(Q, 0);
-        for (int64_t i = 0; i < w; ++i) ++row[(k * w + i) % Q];
+        // Waves k w .. k w + w - 1 round the PEUs from PEU (k w) mod Q: each PEU gets w / Q,
+        // and the w mod Q PEUs from that one on one more.
+        // (Ints: w is at most Q x wave slots here, so k w fits.)
+        const int peus = int(Q), waves = int(w), first = k * waves % peus, each = waves / peus,
+                  more = waves % peus;
+        row.resize(peus);
+        for (int q = 0, after = peus - first; q < peus; ++q, ++after) {   // after: (q - first) mod Q
+            if (after == peus) after = 0;
+            row[q] = each + (after < more);
+        }
         return true;
     }
     bool fits(const WorkGroup& wg, int ap, std::vector<int>& row) const {
