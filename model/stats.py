@@ -11,27 +11,52 @@ the per-seed ratio: "holds" when the whole interval is on the better side of 1, 
 hold" when it is all on the worse side, "cannot tell" when it contains 1.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 __all__ = ["VERDICTS", "Comparison", "Interval", "coefficient_of_variation", "compare",
-           "flat_metrics", "interval", "jain_index", "summary"]
+           "flat_metrics", "interval", "jain_index", "percentiles", "summary"]
 
 #: The three answers a claim over seeds can get.
 VERDICTS = ("holds", "does not hold", "cannot tell")
 
 
+def percentiles(array: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """``np.percentile(array, qs).tolist()`` for a non-empty 1-D float64 ``array`` without
+    NaNs, the same floats, in a fraction of its time on small arrays (a run's summaries ask
+    for 17): numpy's linear method step by step -- the virtual index ``(n - 1) x q / 100``,
+    the order statistics either side of it (one ``np.partition``, as numpy finds them) and
+    ``_lerp``'s two-sided interpolation; past the last index both sides are the last value
+    and the weight is the index minus -1, as numpy has it."""
+    n = array.size
+    last = n - 1
+    sides = []
+    for q in qs:
+        virtual = last * (q / 100)
+        if virtual >= last:
+            sides.append((last, last, virtual + 1))
+        else:
+            low = math.floor(virtual)
+            sides.append((low, low + 1, virtual - low))
+    ordered = np.partition(array, sorted({i for low, high, _ in sides for i in (low, high)}))
+    out = []
+    for low, high, gamma in sides:
+        a, b = float(ordered[low]), float(ordered[high])
+        difference = b - a
+        out.append(b - difference * (1 - gamma) if gamma >= 0.5 else a + difference * gamma)
+    return out
+
+
 def summary(values: Sequence[float]) -> dict:
     """``{"count", "mean", "p50", "p99", "max"}`` of ``values`` (percentiles by numpy's linear
-    interpolation)."""
+    interpolation, :func:`percentiles`)."""
     if len(values) == 0:
         return {"count": 0, "mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
     array = np.asarray(values, dtype=float)
-    # Both percentiles in one call: the same order statistics and interpolation as one call
-    # each, in half the time.
-    p50, p99 = np.percentile(array, (50, 99)).tolist()
+    p50, p99 = percentiles(array, (50, 99))
     return {
         "count": int(array.size),
         "mean": float(array.mean()),

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from model.stats import compare, interval
+from model.stats import compare, interval, percentiles
 
 
 def test_interval_matches_the_t_table():
@@ -52,3 +52,23 @@ def test_paired_verdicts(mine, theirs, higher, verdict):
 def test_compare_needs_pairs():
     with pytest.raises(ValueError, match="as many policy values"):
         compare([1, 2, 3], [1, 2], higher_is_better=True)
+
+
+def test_percentiles_are_numpys_floats_bit_for_bit():
+    # model.stats.percentiles replays numpy's linear method (the summaries of every run use
+    # it): the same floats as np.percentile, compared as hex, on every size to 60 and larger
+    # ones, integer-valued (waits) and fractional data, with ties, at the percentiles the
+    # models ask for and at random ones (0 and 100 included).
+    rng = np.random.default_rng(7)
+    asked = [(50, 99), (1, 25, 50, 75, 99), (0, 100), (98,), (99.9, 0.1, 33.3)]
+    compared = 0
+    for n in [*range(1, 61), 99, 100, 101, 1000, 4097]:
+        for data in (rng.integers(0, 50, n), rng.integers(0, 1 << 40, n),
+                     rng.standard_normal(n) * 1e3, np.full(n, 7)):
+            array = np.asarray(data, dtype=float)
+            for qs in [*asked, tuple(rng.uniform(0, 100, 3))]:
+                ours = [value.hex() for value in percentiles(array, qs)]
+                theirs = [float(value).hex() for value in np.percentile(array, qs)]
+                assert ours == theirs, (n, qs, ours, theirs)
+                compared += 1
+    assert compared == 65 * 4 * 6

@@ -21,7 +21,7 @@ import numpy as np
 
 from model.dispatch.config import GpuConfig, WorkGroup, arrival_of
 from model.dispatch.resources import Allocation, Resources, first_block
-from model.stats import coefficient_of_variation, summary
+from model.stats import coefficient_of_variation, percentiles, summary
 
 __all__ = ["BOX_PERCENTILES", "EVENT_KINDS", "Counters", "Metrics", "box", "event_columns",
            "event_recorder", "write_events"]
@@ -117,7 +117,7 @@ def box(values: np.ndarray) -> list[float]:
     whatever the run's size, where every WG's wait would be millions on a whole trace."""
     if values.size == 0:
         return []
-    return [float(value) for value in np.percentile(values, BOX_PERCENTILES)]
+    return percentiles(np.asarray(values, dtype=float), BOX_PERCENTILES)
 
 
 class Metrics:
