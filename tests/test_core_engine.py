@@ -10,7 +10,7 @@ or result field."""
 
 import random
 from collections import Counter
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +18,13 @@ import pytest
 
 from model.config import ConfigError
 from model.dispatch import DispatchSimulator, load_scenario
-from model.dispatch.config import FAITHFUL_SELECTIONS, UNITS, check_policy, with_policy
+from model.dispatch.config import (
+    FAITHFUL_SELECTIONS,
+    UNITS,
+    WorkGroup,
+    check_policy,
+    with_policy,
+)
 from model.dispatch.core import core, reason
 from model.dispatch.core.engine import run, unsupported
 from model.dispatch.engine import ENGINES
@@ -379,3 +385,31 @@ def test_real_traces_match_the_python_model(path):
             (path.name, policy.name)
         compared += 1
     assert compared == len(scenario.policies), f"{path.name}: {compared} policies compiled"
+
+
+class _Annotated(WorkGroup):
+    """A WorkGroup subclass with a ``__dict__`` (a user's own WG type): the compiled run reads
+    its fields by getattr, not at WorkGroup's slot offsets."""
+
+    def __init__(self, wg, note):
+        super().__init__(*(getattr(wg, f.name) for f in fields(WorkGroup)))
+        self.note = note
+
+
+def test_workgroups_of_another_type_are_read_by_their_attributes():
+    # Every other WG of a random case is an _Annotated: the fields read from its slots and by
+    # getattr must give the Python model's run.
+    gpu, channels, workload, cycles, policies, interval = random_case(3)
+    mixed = [_Annotated(wg, "x") if i % 2 else wg for i, wg in enumerate(workload)]
+    assert any(type(wg) is not WorkGroup for wg in mixed)
+    compared = sum(same_run(gpu, policy, mixed, "mixed WG types", channels=channels,
+                            cycles=cycles, sample_interval=interval) is not None
+                   for policy in policies)
+    assert compared >= 5
+    broken = list(workload)
+    middle = len(broken) // 2
+    broken[middle] = SimpleNamespace(**{f.name: getattr(workload[middle], f.name)
+                                        for f in fields(WorkGroup) if f.name != "lds"})
+    with pytest.raises(AttributeError, match="lds"):
+        DispatchSimulator(gpu, policies[0], broken, channels=channels, cycles=cycles,
+                          keep=False, engine="compiled").run()

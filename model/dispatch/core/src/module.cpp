@@ -5,6 +5,7 @@
 // functions of model/maxblock.py and the view with the resource table (`Table<W>`).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <structmember.h>
 
 #include <algorithm>
 #include <utility>
@@ -212,18 +213,41 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
                                   "barrier", "grid"};
     py::object name_objects[std::size(names)];
     for (size_t f = 0; f < std::size(names); ++f) name_objects[f] = py::str(names[f]);
+    // WorkGroup is a slotted dataclass: its fields are read at their slots' offsets (its
+    // member descriptors'), a WG of another type by getattr.
+    PyTypeObject* slotted = templates.empty() ? nullptr : Py_TYPE(templates[0].ptr());
+    Py_ssize_t offsets[std::size(names)];
+    for (size_t f = 0; f < std::size(names) && slotted; ++f) {
+        PyObject* found = _PyType_Lookup(slotted, name_objects[f].ptr());   // borrowed
+        if (found && Py_IS_TYPE(found, &PyMemberDescr_Type) &&
+            reinterpret_cast<PyMemberDescrObject*>(found)->d_member->type == T_OBJECT_EX)
+            offsets[f] = reinterpret_cast<PyMemberDescrObject*>(found)->d_member->offset;
+        else
+            slotted = nullptr;
+    }
     core::Source source;
     source.templates.resize(templates.size());
     source.counts.assign(count, count + templates.size());
     int64_t value[std::size(names)];
     for (size_t i = 0; i < templates.size(); ++i) {
         PyObject* made = templates[i].ptr();
+        const bool direct = Py_TYPE(made) == slotted;
         for (size_t f = 0; f < std::size(names); ++f) {
             // A field that is None (parent, work, grid) is -1; a bool is 0 or 1.
-            py::object field = py::reinterpret_steal<py::object>(
-                PyObject_GetAttr(made, name_objects[f].ptr()));
-            if (!field) throw py::error_already_set();
-            value[f] = field.is_none() ? -1 : field.cast<int64_t>();
+            PyObject* field = direct ? *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(made) + offsets[f])
+                                     : nullptr;
+            py::object owned;
+            if (!field) {                       // another type, or an unset slot (AttributeError)
+                owned = py::reinterpret_steal<py::object>(PyObject_GetAttr(made, name_objects[f].ptr()));
+                if (!owned) throw py::error_already_set();
+                field = owned.ptr();
+            }
+            if (field == Py_None) {
+                value[f] = -1;
+                continue;
+            }
+            value[f] = PyLong_AsLongLong(field);
+            if (value[f] == -1 && PyErr_Occurred()) throw py::error_already_set();
         }
         auto& wg = source.templates[i];
         wg.id = value[0];
