@@ -98,8 +98,10 @@ public:
     explicit View(const Config& c) : cfg(c) {
         counts[VGPR] = counts[SGPR] = c.aps * c.peus;
         counts[LDS] = c.aps;
-        for (int r = 0; r < 3; ++r)
-            view[r].assign(counts[r], circuit(r, Bits<W>::ones(c.size[r])));
+        for (int r = 0; r < 3; ++r) {
+            idle[r] = circuit(r, Bits<W>::ones(c.size[r]));
+            view[r].assign(counts[r], idle[r]);
+        }
         for (int r = 0; r < 2; ++r) view_sum[r].assign(c.aps, c.peus * view[r][0]);
     }
 
@@ -113,7 +115,8 @@ public:
     }
     bool circuit_is_longest() const { return cfg.circuit != 2 && cfg.circuit != 3; }
 
-    int idle_length(int r) const { return circuit(r, Bits<W>::ones(cfg.size[r])); }
+    // What the circuit reports on an idle instance (asked at every arrival: kept).
+    int idle_length(int r) const { return idle[r]; }
 
     void push(const Update& u) {
         if (cfg.circuit != 4) {
@@ -157,6 +160,7 @@ public:
 
     const Config& cfg;
     int counts[3];
+    int idle[3];
     std::vector<int> view[3];
     std::vector<int64_t> view_sum[2];
 
