@@ -38,11 +38,7 @@ public:
 
     // -- Gem5Matcher --------------------------------------------------------------------------
     // free_slots' count: the AP's running multi-wave WGs.
-    int barriers(int ap) const {
-        int count = 0;
-        for (const Record& r : own.records[ap]) count += r.waves > 1;
-        return count;
-    }
+    int barriers(int ap) const { return own.multi_wave[ap]; }
 
     // Gem5Matcher.mark: the views of the APs `changed` changed (View::show); on blocks units
     // a PEU's capacity reads the view, so their kept rows go.

@@ -43,7 +43,8 @@ public:
         : e(engine), units(unit_kind(engine.rules.units), engine.cfg, engine.view, engine.res),
           epoch(engine.opt.channel_count, 0), records(engine.cfg.aps), released_on(engine.cfg.aps, 0),
           version(engine.cfg.aps, 0),
-          slots_taken(engine.cfg.aps, std::vector<char>(size_t(engine.cfg.peus) * engine.cfg.wave_slots, 0)) {}
+          slots_taken(engine.cfg.aps, std::vector<char>(size_t(engine.cfg.peus) * engine.cfg.wave_slots, 0)),
+          multi_wave(engine.cfg.aps, 0) {}
 
     static int unit_kind(int units) { return units; }
 
@@ -166,6 +167,7 @@ public:
     }
     void mark(int ap, const Record& record, char taken) {
         for (auto [q, s] : record.places) slots_taken[ap][size_t(q) * e.cfg.wave_slots + s] = taken;
+        if (record.waves > 1) multi_wave[ap] += taken ? 1 : -1;
     }
 
     E& e;
@@ -176,6 +178,7 @@ public:
     std::set<int> dirty;                         // the APs with some, in order
     std::vector<int64_t> version;                // per AP, its takes and releases (changed)
     std::vector<std::vector<char>> slots_taken;  // per AP, its records' WF slots [q * slots + s]
+    std::vector<int> multi_wave;                 // per AP, its records of multi-wave WGs
 };
 
 }  // namespace core
