@@ -21,6 +21,7 @@ import pytest
 
 from model import cli, report
 from model.config import Budget, ConfigError, Fields
+from model.dispatch.core import core, reason
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
@@ -628,3 +629,15 @@ def test_a_binary_or_wrongly_encoded_config_is_one_line(command, content, messag
                      "--plots", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err)
     assert f"{config}: {message}" in line, line
+
+
+def test_dispatch_bench_times_both_engines_on_every_execution_model(capsys):
+    # make bench: both engines per policy and execution model, their results checked equal
+    # (a difference is an error), MIAOW's pooled shared-issue model compiled too.
+    if core is None:
+        pytest.skip(reason or "compiled core not built")
+    assert cli.main(["dispatch", "--bench", "--policy", "miaow", "--policy", "emb1",
+                     "--cycles", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "the fastest of 5" in out and "Python engine only" not in out
+    assert len(re.findall(r"\d+x\b", out)) == 4           # 2 policies x 2 execution models
