@@ -194,6 +194,28 @@ def _command(arguments: list[str], **popen) -> subprocess.Popen:
         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True, **popen)
 
 
+def _cpu_seconds(pids) -> float:
+    """The CPU time (user and system) the processes ``pids`` have used so far."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                                # ended
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_for_cpu(process: subprocess.Popen, seconds: float) -> None:
+    """Until the running workers of ``process`` have used ``seconds`` of CPU between them
+    (a worker's time counts while it runs; the pool keeps its two for the whole command)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if _cpu_seconds(_descendants(process.pid)) >= seconds:
+            return
+        time.sleep(0.1)
+
+
 def _wait_for_the_pool(process: subprocess.Popen) -> None:
     """Until the pool runs: the fork server and at least one worker forked from it."""
     deadline = time.monotonic() + 120
@@ -264,7 +286,9 @@ def test_stopping_a_traces_policy_pool_keeps_the_finished_policies(tmp_path):
                           "--plots", str(tmp_path)])
     try:
         _wait_for_the_pool(process)
-        time.sleep(4.0)            # the fastest policies done, the slowest not
+        # The fastest policies done, the slowest not: 8 s of the workers' CPU (4 s on two idle
+        # cores), counted in CPU so that a loaded machine does not signal before any is done.
+        _wait_for_cpu(process, 8.0)
         workers = _descendants(process.pid)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)

@@ -153,6 +153,13 @@ class Metrics:
         self._fragmented: dict = {}
         self._fragmentation = 0.0
         self._resource_cv = 0.0
+        # What a compiled run gives measured (model.dispatch.core.engine._fill; None after a
+        # Python run): the WGs left waiting as four columns of 64-bit integers' bytes
+        # (priority, channel, wait, arrival), the arrivals of the admitted WGs not completed,
+        # each sample's mean utilisation.
+        self.measured_waiting: tuple[bytes, bytes, bytes, bytes] | None = None
+        self.measured_open: np.ndarray | None = None
+        self.measured_series: list[float] | None = None
 
     def add_wait(self, priority: int, channel: int, wait: int, arrival: int) -> None:
         """A submitted WG of ``priority`` and ``channel`` that arrived in cycle ``arrival``
@@ -282,6 +289,8 @@ class Metrics:
     def _utilisation_series(self) -> list[float]:
         """The mean utilisation of every sample: one mean per distinct sampled state (a
         skipped span's samples share one list), the same IEEE operations as per sample."""
+        if self.measured_series is not None:
+            return self.measured_series
         means: dict[int, float] = {}
         series = []
         for used in self.samples["utilisation"]:
@@ -295,8 +304,14 @@ class Metrics:
     def _add_waiting(self, sim, cycles: int) -> int:
         """Add the wait so far of every submitted WG still waiting at the end (whole or as
         parts, once, in queue order: a lower bound, so a starved priority shows up as a long
-        wait rather than as no data); how many there are. (The compiled engine's run gives
-        them as columns: :func:`model.dispatch.core.engine._fill`.)"""
+        wait rather than as no data); how many there are (a compiled run gives them as
+        columns, ``measured_waiting``)."""
+        if self.measured_waiting is not None:
+            for column, values in zip((self.wait_priorities, self.wait_channels,
+                                       self.wait_cycles, self.wait_arrivals),
+                                      self.measured_waiting, strict=True):
+                column.frombytes(values)
+            return len(self.measured_waiting[0]) // 8
         queues = sim.queues
         waiting_ids = set()
         for wg in queues.queued(sim.selector.buffer):
@@ -307,10 +322,11 @@ class Metrics:
                               original.arrival)
         return len(waiting_ids)
 
-    @staticmethod
-    def _open_arrivals(sim) -> np.ndarray:
-        """The arrival cycles of the admitted WGs not completed (``sim.live``), in arrival
-        (submission) order."""
+    def _open_arrivals(self, sim) -> np.ndarray:
+        """The arrival cycles of the admitted WGs not completed (``sim.live``, or a compiled
+        run's ``measured_open``), in arrival (submission) order."""
+        if self.measured_open is not None:
+            return self.measured_open
         return np.array([wg.arrival for wg in sim.live.values()], dtype=np.int64)
 
     def results(self, sim, cycles: int) -> dict:

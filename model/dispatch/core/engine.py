@@ -225,21 +225,12 @@ def _fill(sim, record: dict) -> None:
     samples = record["samples"]
     series = samples.pop("utilisation")
     metrics.samples = {**samples, "utilisation": series}
-    metrics._utilisation_series = lambda: series       # each sample's mean, computed there
+    metrics.measured_series = series                   # each sample's mean, computed there
     queues.rejected = record["rejections"]
-    # The WGs left waiting and running, as columns (no object per WG): what
-    # Metrics._add_waiting and Metrics._open_arrivals read from the queues and sim.live.
-    queued = record["queued"]
-
-    def add_waiting(sim, cycles: int) -> int:
-        for column, values in zip((metrics.wait_priorities, metrics.wait_channels,
-                                   metrics.wait_cycles, metrics.wait_arrivals), queued,
-                                  strict=True):
-            column.frombytes(values)
-        return len(queued[0]) // 8
-    metrics._add_waiting = add_waiting
-    open_arrivals = np.frombuffer(record["live"], dtype=np.int64)
-    metrics._open_arrivals = lambda sim: open_arrivals
+    # The WGs left waiting and running, as columns (no object per WG): what a Python run's
+    # Metrics reads from the queues and sim.live.
+    metrics.measured_waiting = tuple(record["queued"])
+    metrics.measured_open = np.frombuffer(record["live"], dtype=np.int64)
     sim.selector.buffer = None
     if record["buffer"] is not None:        # MIAOW's decisions (Metrics._buffer), replayed
         sim.selector.decisions = record["buffer"]["decisions"]
