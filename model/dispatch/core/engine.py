@@ -139,7 +139,8 @@ def run(sim, events=None) -> dict:
     """The result of ``sim`` (a :class:`~model.dispatch.engine.DispatchSimulator` built with
     ``keep=False``, not run) computed by the compiled engine: the same dictionary its
     ``run()`` returns, and its ``held_cycles`` (OverflowError, with :func:`unsupported`'s
-    words and ``sim`` unchanged, when a shared-issue run's counters could pass 63 bits);
+    words and ``sim`` unchanged, when a shared-issue run's counters could pass 63 bits, 127
+    in MIAOW's pooled model);
     ``events`` (a list) receives the same event log rows, a
     :class:`~model.dispatch.launches.LaunchTally` the same tallies, or (another object with
     ``record``) is told the same events, after the run."""
