@@ -16,7 +16,6 @@ placements the rows do not carry). MIAOW's pooled shared-issue model (``units =
 checks run on the Python engine: :func:`unsupported` says which runs do, in one line.
 """
 
-import math
 from array import array
 from itertools import islice
 
@@ -36,41 +35,21 @@ FAITHFUL = SELECTIONS[4:]
 UNITS = ("blocks", "ap_range", "counted", "wave_regions")
 AP_CHOICES = ("lowest", "round_robin", "resource", "instruction", "combined")
 PLACEMENTS = ("split", "least_loaded")
-#: The shared-issue model's service counters and finish tags are 64-bit integers in the
-#: compiled engine (unbounded in Python), 128-bit in MIAOW's pooled model (its unit is
-#: lcm(1 .. PEUs x wave slots)): a run whose bound reaches this is refused.
-SHARED_BOUND = 1 << 63
-POOLED_BOUND = 1 << 127
 #: Back-pressure asks ``dispatch_ready`` about every cycle below the limit before the run.
 READY_CYCLES = 1 << 26
-
-def shared_bound(gpu, workload, cycles: int, pooled: bool = False) -> int:
-    """The largest integer the shared-issue model can reach in a run of ``cycles`` on
-    ``workload`` (a bound): ``unit x (cycles + largest work + slots + 2)``, ``unit`` the
-    least common multiple of 1 .. slots (:class:`~model.dispatch.execution.SharedExecution`:
-    the service grows by at most ``unit`` a cycle, a finish tag is the service plus
-    ``work x unit``, a rate at most ``slots x unit``); slots are a PEU's wave slots, or with
-    ``pooled`` an AP's (:class:`~model.dispatch.execution.PooledExecution`)."""
-    slots = gpu.wave_slots * (gpu.peus if pooled else 1)
-    unit = math.lcm(*range(1, slots + 1))
-    made = (wg for wg, _, _ in workload.launches()) if isinstance(workload, LaunchWorkload) \
-        else workload          # a launch's WGs are its first one's copies
-    work = max((wg.work if wg.work is not None else wg.duration
-                for wg in made if wg.arrival < cycles), default=0)
-    return unit * (cycles + max(work, 0) + slots + 2)
 
 
 def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = False,
                 strict: bool = False, observer=None, dispatch_ready=None,
-                keep: bool = False, gpu=None, workload=None,
-                cycles: int | None = None) -> str | None:
+                keep: bool = False, cycles: int | None = None) -> str | None:
     """Why this run cannot use the compiled engine (``None`` when it can): one line. Give
-    ``gpu``, ``workload`` and ``cycles`` to check the bounds of 64-bit integers (the
-    shared-issue model) and of back-pressure (:func:`run` checks them too)."""
+    ``cycles`` to check back-pressure's length. The shared-issue model's counters are 64-bit
+    integers there (128-bit in MIAOW's pooled model): the compiled run itself refuses a run
+    whose bound does not fit, with an OverflowError in the same words (``src/module.cpp``,
+    ``shared_fits``), on which :class:`~model.dispatch.engine.DispatchSimulator` runs it on
+    the Python engine."""
     if core is None:
         return reason
-    shared = execution == "shared" and None not in (gpu, workload, cycles)
-    pooled = policy.units == "ap_range"
     checks = [
         (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
@@ -83,9 +62,6 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
          "a faithful baseline's events told to a record method"),
         (dispatch_ready is not None and cycles is not None and cycles > READY_CYCLES,
          f"back-pressure over more than {READY_CYCLES} cycles"),
-        (shared and shared_bound(gpu, workload, cycles, pooled)
-         >= (POOLED_BOUND if pooled else SHARED_BOUND),
-         f"a shared-issue run whose service counters may exceed {128 if pooled else 64} bits"),
         (observer is not None, "an observer"),
         (debug or strict, "per-cycle invariant checks (debug/strict)"),
         (keep, "kept WG copies (keep=True)"),
@@ -149,7 +125,7 @@ def run(sim, events=None) -> dict:
     if why is not None:
         raise ValueError(why)
     # The shared-issue bound is checked by the compiled run itself (OverflowError, before it
-    # changes anything): it reads the launches anyway, where a scan here costs a millisecond.
+    # changes anything): it reads the launches anyway.
     columns = _launches(sim)
     options = core.RunOptions()
     options.cycles, options.warmup = sim.cycles_limit, sim.warmup

@@ -173,8 +173,9 @@ void bind_table(py::module_& m, const char* name) {
 
 // Whether the shared-issue model's integers stay below 2^bits (execution.hpp's Int: 63 for
 // int64_t, 127 for the pooled model's __int128): their bound unit x (cycles + largest work +
-// slots + 2), unit = lcm(1 .. slots) (model.dispatch.core.engine.shared_bound, over the
-// launches arriving before the limit).
+// slots + 2) over the launches arriving before the limit, unit = lcm(1 .. slots) (the
+// service grows by at most unit a cycle, a finish tag is the service plus work x unit, a
+// rate at most slots x unit; model/dispatch/execution.py's SharedExecution).
 bool shared_fits(int slots, int64_t cycles, const core::Source& source, int bits) {
     using Wide = unsigned __int128;
     const Wide most = (Wide(1) << bits) - 1;
@@ -268,8 +269,8 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
     const bool pooled = rules.units == 1;        // units "ap_range": PooledExecution
     if (options.shared && !shared_fits(pooled ? config.peus * config.wave_slots : config.wave_slots,
                                        options.cycles, source, pooled ? 127 : 63))
-        // OverflowError: model/dispatch/engine.py runs it on the Python engine with this note
-        // (model.dispatch.core.engine.unsupported's words).
+        // OverflowError: model/dispatch/engine.py runs it on the Python engine with
+        // "not compiled yet: " and this, as model.dispatch.core.engine.unsupported's notes.
         throw std::overflow_error(std::string("a shared-issue run whose service counters may exceed ") +
                                   (pooled ? "128" : "64") + " bits");
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
