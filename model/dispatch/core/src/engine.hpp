@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -108,11 +109,20 @@ public:
         }
         back_pressure.on = o.back_pressure;
         back_pressure.ready = o.ready;
-        // execution_for: MIAOW's pooled model for units "ap_range" (1), with 128-bit counters.
-        if (o.shared && r.units == 1)
-            pooled.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, true, completions);
-        else if (o.shared)
-            shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, false, completions);
+        if (o.shared) {
+            // execution_for: MIAOW's pooled model for units "ap_range", with 128-bit counters.
+            const bool pool = r.units == AP_RANGE;
+            int64_t work = 0;                  // the largest, of the WGs arriving in the run
+            for (const WorkGroup& wg : source.templates)
+                if (wg.arrival < o.cycles) work = std::max(work, wg.work >= 0 ? wg.work : wg.duration);
+            // OverflowError: model/dispatch/engine.py runs it on the Python engine with
+            // "not compiled yet: " and this, as model.dispatch.core.engine.unsupported's notes.
+            if (!shared_fits(pool ? c.peus * c.wave_slots : c.wave_slots, o.cycles, work, pool ? 127 : 63))
+                throw std::overflow_error(std::string("a shared-issue run whose service counters may exceed ") +
+                                          (pool ? "128" : "64") + " bits");
+            if (pool) pooled.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, true, completions);
+            else shared.emplace(c.aps, c.peus, c.wave_slots, o.issue_width, o.drain, false, completions);
+        }
         if (r.selection >= MIAOW) own = std::make_unique<Faithful<Engine, W>>(*this);   // selector.bind
     }
 

@@ -9,8 +9,8 @@
 //
 // Integers: Python's are unbounded; here the service counters and finish tags are `Int`:
 // int64_t for the per-PEU model, __int128 for the pooled one (its unit, lcm(1 .. peus x wave
-// slots), is about 2^88 on the default GPU). The compiled run (module.cpp, shared_fits)
-// refuses a run whose bound unit x (cycles + largest work + slots + 2) does not fit.
+// slots), is about 2^88 on the default GPU). The engine refuses a run whose bound does not
+// fit (shared_fits; std::overflow_error before it runs).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,23 @@ namespace core {
 // (the Python engine's heap of (release cycle, WG id, Allocation)).
 using Completion = std::tuple<int64_t, int64_t, int64_t>;
 using Completions = std::priority_queue<Completion, std::vector<Completion>, std::greater<>>;
+
+// Whether the shared-issue model's integers stay below 2^bits (63 for int64_t, 127 for
+// __int128) in a run of `cycles` whose largest work per wave is `work`: their bound is
+// unit x (cycles + work + slots + 2), unit = lcm(1 .. slots) (the service grows by at most
+// unit a cycle, a finish tag is the service plus work x unit, a rate at most slots x unit).
+inline bool shared_fits(int slots, int64_t cycles, int64_t work, int bits) {
+    using Wide = unsigned __int128;
+    const Wide most = (Wide(1) << bits) - 1;
+    Wide unit = 1;
+    for (int n = 1; n <= slots; ++n) {
+        Wide a = unit, b = n;                    // unit = lcm(unit, n)
+        while (b) a = std::exchange(b, a % b);
+        if (unit / a > most / Wide(n)) return false;
+        unit = unit / a * n;
+    }
+    return unit <= most / (Wide(cycles) + Wide(work) + Wide(slots) + 2);
+}
 
 // model.dispatch.execution.SharedExecution (and, `pooled`, PooledExecution).
 template <class Int>

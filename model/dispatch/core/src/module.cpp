@@ -171,28 +171,6 @@ void bind_table(py::module_& m, const char* name) {
         });
 }
 
-// Whether the shared-issue model's integers stay below 2^bits (execution.hpp's Int: 63 for
-// int64_t, 127 for the pooled model's __int128): their bound unit x (cycles + largest work +
-// slots + 2) over the launches arriving before the limit, unit = lcm(1 .. slots) (the
-// service grows by at most unit a cycle, a finish tag is the service plus work x unit, a
-// rate at most slots x unit; model/dispatch/execution.py's SharedExecution).
-bool shared_fits(int slots, int64_t cycles, const core::Source& source, int bits) {
-    using Wide = unsigned __int128;
-    const Wide most = (Wide(1) << bits) - 1;
-    Wide unit = 1;
-    for (int n = 1; n <= slots; ++n) {
-        Wide a = unit, b = n;                    // unit = lcm(unit, n)
-        while (b) a = std::exchange(b, a % b);
-        if (unit / a > most / Wide(n)) return false;
-        unit = unit / a * n;
-    }
-    int64_t work = 0;
-    for (const auto& wg : source.templates)
-        if (wg.arrival < cycles) work = std::max(work, wg.work >= 0 ? wg.work : wg.duration);
-    const Wide span = Wide(cycles) + Wide(work) + Wide(slots) + 2;
-    return unit <= most / span;
-}
-
 // One run of the compiled engine: the raw record model/dispatch/core/__init__.py turns into
 // the Python model's result (model.dispatch.metrics.Metrics.results).
 template <int W>
@@ -266,13 +244,6 @@ py::dict run_engine(const core::Config& config, const core::Rules& rules,
         wg.barrier = value[12];
         wg.grid = value[13];
     }
-    const bool pooled = rules.units == 1;        // units "ap_range": PooledExecution
-    if (options.shared && !shared_fits(pooled ? config.peus * config.wave_slots : config.wave_slots,
-                                       options.cycles, source, pooled ? 127 : 63))
-        // OverflowError: model/dispatch/engine.py runs it on the Python engine with
-        // "not compiled yet: " and this, as model.dispatch.core.engine.unsupported's notes.
-        throw std::overflow_error(std::string("a shared-issue run whose service counters may exceed ") +
-                                  (pooled ? "128" : "64") + " bits");
     auto engine = std::make_unique<core::Engine<W>>(config, rules, options, std::move(source), submitted);
     engine->next_id = total;
     if (!tally.is_none()) {

@@ -66,9 +66,7 @@ struct Source {
     size_t launch = 0;
     int64_t offset = 0;
 
-    bool empty() const { return launch >= templates.size(); }
-    // The next WG to arrive (the source is not empty).
-    const WorkGroup& head_template() const { return templates[launch]; }
+    // The next WG's arrival (some WG is left: the run takes `submitted` of them).
     int64_t next_arrival() const { return templates[launch].arrival; }
     WorkGroup take() {
         WorkGroup wg = templates[launch];
