@@ -27,9 +27,9 @@ from model.dispatch.config import (
 from model.dispatch.config.policy import RTL_SELECTIONS
 from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
-__all__ = ["BARRIER_SHAPES", "DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES", "RANDOM_JOBS",
-           "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run", "barrier_workload", "planned",
-           "random_jobs", "random_run", "random_shape"]
+__all__ = ["BARRIER_SHAPES", "CHANGED_SHAPES", "DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES",
+           "RANDOM_JOBS", "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run", "barrier_workload",
+           "planned", "random_jobs", "random_run", "random_shape"]
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,18 @@ class Shape:
     channels: int
     #: In-order barriers built (:data:`BARRIER_SHAPES`).
     barriers: bool = False
+    #: The view computed for the changed APs only (:data:`CHANGED_SHAPES`).
+    view_refresh: str = "every"
 
     def options(self) -> dict:
         """The keyword arguments of :class:`hw.dispatch.Dispatcher` beyond the three configs:
         embodiment 9's weight registers wide enough for the random weights (0..7) and the
-        GPU's own; ``barriers`` when built."""
+        GPU's own; ``barriers`` when built; ``view_refresh`` when not every clock's."""
         widest = max(7, *self.gpu.resource_weight_values())
-        return {"weight_bits": widest.bit_length(), **({"barriers": True} if self.barriers
-                                                       else {})}
+        return {"weight_bits": widest.bit_length(),
+                **({"barriers": True} if self.barriers else {}),
+                **({"view_refresh": self.view_refresh} if self.view_refresh != "every"
+                   else {})}
 
     def knobs(self) -> dict:
         """The structural policy fields a run on this shape must keep."""
@@ -142,6 +146,28 @@ BARRIER_SHAPES = {
                        priorities=4, channels=3, combined_scale="all", pipeline=2),
                 barriers=True),
         replace(SHAPES["pipelined3x2"], name="barriers3x2k3", barriers=True),
+    )
+}
+
+
+def _changed(name: str, base: str, latency: int) -> Shape:
+    shape = SHAPES[base]
+    return replace(shape, name=name, view_refresh="changed",
+                   policy=with_policy(shape.policy, circuit_latency=latency))
+
+
+#: Builds whose view is computed for the changed APs only (``view_refresh = "changed"``):
+#: the same view as the build of each base shape at that latency, so the model's. Every
+#: circuit, latencies 1 to 4 (the length register alone; the circuit's own pipeline; registers
+#: in front of it), the one-clock and the pipelined decision, one AP and several.
+CHANGED_SHAPES = {
+    shape.name: shape for shape in (
+        _changed("changed4x2", "exact4x2", 1),
+        _changed("changed4x2k4", "pipelined4x2", 2),
+        _changed("changed3x3", "grouped3x3", 2),
+        _changed("changed2x4", "sampled2x4", 1),
+        _changed("changed3x1", "full3x1", 4),
+        _changed("changed3x2k3", "pipelined3x2", 3),
     )
 }
 

@@ -7,7 +7,9 @@ subclass with one part replaced, and the name of the directed run of
 :data:`tb.dispatch_cases.DIRECTED` aimed at it (``None``: the fast tier's reset-value or
 bad-release runs see it). :data:`FAST_ONLY` are those only the fast tier runs (the cocotb
 tier's builds cost minutes each). :data:`BARRIER_MUTANTS` are slips of the in-order barrier,
-for the builds with barriers (:data:`tb.dispatch_cases.BARRIER_SHAPES`; the fast tier).
+for the builds with barriers (:data:`tb.dispatch_cases.BARRIER_SHAPES`; the fast tier), and
+:data:`CHANGED_MUTANTS` of the view computed for the changed APs
+(:data:`tb.dispatch_cases.CHANGED_SHAPES`).
 """
 
 from dataclasses import replace
@@ -20,8 +22,10 @@ from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.dispatch.selector import Selector
+from hw.dispatch.views import FreeBlockViews
 
-__all__ = ["BARRIER_MUTANTS", "FAST_ONLY", "MUTANTS", "AdmitsEverything", "variant"]
+__all__ = ["BARRIER_MUTANTS", "CHANGED_MUTANTS", "FAST_ONLY", "MUTANTS", "AdmitsEverything",
+           "variant"]
 
 
 class _FlagAlwaysSet(Selector):
@@ -194,4 +198,30 @@ BARRIER_MUTANTS = {
     "barrier_count_never_falls": (variant("queues", _RunningNeverFalls), "barriers4x2"),
     "barrier_hold_ignored": (_HoldIgnored, "barriers4x2"),
     "barrier_hold_ignores_flight": (_HoldOnlyWhileRunning, "barriers4x2k2"),
+}
+
+
+# -- the view computed for the changed APs ------------------------------------------------------
+
+class _ChangedMissesRelease(ResourceTable):
+    """The changed APs leave out the release's: its blocks come back in the status but the
+    view of its AP keeps them taken until an allocation there recomputes it."""
+
+    @staticmethod
+    def _changed(allocate, taken_ap, releasing, held_ap):
+        return (allocate, taken_ap), (0, held_ap)
+
+
+class _ChangedOneClockLate(FreeBlockViews):
+    """A changed AP's lengths reach their registers a clock late (the length register not
+    counted in the latency): the view of latency ``L + 1``."""
+
+    def _ahead(self):
+        return self._params.policy.circuit_latency
+
+
+#: Changed-view mutants: ``(variant, build of CHANGED_SHAPES it is caught on)``.
+CHANGED_MUTANTS = {
+    "changed_misses_release": (variant("table", _ChangedMissesRelease), "changed4x2"),
+    "changed_one_clock_late": (variant("views", _ChangedOneClockLate), "changed4x2k4"),
 }

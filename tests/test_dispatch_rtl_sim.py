@@ -16,6 +16,10 @@ alone costs more than the rest; the cocotb tier runs it), one build and one simu
   raise ``error`` and change nothing;
 * the directed runs of the shape, and a back-pressure run judged by the protocol checker.
 
+The builds whose view is computed for the changed APs only
+(:data:`tb.dispatch_cases.CHANGED_SHAPES`) run the same drivers: the same view as every
+clock's circuits, so the model's, clock for clock.
+
 Then every mutant of ``tests/dispatch_mutants.py`` must fail here, and embodiment 10's history
 register is compared with its average clock for clock (a scaled history rarely changes a
 choice). A failing run names its shape and seed; ``random_run(SHAPES[shape], seed, cycles,
@@ -35,6 +39,7 @@ from tb.dispatch_amaranth import simulate
 from tb.dispatch_bench import CosimDriver, RandomDriver
 from tb.dispatch_cases import (
     BARRIER_SHAPES,
+    CHANGED_SHAPES,
     DIRECTED,
     DIRECTED_SHAPE,
     SHAPES,
@@ -47,7 +52,13 @@ from tb.dispatch_cases import (
 from tb.dispatch_coverage import MINIMUM_JOBS, coverage_table, job_coverage, shortfall
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dispatch_mutants import BARRIER_MUTANTS, MUTANTS, AdmitsEverything, variant  # noqa: E402
+from dispatch_mutants import (  # noqa: E402
+    BARRIER_MUTANTS,
+    CHANGED_MUTANTS,
+    MUTANTS,
+    AdmitsEverything,
+    variant,
+)
 
 FAST_SHAPES = [name for name in SHAPES if name != "small_l2"]
 CYCLES = 150
@@ -104,6 +115,51 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     assert summaries[1]["held"] > 0, summaries[1]
     assert summaries[2]["bad_releases"] == BAD_RELEASES, summaries[2]
     assert drivers[-1].dispatches > 0
+
+
+@pytest.mark.parametrize("name", CHANGED_SHAPES)
+def test_the_view_of_the_changed_aps_is_the_models(name):
+    # view_refresh = "changed": two AP-wide circuit sets behind a multiplexer instead of one
+    # circuit per instance, each instance's length held in a register: the same view, so the
+    # model's, under a reset-value run, random runs (back-pressure, bad releases), the shape's
+    # directed runs and the protocol checker's random run.
+    shape = CHANGED_SHAPES[name]
+    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    assert build.params.changed_views and "view_refresh" in build.to_json()
+    drivers = _drivers(build.params, shape, reset_run)
+    simulate(build.dispatcher(), build.params, drivers)
+    assert not _failures(drivers), _failures(drivers)[:3]
+    summaries = [driver.summary for driver in drivers if hasattr(driver, "summary")]
+    assert all(s["dispatches"] > 0 and s["cycles"] == CYCLES for s in summaries), summaries
+
+
+@pytest.mark.parametrize("mutant", CHANGED_MUTANTS)
+def test_the_fast_tier_rejects_a_broken_changed_view(mutant):
+    broken, name = CHANGED_MUTANTS[mutant]
+    shape = CHANGED_SHAPES[name]
+    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    dispatcher = broken(build.gpu, build.policy, build.channels, **shape.options())
+    drivers = _drivers(build.params, shape, reset_run)
+    simulate(dispatcher, build.params, drivers)
+    assert any(driver.summary["mismatches"] for driver in drivers
+               if hasattr(driver, "summary")), f"{mutant} passed the model comparison"
+
+
+def test_view_refresh_is_checked_and_every_keeps_the_name():
+    shape = SHAPES["exact4x2"]
+    plain = DispatchShape.of(shape.gpu, shape.policy, shape.channels, **shape.options())
+    assert "view_refresh" not in plain.to_json()
+    changed = DispatchShape.of(shape.gpu, shape.policy, shape.channels,
+                               **shape.options(), view_refresh="changed")
+    with pytest.raises(ValueError, match="circuit_latency 1 or more"):
+        _ = changed.params                                       # exact4x2 is latency 0
+    with pytest.raises(ValueError, match="view_refresh must be one of every, changed"):
+        _ = DispatchShape.of(shape.gpu, shape.policy, shape.channels,
+                             view_refresh="sometimes").params
+    built = CHANGED_SHAPES["changed4x2"]
+    build = DispatchShape.of(built.gpu, built.policy, built.channels, **built.options())
+    assert DispatchShape.from_json(build.to_json()) == build
+    assert build.params.changed_views and not plain.params.changed_views
 
 
 @pytest.mark.parametrize(("latency", "blocks"), [(2, 0), (3, 0), (4, 0), (2, 4), (3, 4)])

@@ -42,7 +42,7 @@ class Dispatcher(wiring.Component):
     gpu : model.dispatch.GpuConfig
     policy : model.dispatch.PolicyConfig
     channels : int or sequence of model.dispatch.ChannelConfig
-    queue_depth, id_bits, weight_bits, barriers :
+    queue_depth, id_bits, weight_bits, barriers, view_refresh : keyword options
         See :class:`hw.dispatch.params.DispatcherParams`, which checks every parameter.
     wrap : callable
         ``wrap(component, role)`` is applied to every free-block component (:mod:`hw.maxblock`,
@@ -86,11 +86,8 @@ class Dispatcher(wiring.Component):
     ``t`` and on ``dispatch`` from clock ``t + 1``; one WG per clock sustained.
     """
 
-    def __init__(self, gpu, policy, channels, *, queue_depth: int = 0, id_bits: int = 16,
-                 weight_bits: int = 0, barriers: bool = False, wrap=identity):
-        self._params = DispatcherParams.build(gpu, policy, channels, queue_depth=queue_depth,
-                                              id_bits=id_bits, weight_bits=weight_bits,
-                                              barriers=barriers)
+    def __init__(self, gpu, policy, channels, *, wrap=identity, **options):
+        self._params = DispatcherParams.build(gpu, policy, channels, **options)
         self._wrap = wrap
         p = self._params
         super().__init__({
@@ -116,6 +113,9 @@ class Dispatcher(wiring.Component):
 
     def _table(self, params: DispatcherParams) -> ResourceTable:
         return ResourceTable(params)
+
+    def _views(self, params: DispatcherParams) -> FreeBlockViews:
+        return FreeBlockViews(params, self._wrap)
 
     @staticmethod
     def _held(barrier, running, behind):
@@ -155,10 +155,9 @@ class Dispatcher(wiring.Component):
         wave_powers = [Signal(p.widths["wave_power"], name=f"cfg_wave_power{c}", init=w)
                        for c, w in enumerate(p.wave_powers)]
         return SimpleNamespace(selection=selection, ap_choice=ap_choice, rotate=rotate,
-                               resource_weight=resource_weight,
-                               instruction_weight=instruction_weight, windows=windows,
-                               threshold=threshold, shift=shift, ap_weights=ap_weights,
-                               wave_powers=wave_powers)
+                               resource_weight=resource_weight, windows=windows,
+                               instruction_weight=instruction_weight, threshold=threshold,
+                               shift=shift, ap_weights=ap_weights, wave_powers=wave_powers)
 
     def elaborate(self, platform):
         m = Module()
@@ -167,7 +166,7 @@ class Dispatcher(wiring.Component):
         R, P, Q, Y = p.channels, p.aps, p.peus, p.priorities
 
         m.submodules.queues = queues = self._queues(p)
-        m.submodules.views = views = FreeBlockViews(p, self._wrap)
+        m.submodules.views = views = self._views(p)
         m.submodules.matcher = matcher = Matcher(p, 2 * R if p.pipeline else R)
         m.submodules.selector = selector = self._selector(p)
         m.submodules.allocator = allocator = Allocator(p, self._wrap,
@@ -251,6 +250,7 @@ class Dispatcher(wiring.Component):
             self.error.eq(table.error),
             queues.splitting.eq(threshold.any() & equals(selection, MULTI)),
             allocator.status.eq(table.status),
+            *([views.changed.eq(table.changed)] if p.changed_views else []),
         ]
         for ap in range(P):
             m.d.comb += matcher.pointer[ap].eq(effective[ap])

@@ -36,11 +36,14 @@ from model.dispatch.config import (
 from model.dispatch.engine import score_widths
 from model.maxblock import default_samples, exact_max_latency
 
-__all__ = ["CIRCUIT_LATENCIES", "MAX_WEIGHT_BITS", "ConfigAddress", "DispatcherParams", "bits",
-           "ceil_div", "config_writes", "history_note"]
+__all__ = ["CIRCUIT_LATENCIES", "MAX_WEIGHT_BITS", "VIEW_REFRESHES", "ConfigAddress",
+           "DispatcherParams", "bits", "ceil_div", "config_writes", "history_note"]
 
 #: Latencies the embodiment 4-6 circuits can be built with (the exact one: 0 .. its deepest).
 CIRCUIT_LATENCIES = (0, 1, 3)
+
+#: How the view's circuits are built (:attr:`DispatcherParams.view_refresh`).
+VIEW_REFRESHES = ("every", "changed")
 
 #: The widest AP weight registers (embodiment 9's resource weights).
 MAX_WEIGHT_BITS = 16
@@ -120,6 +123,13 @@ class DispatcherParams:
         of its WGs running (dispatched, not released; :attr:`running_bits` wide) and a
         barrier head held while its channel's count is not zero. Off, nothing of it is
         built (the Verilog is that of a build without the option).
+    view_refresh : str
+        How the view of a circuit of latency 1 or more is computed, the same view either way
+        (:class:`hw.dispatch.views.FreeBlockViews`): ``"every"``, one circuit per resource
+        instance, every clock (the default; the Verilog is that of a build without the
+        option); ``"changed"``, one AP's circuits (``2 * peus + 1``) for each of the two APs
+        whose status can change in a clock (the allocation's, the release's), each instance's
+        length held in a register in between.
     """
 
     gpu: GpuConfig
@@ -130,6 +140,7 @@ class DispatcherParams:
     weight_bits: int = 0
     wave_powers: tuple[int, ...] = ()
     barriers: bool = False
+    view_refresh: str = "every"
 
     def __post_init__(self):
         if self.queue_depth == 0:
@@ -170,6 +181,15 @@ class DispatcherParams:
         _check_int("Weight width", self.weight_bits, 0, MAX_WEIGHT_BITS)
         if not isinstance(self.barriers, bool):
             raise TypeError(f"barriers must be True or False, not {self.barriers!r}")
+        if self.view_refresh not in VIEW_REFRESHES:
+            raise ValueError(f"view_refresh must be one of {', '.join(VIEW_REFRESHES)}, not "
+                             f"{self.view_refresh!r}")
+        if self.changed_views and (self.shared or policy.circuit_latency < 1):
+            raise ValueError(
+                f'view_refresh = "changed" computes a view from the status of the clock '
+                f'before (circuit_latency 1 or more) with a circuit per instance (not the '
+                f'shared unit), not circuit = {policy.circuit!r} at circuit_latency '
+                f'{policy.circuit_latency}')
         if max(gpu.resource_weight_values()) >= 1 << self.ap_weight_bits:
             raise ValueError(f"gpu.resource_weights {list(gpu.resource_weight_values())} "
                              f"need more than weight_bits = {self.weight_bits}")
@@ -269,6 +289,11 @@ class DispatcherParams:
         return self.policy.score_latency + 1
 
     @property
+    def changed_views(self) -> bool:
+        """The view is computed for the APs whose status changed (``view_refresh``)."""
+        return self.view_refresh == "changed"
+
+    @property
     def shared(self) -> bool:
         """The view is embodiment 7's shared unit per AP."""
         return self.policy.circuit == "shared"
@@ -287,8 +312,9 @@ class DispatcherParams:
 
     def circuit_latency(self, n: int) -> int:
         """The pipeline latency of the circuit of ``n`` blocks that makes up the view's latency;
-        the rest of ``circuit_latency`` is registers on the status word in front of it."""
-        wanted = self.policy.circuit_latency
+        the rest of ``circuit_latency`` is registers on the status word in front of it (with
+        changed views, one clock of it is the register that holds each instance's length)."""
+        wanted = self.policy.circuit_latency - (1 if self.changed_views else 0)
         if self.shared:
             return 0
         if self.policy.circuit == "exact":

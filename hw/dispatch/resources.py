@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from hw.dispatch.logic import add, block_mask, equals, less, subtract
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
-from hw.dispatch.views import status_layout
+from hw.dispatch.views import changed_layout, status_layout
 
 __all__ = ["ResourceTable"]
 
@@ -64,6 +64,12 @@ class ResourceTable(wiring.Component):
     error : Out(1)
         Sticky: a release named a tag not in flight, or a WG id other than its record's; such
         a release is ignored.
+    changed : Out(ArrayLayout(changed_layout(params), 2))
+        Built only with ``view_refresh = "changed"``: the APs whose ``status`` in this clock
+        may differ from the last clock's, each with a ``valid`` bit: ``[0]`` the AP of the
+        allocation taken at the last clock edge, ``[1]`` the AP of the release whose blocks
+        come back in this clock. No other AP's status changes (one allocation and one
+        release a clock at most).
     """
 
     def __init__(self, params: DispatcherParams):
@@ -82,6 +88,8 @@ class ResourceTable(wiring.Component):
             "running": In(1),
             "error": Out(1),
             **({"released": Out(p.channels)} if p.barriers else {}),
+            **({"changed": Out(data.ArrayLayout(changed_layout(p), 2))}
+               if p.changed_views else {}),
         })
 
     @staticmethod
@@ -140,6 +148,13 @@ class ResourceTable(wiring.Component):
         """A release (``valid``) is applied only if its tag is in flight (``known``) and
         names the WG its record holds; any other raises ``error`` and changes nothing."""
         return valid & known & (held_wg == wg)
+
+    @staticmethod
+    def _changed(allocate, taken_ap, releasing, held_ap) -> tuple:
+        """``(valid, AP)`` of each AP whose status the edge after this clock may change:
+        the allocation's and the accepted release's (its blocks come back in the next
+        clock); registered, they are :attr:`changed`."""
+        return (allocate, taken_ap), (releasing, held_ap)
 
     @staticmethod
     def _decayed(average, shift):
@@ -234,6 +249,10 @@ class ResourceTable(wiring.Component):
         back_power = Signal.like(held.power, name="released_power")
         m.d.comb += back.eq(record_read.data)
         m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
+        if p.changed_views:
+            for slot, (valid, ap) in enumerate(self._changed(allocate, taken.ap, releasing,
+                                                             held.ap)):
+                m.d.sync += [self.changed[slot].valid.eq(valid), self.changed[slot].ap.eq(ap)]
         take_masks = {}
         for name, q, n in self.instances(p):
             take_masks[name, q] = Signal(n, name=f"take_{name}{q}")

@@ -7,19 +7,29 @@ word the rest; or, with ``circuit = "shared"``, embodiment 7: one time-multiplex
 per AP (:class:`hw.shared_maxblock.SharedMaxFreeBlock`) serving that AP's VGPR, SGPR and LDS
 words on the schedule of :func:`model.dispatch.config.shared_schedule`.
 
+With ``view_refresh = "changed"`` (:class:`hw.dispatch.params.DispatcherParams`) the same view
+(the circuit's output for the status of ``circuit_latency`` clocks ago, for every instance) is
+kept in a register per instance and computed only for the APs whose status changed: in a clock
+at most two (the allocation taken at the last edge, the release whose blocks come back; the
+resource table names them), so two AP-wide sets of circuits (``2 * peus + 1`` each) behind a
+multiplexer of the AP's status words replace one circuit per instance. The register holding an
+instance's length is one clock of the latency; the circuit's pipeline and registers on the
+selected word make up the rest.
+
 Model twin: :mod:`model.dispatch.views`.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw.dispatch.logic import equals
 from hw.dispatch.params import DispatcherParams
 from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
 from hw.shared_maxblock import SharedMaxFreeBlock, exact_deepest_pipeline
 from model.maxblock import default_samples
 
-__all__ = ["FreeBlockViews", "status_layout", "view_layout"]
+__all__ = ["FreeBlockViews", "changed_layout", "status_layout", "view_layout"]
 
 
 def status_layout(params: DispatcherParams) -> data.StructLayout:
@@ -34,6 +44,12 @@ def view_layout(params: DispatcherParams) -> data.StructLayout:
     sizes, counts = params.sizes, params.instances
     return data.StructLayout({name: data.ArrayLayout(range(sizes[name] + 1), counts[name])
                               for name in sizes})
+
+
+def changed_layout(params: DispatcherParams) -> data.StructLayout:
+    """An AP whose status may have changed in a clock
+    (:attr:`hw.dispatch.resources.ResourceTable.changed`)."""
+    return data.StructLayout({"valid": 1, "ap": range(max(params.aps, 2))})
 
 
 def identity(component, role: str = ""):
@@ -71,6 +87,10 @@ class FreeBlockViews(wiring.Component):
     ----------
     status : In(status_layout(params))
     view : Out(view_layout(params))
+    changed : In(ArrayLayout(changed_layout(params), 2))
+        With ``view_refresh = "changed"`` only: the APs whose status in this clock may differ
+        from the last clock's (:attr:`hw.dispatch.resources.ResourceTable.changed`). An AP
+        whose status changes without being named here keeps a stale view.
     """
 
     def __init__(self, params: DispatcherParams, wrap=identity, *,
@@ -82,7 +102,9 @@ class FreeBlockViews(wiring.Component):
         self._wrap = wrap
         self._shared_exact = shared_circuit == "exact"
         super().__init__({"status": In(status_layout(params)),
-                          "view": Out(view_layout(params))})
+                          "view": Out(view_layout(params)),
+                          **({"changed": In(data.ArrayLayout(changed_layout(params), 2))}
+                             if params.changed_views else {})})
 
     @property
     def prime_clocks(self) -> int:
@@ -91,6 +113,8 @@ class FreeBlockViews(wiring.Component):
         p = self._params
         if p.shared:
             return len(p.schedule.periods) + self.shared_pipeline
+        if p.changed_views:
+            return 0        # the lengths reset to the idle GPU's; only changes are computed
         return max(p.circuit_latency(n) for n in p.sizes.values())
 
     @property
@@ -152,6 +176,8 @@ class FreeBlockViews(wiring.Component):
                         m.d.comb += [unit.status[key].eq(word),
                                      self.view[name][index].eq(unit.length[key])]
             return m
+        if p.changed_views:
+            return self._changed(m)
         for name, n in p.sizes.items():
             extra = latency - p.circuit_latency(n)
             for index in range(p.instances[name]):
@@ -163,3 +189,63 @@ class FreeBlockViews(wiring.Component):
                 if "request" in circuit.signature.members:       # the exact tree's
                     m.d.comb += circuit.request.eq(0)
         return m
+
+    def _changed(self, m: Module) -> Module:
+        """``view_refresh = "changed"``: for each of the two changed APs, its status words
+        selected, each through its circuit (and registers: ``circuit_latency - 1`` clocks in
+        all), into the length registers of that AP's instances (both slots naming one AP
+        write the same lengths: they read one clock's status)."""
+        p = self._params
+        ahead = self._ahead()
+        written = []
+        for slot, changed in enumerate(self.changed):
+            valid = self._delayed_bit(m, changed.valid, ahead, f"changed{slot}_valid")
+            ap = changed.ap
+            for k in range(ahead):
+                register = Signal.like(ap, name=f"changed{slot}_ap_d{k}")
+                m.d.sync += register.eq(ap)
+                ap = register
+            lengths = {}
+            for name, n in p.sizes.items():
+                per = p.peus if name != "lds" else 1
+                for q in range(per):
+                    circuit = self._wrap(self._circuit(n), "view")
+                    m.submodules[f"changed{slot}_{name}{q}"] = circuit
+                    words = [self.status[name][a * per + q] for a in range(p.aps)]
+                    word = Signal(n, name=f"changed{slot}_{name}{q}_word")
+                    m.d.comb += word.eq(Cat(*words).word_select(changed.ap, n)
+                                        if len(words) > 1 else words[0])
+                    extra = ahead - p.circuit_latency(n)
+                    m.d.comb += circuit.status.eq(self._delayed(
+                        m, word, extra, f"changed{slot}_{name}{q}"))
+                    if "request" in circuit.signature.members:       # the exact tree's
+                        m.d.comb += circuit.request.eq(0)
+                    lengths[name, q] = circuit.length
+            written.append((valid, ap, lengths))
+        for name in p.sizes:
+            per = p.peus if name != "lds" else 1
+            idle = p.seen_when_free(name)
+            for a in range(p.aps):
+                for q in range(per):
+                    index = a * per + q
+                    length = Signal.like(self.view[name][index], name=f"{name}{index}_length",
+                                         init=idle)
+                    for slot, (valid, ap, lengths) in enumerate(written):
+                        with (m.If if slot == 0 else m.Elif)(valid & equals(ap, a)):
+                            m.d.sync += length.eq(lengths[name, q])
+                    m.d.comb += self.view[name][index].eq(length)
+        return m
+
+    def _ahead(self) -> int:
+        """Clocks from a changed AP's status to its circuits' answer: the latency less the
+        clock of the length register."""
+        return self._params.policy.circuit_latency - 1
+
+    @staticmethod
+    def _delayed_bit(m: Module, bit, clocks: int, name: str):
+        """``bit`` of ``clocks`` clocks ago, through registers that reset to 0."""
+        for k in range(clocks):
+            register = Signal(name=f"{name}_d{k}")
+            m.d.sync += register.eq(bit)
+            bit = register
+        return bit

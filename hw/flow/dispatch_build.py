@@ -146,6 +146,9 @@ class DispatchShape:
     #: In-order barriers built (:class:`hw.dispatch.params.DispatcherParams`); left out of
     #: the JSON (and so of the name) when off, so that a build without them is unchanged.
     barriers: bool = False
+    #: How the view is computed (:attr:`hw.dispatch.DispatcherParams.view_refresh`); left out
+    #: of the JSON (and the name) when ``"every"``, so that such a build is unchanged.
+    view_refresh: str = "every"
 
     @classmethod
     def of(cls, gpu: GpuConfig, policy: PolicyConfig, channels, **options) -> "DispatchShape":
@@ -183,7 +186,8 @@ class DispatchShape:
 
     def dispatcher(self, wrap=None) -> Dispatcher:
         options = {"queue_depth": self.queue_depth, "id_bits": self.id_bits,
-                   "weight_bits": self.weight_bits, "barriers": self.barriers}
+                   "weight_bits": self.weight_bits, "barriers": self.barriers,
+                   "view_refresh": self.view_refresh}
         if wrap is not None:
             options["wrap"] = wrap
         return Dispatcher(self.gpu, self.policy, self.channels, **options)
@@ -194,13 +198,16 @@ class DispatchShape:
         from hw.dispatch import DispatcherParams
         return DispatcherParams.build(self.gpu, self.policy, self.channels,
                                       queue_depth=self.queue_depth, id_bits=self.id_bits,
-                                      weight_bits=self.weight_bits, barriers=self.barriers)
+                                      weight_bits=self.weight_bits, barriers=self.barriers,
+                                      view_refresh=self.view_refresh)
 
     def to_json(self) -> str:
         fields = asdict(self)
         fields["channels"] = [asdict(c) for c in self.channels]
         if not self.barriers:
             del fields["barriers"]
+        if self.view_refresh == "every":
+            del fields["view_refresh"]
         return json.dumps(fields, sort_keys=True)
 
     @classmethod

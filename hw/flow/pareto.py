@@ -110,7 +110,12 @@ VIEWS = {
                     "seed"),
     "shared_exact": ("shared per AP, exact tree (emb. 7)", "7", {"circuit": "shared"},
                      "exact"),
+    "exact_changed": ("exact tree, changed APs only", "ours", {"circuit": "exact"}, None),
 }
+
+#: Views built with ``view_refresh = "changed"`` (:class:`hw.dispatch.DispatcherParams`):
+#: the exact view, computed only for the two APs whose status can change in a clock.
+CHANGED = ("exact_changed",)
 
 #: The view latencies measured (the exact view also at 0, the model's ideal).
 LATENCIES = (1, 2)
@@ -149,7 +154,7 @@ SCENARIOS = {"default": ROOT / "configs" / "dispatch" / "default.toml",
 
 #: Points beyond :data:`LATENCIES`: the shared unit with the exact tree at view latencies 3
 #: and 4, its pipelines of 2 and 3 (the packed word registered, the tree cut in two or three).
-EXTRA_POINTS = (("shared_exact", 3), ("shared_exact", 4))
+EXTRA_POINTS = (("shared_exact", 3), ("shared_exact", 4), ("exact_changed", 3))
 
 
 def points() -> list[tuple[str, int]]:
@@ -164,6 +169,12 @@ def points() -> list[tuple[str, int]]:
 
 def point_name(view: str, latency: int) -> str:
     return f"{view} L{latency}"
+
+
+def view_build(view: str, latency: int, gpu: GpuConfig, channels: int) -> DispatchShape:
+    """The dispatcher build of ``view`` at ``latency`` on ``gpu``."""
+    options = {"view_refresh": "changed"} if view in CHANGED else {}
+    return DispatchShape.of(gpu, view_policy(view, latency), channels, **options)
 
 
 def view_policy(view: str, latency: int, name: str | None = None):
@@ -197,7 +208,7 @@ def view_area(view: str, latency: int, work: Path, cache: Path, family_name: str
     too, so a run that stops part way keeps what it measured."""
     family = FAMILIES[family_name]
     gpu = gpu or GpuConfig()
-    build = DispatchShape.of(gpu, view_policy(view, latency), channels)
+    build = view_build(view, latency, gpu, channels)
     shared = VIEWS[view][3] or "exact"
     top = f"views_{view}_l{latency}"
     script = _part_script(family, top, None, parts=())       # the views alone
@@ -247,7 +258,7 @@ def route_view(view: str, latency: int, work: Path, cache: Path,
     ECP5 that holds them (:func:`hw.flow.fpga_flow.run_flow`, nextpnr seed 1): the view's
     own clock limit. Not the dispatcher's: the rest of it is not in the design."""
     gpu = replace(GpuConfig(), aps=1)
-    build = DispatchShape.of(gpu, view_policy(view, latency), 4)
+    build = view_build(view, latency, gpu, 4)
     shared = VIEWS[view][3] or "exact"
     family = FAMILIES["ecp5"]
     wrapper = Path(sys.modules[RegisterWrapper.__module__].__file__).read_bytes()
@@ -323,7 +334,7 @@ def _scenarios() -> tuple[dict, dict]:
 
 def model_point(view: str, latency: int) -> str:
     """The model's policy of a point: views with the same model share one."""
-    if view == "full":
+    if view in ("full", *CHANGED):
         view = "exact"
     if view == "shared_seed":
         view = "shared_exact"
