@@ -22,7 +22,7 @@ from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
 from hw.flow.formal_sby import JOBS, Job, run_job, select
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dispatch_mutants import MUTANTS, variant  # noqa: E402
+from dispatch_mutants import CHANGED_MUTANTS, MUTANTS, variant  # noqa: E402
 
 _TOOLS = formal_sby.find_tools()
 _MISSING = formal_sby.missing_tool(Job("probe", None), _TOOLS)
@@ -143,13 +143,15 @@ DISPATCH_MUTANTS = {
                     "release_any_tag": MUTANTS["release_any_tag"][0]},
     "head_dispatched": {"pops_every_channel": variant("queues", _PopsEveryChannel)},
     "held_decides_nothing": {"split_counts_while_held": MUTANTS["split_counts_while_held"][0]},
+    "changed_view": {name: CHANGED_MUTANTS[name][0] for name in CHANGED_MUTANTS},
 }
 #: The shape a property's (or one broken variant's) check runs on, where not tiny2x1:
 #: embodiment 3 splits only WGs of two waves, which tiny1x2 admits; a block freed beyond its
 #: record shows only beside another WG's blocks on the same AP, and with one wave slot per PEU
 #: (tiny2x1) an AP holds one WG at a time, now that a WG without waves is refused, so
 #: release_one_long needs the two slots of tiny1x1w2.
-MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2", "release_one_long": "tiny1x1w2"}
+MUTANT_SHAPE = {"held_decides_nothing": "tiny1x2", "release_one_long": "tiny1x1w2",
+                "changed_misses_release": "tiny2x1c1", "changed_one_clock_late": "tiny1x2c2"}
 
 
 @needs_tools

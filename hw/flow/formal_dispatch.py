@@ -3,8 +3,9 @@
 Kept beside :mod:`hw.flow.formal_props` (same style: one Amaranth component per proof, its
 input ports the free inputs, the property as ``Assert``/``Cover``; ``prop`` names the one
 property a job asserts). The dispatcher is built on a shape small enough for PDR
-(:data:`TINY`: 2 APs of 1 PEU, 2 channels, 1 priority, 2 blocks of each resource, 1 wave
-slot per PEU, so 2 allocation records; FIFOs of 2; 2-bit WG ids).
+(:data:`TINY`; the shapes are in :mod:`hw.flow.formal_dispatch_shapes`: 2 APs of 1 PEU,
+2 channels, 1 priority, 2 blocks of each resource, 1 wave slot per PEU, so 2 allocation
+records; FIFOs of 2; 2-bit WG ids).
 
 Environment: the reset state, then any input sequence. Every ``wg_in`` stream, the release
 port, the configuration port and ``dispatch.ready`` are free; the only assumption is the
@@ -59,6 +60,11 @@ Properties (``DISPATCH_PROPERTIES``):
   the one-clock decision never aborts: a head the matcher finds fitting always fits where
   the allocator's first fit looks (allocator.py: "possible only when the view was
   stale"). Its bite is ``cover.stale_abort`` on the same shape with the view a clock late.
+* ``changed_view`` -- on the shapes whose view is computed for the changed APs only
+  (``view_refresh = "changed"``: tiny2x1c1 at view latency 1, tiny1x2c2 at 2), every
+  instance's length is in every clock the exact length of the status of that many clocks
+  ago, which the harness registers itself: the view of every clock's circuits, so the
+  dispatcher's outputs are those of that build.
 * covers (``cover``/``reach:<name>``): a dispatch, a held dispatch, a good and a bad
   release, a dispatch to every AP, and every AP choice rule choosing every AP (tiny2x1; see
   :data:`AP_CHOICE_COVERS`); a split and a split WG's part dispatched (tiny1x2); a stale
@@ -80,72 +86,27 @@ from amaranth.hdl import (
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hw.dispatch import Dispatcher
 from hw.dispatch.logic import block_mask
 from hw.dispatch.params import ConfigAddress
 from hw.dispatch.resources import ResourceTable
+from hw.flow.formal_dispatch_shapes import (
+    AP_CHOICE_COVERS,
+    DISPATCH_COVERS,
+    DISPATCH_EXTRA,
+    DISPATCH_PROPERTIES,
+    SHAPE_OPTIONS,
+    SHAPE_POLICY,
+    SHAPES,
+    TINY,
+    tiny_dispatcher,
+)
 from hw.flow.formal_props import _covers
-from model.dispatch.config import AP_CHOICES, PRESETS, GpuConfig, with_policy
+from hw.maxblock import ExactMaxFreeBlock
+from model.dispatch.config import AP_CHOICES
 
 __all__ = ["AP_CHOICE_COVERS", "DISPATCH_COVERS", "DISPATCH_EXTRA", "DISPATCH_PROPERTIES",
-           "DispatcherHarness", "SHAPES", "SHAPE_POLICY", "TINY", "TableHarness",
+           "DispatcherHarness", "SHAPES", "SHAPE_OPTIONS", "SHAPE_POLICY", "TINY", "TableHarness",
            "tiny_dispatcher"]
-
-DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "status_exact", "bad_release",
-                       "head_dispatched")
-#: Properties proved on some shapes only (shape -> properties).
-DISPATCH_EXTRA = {
-    "tiny1x1w2": ("status_exact",),
-    "tiny1x2": ("held_decides_nothing", "no_stale_abort"),
-}
-#: Embodiment 9/10 and the baselines' AP choice rules (``AP_CHOICES`` order), each choosing
-#: each AP in a dispatch of the one-clock decision while the other AP fits too ("contested")
-#: -- except ``lowest`` choosing AP 1, which by its rule happens only while AP 0 does not fit.
-#: These covers assume real WGs (one wave or more). With one wave slot per AP, an AP that
-#: fits then holds no WG and both APs' views are equal (the resource scores tie: AP 0), so
-#: ``resource`` choosing AP 1 against AP 0 needs views that differ while both fit: the shape
-#: whose view is a clock late (tiny2x1v1: a release's blocks are seen free a clock after its
-#: slot). ``unreached.choice_resource_ap1`` proves it unreachable on tiny2x1.
-AP_CHOICE_COVERS = {
-    "tiny2x1": ("choice_round_robin_ap0", "choice_round_robin_ap1", "choice_lowest_ap0",
-                "choice_lowest_ap1", "choice_resource_ap0", "choice_instruction_ap0",
-                "choice_instruction_ap1", "choice_combined_ap0", "choice_combined_ap1"),
-    "tiny2x1v1": ("choice_resource_ap1",),
-}
-#: Covers, by shape: each must be reached (a split needs a WG of two waves, tiny1x2's; a
-#: stale abort a view a clock late and two WGs on one AP's LDS, tiny1x2v1's).
-DISPATCH_COVERS = {
-    "tiny2x1": ("dispatched", "held_dispatch", "released", "bad_release", "dispatch_ap_0",
-                "dispatch_ap_1", *AP_CHOICE_COVERS["tiny2x1"]),
-    "tiny1x2": ("split", "split_dispatched"),
-    "tiny1x2v1": ("stale_abort",),
-    "tiny2x1v1": AP_CHOICE_COVERS["tiny2x1v1"],
-}
-
-#: The proofs' shapes (GPU fields; 2 channels, FIFOs of 2, 2-bit WG ids each): 2 APs of one
-#: PEU (every AP choice; one wave per WG, so nothing splits), and 1 AP of 2 PEUs (WGs of two
-#: waves, which embodiment 3 splits).
-SHAPES = {
-    "tiny2x1": dict(aps=2, peus=1, vgpr=2, sgpr=2, lds=2, wave_slots=1, priorities=1),
-    "tiny1x2": dict(aps=1, peus=2, vgpr=2, sgpr=2, lds=2, wave_slots=1, priorities=1),
-    # 1 AP of 1 PEU with 2 wave slots: a slot count of 0..2, a WG of 2 waves takes both.
-    "tiny1x1w2": dict(aps=1, peus=1, vgpr=2, sgpr=2, lds=2, wave_slots=2, priorities=1),
-}
-#: Shapes built with a policy option: ``v1`` is the exact view a clock late
-#: (``circuit_latency = 1``), the only way the one-clock decision can meet a stale view.
-SHAPES["tiny2x1v1"] = SHAPES["tiny2x1"]
-SHAPES["tiny1x2v1"] = SHAPES["tiny1x2"]
-SHAPE_POLICY = {"tiny2x1v1": dict(circuit_latency=1), "tiny1x2v1": dict(circuit_latency=1)}
-TINY = SHAPES["tiny2x1"]
-
-
-def tiny_dispatcher(cls=Dispatcher, shape="tiny2x1", *, channels=2, id_bits=2, queue_depth=2):
-    """The dispatcher of the proofs (``cls`` a variant, e.g. a deliberately broken one)."""
-    gpu = GpuConfig(**SHAPES[shape])
-    policy = with_policy(PRESETS["seed"], history="ema", history_cycles=2,
-                         windows=PRESETS["seed"].windows[:gpu.priorities],
-                         **SHAPE_POLICY.get(shape, {}))
-    return cls(gpu, policy, channels, queue_depth=queue_depth, id_bits=id_bits)
 
 
 class DispatcherHarness(wiring.Component):
@@ -153,7 +114,8 @@ class DispatcherHarness(wiring.Component):
     inputs, the shadow of the in-flight WGs and one property (module docstring)."""
 
     def __init__(self, prop: str, dut=None, shape="tiny2x1"):
-        known = DISPATCH_PROPERTIES + ("held_decides_nothing", "no_stale_abort", "cover")
+        known = DISPATCH_PROPERTIES + ("held_decides_nothing", "no_stale_abort",
+                                       "changed_view", "cover")
         if prop not in known and not prop.startswith("reach:"):
             raise ValueError(f"Unknown dispatcher property {prop!r}; known: {', '.join(known)}")
         self.prop = prop
@@ -342,6 +304,8 @@ class DispatcherHarness(wiring.Component):
             self._held(m, queues, table, registers, selector_registers)
         elif prop == "no_stale_abort":
             m.d.comb += Assert(~dut.stale_abort, "no stale abort with the current view")
+        elif prop == "changed_view":
+            self._changed_view(m, top.submodules.views, table, p)
         else:
             covers = {"dispatched": out.valid & out.ready, "released": good,
                       "held_dispatch": out.valid & ~out.ready, "bad_release": bad,
@@ -366,6 +330,24 @@ class DispatcherHarness(wiring.Component):
                             & (selector.ap == ap) & contested)
             _covers(m, covers, prop)
         return m
+
+    @staticmethod
+    def _changed_view(m, views, table, p):
+        """The view computed for the changed APs is, in every clock and for every instance,
+        the exact length of the status of ``circuit_latency`` clocks ago (the harness's own
+        registers, reset to all free: the status before cycle 0)."""
+        for name, n in p.sizes.items():
+            for index in range(p.instances[name]):
+                word = table.status[name][index]
+                for k in range(p.policy.circuit_latency):
+                    older = Signal(n, name=f"old_{name}{index}_{k}", init=(1 << n) - 1)
+                    m.d.sync += older.eq(word)
+                    word = older
+                exact = ExactMaxFreeBlock(n)
+                m.submodules[f"exact_{name}{index}"] = exact
+                m.d.comb += [exact.status.eq(word), exact.request.eq(0),
+                             Assert(views.view[name][index] == exact.length,
+                                    f"the {name} view of instance {index} is exact")]
 
     def _held(self, m, queues, table, registers, selector_registers):
         """``held_decides_nothing``: a held clock decides nothing and the selection state and

@@ -123,6 +123,7 @@ DISPATCH_WHAT = {
     "bad_release": "error rises after a bad release only, and stays",
     "head_dispatched": "the dispatched WG is its channel's head (FIFO order)",
     "held_decides_nothing": "a held clock: no take, split, abort; counter and pointers hold",
+    "changed_view": "the view of the changed APs = every instance's exact view, same latency",
     "no_stale_abort": "with the current exact view the decision never aborts",
 }
 
@@ -131,7 +132,8 @@ DISPATCH_WHAT = {
 DISPATCH_QUICK = (("tiny2x1", "dispatch_stream"), ("tiny1x2", "dispatch_stream"),
                   ("tiny1x2", "one_dispatch"), ("tiny1x2", "status_exact"),
                   ("tiny1x2", "bad_release"), ("tiny1x2", "held_decides_nothing"),
-                  ("tiny1x2", "no_stale_abort"))
+                  ("tiny1x2", "no_stale_abort"), ("tiny2x1c1", "changed_view"),
+                  ("tiny1x2c2", "changed_view"))
 
 #: Every job of ``make formal``.
 JOBS = (
