@@ -40,6 +40,7 @@ help:
 	@echo "make verilog  every block (or BLOCK=exact N=64 LATENCY=1 ...): build/verilog/<name>.v,"
 	@echo "              .vlt waivers, .sv typed wrapper, .json port map; each linted"
 	@echo "              BLOCK=dispatcher CONFIG=FILE [POLICY=NAME]: the RTL dispatcher of a scenario"
+	@echo "              [VIEW_REFRESH=changed: the view computed for the changed APs only]"
 	@echo "make fpga-report  area and fmax of every variant on iCE40 and ECP5 (build/reports/fpga.*)"
 	@echo "              and the RTL dispatcher's rows (build/reports/fpga_dispatch.*)"
 	@echo "make fpga-report-dispatch  the RTL dispatcher's rows of make fpga-report alone"
@@ -53,7 +54,7 @@ help:
 	@echo "make asic-tools  install yosys, opensta and qflow-tech-osu018 with apt-get when missing (root)"
 	@echo "make fpga-report-stages  each part of the dispatcher's decision alone on ECP5: where"
 	@echo "              its clock period goes (build/reports/dispatch_stages.*)"
-	@echo "make cosim CONFIG=FILE [POLICY=NAME] [CYCLES=N] [SIM=verilator|icarus]"
+	@echo "make cosim CONFIG=FILE [POLICY=NAME] [CYCLES=N] [SIM=verilator|icarus] [VIEW_REFRESH=changed]"
 	@echo "              the RTL dispatcher against the model, clock for clock, on a scenario"
 	@echo "make board    an iCEBreaker bitstream of the exact finder (build/board/), not programmed"
 	@echo "make bench-arbiter  fairness of the seed-001 arbiter vs smooth WRR, DRR, stride, WF2Q+,"
@@ -230,6 +231,7 @@ regress: icarus $(HAVE_VENV)
 #   make verilog BLOCK=exact N=64 LATENCY=1
 #   make verilog BLOCK=shared EXACT=1 SCHEDULE=vgpr:128/sgpr:64,lds:48
 #   make verilog BLOCK=dispatcher CONFIG=configs/dispatch/default.toml [POLICY=emb1]
+#     [VIEW_REFRESH=changed]
 VERILOG_OPTIONS = $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) \
 	$(if $(LATENCY),--latency $(LATENCY)) $(if $(FREE_LEVEL),--free-level $(FREE_LEVEL)) \
 	$(if $(GROUPS),--groups $(GROUPS)) $(if $(SAMPLES),--samples $(SAMPLES)) \
@@ -238,7 +240,8 @@ VERILOG_OPTIONS = $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) \
 	$(if $(CLASSES),--classes $(CLASSES)) $(if $(FRAC_BITS),--frac-bits $(FRAC_BITS)) \
 	$(if $(TIE_BREAK),--tie-break $(TIE_BREAK)) $(if $(DECAY),--decay $(DECAY)) \
 	$(if $(WEIGHT_BITS),--weight-bits $(WEIGHT_BITS)) \
-	$(if $(filter dispatcher,$(BLOCK)),--config "$(CONFIG)" $(if $(POLICY),--policy "$(POLICY)"))
+	$(if $(filter dispatcher,$(BLOCK)),--config "$(CONFIG)" $(if $(POLICY),--policy "$(POLICY)") \
+	  $(if $(VIEW_REFRESH),--view-refresh $(VIEW_REFRESH)))
 
 verilog: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.generate --out build/verilog --lint $(VERILOG_OPTIONS)
@@ -290,7 +293,7 @@ CYCLES ?=
 cosim: icarus $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.dispatch_cosim --config "$(CONFIG)" \
 	  $(if $(POLICY),--policy "$(POLICY)") $(if $(CYCLES),--cycles $(CYCLES)) \
-	  $(if $(SIM),--sim $(SIM))
+	  $(if $(SIM),--sim $(SIM)) $(if $(VIEW_REFRESH),--view-refresh $(VIEW_REFRESH))
 
 board: $(HAVE_VENV)
 	$(PYTHON) -m hw.flow.board --out build/board

@@ -162,6 +162,24 @@ def test_view_refresh_is_checked_and_every_keeps_the_name():
     assert build.params.changed_views and not plain.params.changed_views
 
 
+def test_view_refresh_reaches_make_verilog_and_make_cosim(tmp_path, capsys):
+    # VIEW_REFRESH=changed: the build make verilog writes and make cosim runs; a build that
+    # cannot have it (circuit_latency 0) is one line and status 2 before anything is built.
+    from hw.flow import dispatch_cosim
+    from hw.flow.generate_dispatcher import dispatcher_shape
+    small = Path(__file__).parents[1] / "configs" / "cosim" / "default_small.toml"
+    assert dispatch_cosim.main(["--config", str(small), "--view-refresh", "changed"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "circuit_latency 1 or more" in error, error
+    text = small.read_text().replace("history_cycles = 128\n",
+                                     "history_cycles = 128\ncircuit_latency = 1\n", 1)
+    (tmp_path / "l1.toml").write_text(text)
+    shape, _, _ = dispatcher_shape(tmp_path / "l1.toml", None, "changed")
+    plain, _, _ = dispatcher_shape(tmp_path / "l1.toml")
+    assert shape.view_refresh == "changed" and shape.params.changed_views
+    assert plain.view_refresh == "every" and shape.name != plain.name
+
+
 @pytest.mark.parametrize(("latency", "blocks"), [(2, 0), (3, 0), (4, 0), (2, 4), (3, 4)])
 def test_the_shared_units_own_pipeline_shows_the_models_view(latency, blocks):
     # Latencies 2 and 3 are all the unit's pipeline (the packed word registered, the tree cut

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from cocotb_tools.runner import get_runner
 
+from hw.dispatch.params import VIEW_REFRESHES
 from hw.flow.dispatch_build import Design, DispatchShape, dispatcher_verilog
 from hw.flow.runner import BUILD_ROOT, SIMULATORS, _PackagedVerilator, missing_simulator, one_file
 from model.config import ConfigError
@@ -90,11 +91,12 @@ def prepared(scenario, cycles: int | None = None):
 
 
 def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True,
-                   seed: int = 1) -> DispatchShape:
+                   seed: int = 1, view_refresh: str = "every") -> DispatchShape:
     """The build that runs ``policy`` of ``scenario``: the scenario's GPU and channels (with
     ``pad``, at least 4, so that scenarios of up to 4 channels share a build), reduced with
     ``reduce``, with in-order barriers when the workload of ``seed`` has any (every
-    kernel-trace replay of more than one launch on a stream)."""
+    kernel-trace replay of more than one launch on a stream), its view computed as
+    ``view_refresh`` says (:class:`hw.dispatch.DispatcherParams`)."""
     barriers = _has_barriers(scenario, seed)
     scenario = prepared(scenario)
     channels = tuple(scenario.channels)
@@ -106,7 +108,9 @@ def scenario_shape(scenario, policy, *, reduce: bool = False, pad: bool = True,
     gpu = scenario.gpu
     if reduce:
         gpu, (policy,), _ = reduced(gpu, [policy], [])
-    return DispatchShape.of(gpu, policy, channels, **({"barriers": True} if barriers else {}))
+    options = {**({"barriers": True} if barriers else {}),
+               **({"view_refresh": view_refresh} if view_refresh != "every" else {})}
+    return DispatchShape.of(gpu, policy, channels, **options)
 
 
 def policy_unsupported(policy) -> str | None:
@@ -321,6 +325,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cycles", type=int, help="cycles (default: the scenario's)")
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
     parser.add_argument("--sim", default="verilator", choices=SIMULATORS)
+    parser.add_argument("--view-refresh", default="every", choices=VIEW_REFRESHES,
+                        help="the view's circuits: every instance's every clock (default) or "
+                             "the changed APs' only (circuit_latency 1 or more)")
     args = parser.parse_args(argv)
     try:
         scenario = load_scenario(args.config)
@@ -335,7 +342,8 @@ def main(argv=None) -> int:
         reason = unsupported(scenario, policy, args.seed)
         if reason:
             raise ConfigError(f"{args.config}: policy {name!r}: {reason}")
-        shape = scenario_shape(scenario, policy, seed=args.seed)
+        shape = scenario_shape(scenario, policy, seed=args.seed,
+                               view_refresh=args.view_refresh)
         _ = shape.params                # every parameter checked before anything is built
     except (ConfigError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -345,7 +353,8 @@ def main(argv=None) -> int:
            "cycles": cycles, "seed": args.seed}
     print(f"{args.config.name} / {name}: {scenario.gpu.aps} APs x {scenario.gpu.peus} PEUs, "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
-          f"{policy.circuit_latency}{', in-order barriers' if shape.barriers else ''}, "
+          f"{policy.circuit_latency}{', in-order barriers' if shape.barriers else ''}"
+          f"{', view of the changed APs' if shape.view_refresh == 'changed' else ''}, "
           f"{cycles} cycles, on {args.sim}", flush=True)
     progress = _Progress()
     try:

@@ -52,6 +52,7 @@ import sys
 import time
 from pathlib import Path
 
+from hw.dispatch.params import VIEW_REFRESHES
 from hw.flow.catalog import KINDS, VERILOG_DEFAULTS, ArbiterConfig, BlockConfig, SharedConfig
 from hw.flow.generate_dispatcher import (  # re-exported: the dispatcher's part of make verilog
     CONFIG_REGISTERS,
@@ -244,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
                             help="a dispatch scenario (configs/dispatch/*.toml): its GPU, "
                                  "channels and policy")
     dispatcher.add_argument("--policy", help="the scenario's policy (default: its first)")
+    dispatcher.add_argument("--view-refresh", choices=VIEW_REFRESHES,
+                            help="the view's circuits: every instance's every clock (every, "
+                                 "the default) or the changed APs' only (changed)")
     arbiter = parser.add_argument_group("arbiter")
     arbiter.add_argument("--tasks", type=int)
     arbiter.add_argument("--classes", type=int)
@@ -260,7 +264,8 @@ def main(argv=None) -> int:
     misplaced = misplaced_option(args)
     if misplaced:
         parser.error(misplaced)
-    if args.block == "dispatcher" or args.config is not None or args.policy is not None:
+    if args.block == "dispatcher" or any(getattr(args, name) is not None
+                                         for name in ("config", "policy", "view_refresh")):
         return _main_dispatcher(parser, args)
     if args.block is None:
         configs = list(VERILOG_DEFAULTS)

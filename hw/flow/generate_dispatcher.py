@@ -144,9 +144,10 @@ CONFIG_REGISTERS = {
 }
 
 
-def dispatcher_shape(path: Path, policy_name: str | None = None):
+def dispatcher_shape(path: Path, policy_name: str | None = None, view_refresh: str = "every"):
     """``(shape, scenario, policy)``: the dispatcher build of scenario ``path``'s GPU, its
-    channels and its policy ``policy_name`` (default: the first).
+    channels and its policy ``policy_name`` (default: the first), its view computed as
+    ``view_refresh`` says (:class:`hw.dispatch.DispatcherParams`).
 
     Raises :class:`model.config.ConfigError` (one line) for a missing policy or one the RTL
     does not build (:func:`hw.flow.dispatch_cosim.policy_unsupported`).
@@ -167,7 +168,7 @@ def dispatcher_shape(path: Path, policy_name: str | None = None):
     if reason:
         raise ConfigError(f"{path}: policy {name!r}: {reason}")
     try:
-        shape = scenario_shape(scenario, policy, pad=False)
+        shape = scenario_shape(scenario, policy, pad=False, view_refresh=view_refresh)
     except (TypeError, ValueError) as error:      # the GPU's, named by its field
         raise ConfigError(f"{path}: {error}") from None
     try:
@@ -449,11 +450,12 @@ def _main_dispatcher(parser, args) -> int:
     from model.config import ConfigError
 
     if args.block != "dispatcher":
-        parser.error("--config and --policy go with --block dispatcher")
+        parser.error("--config, --policy and --view-refresh go with --block dispatcher")
     if args.config is None:
         parser.error("--block dispatcher needs --config FILE (a dispatch scenario)")
     try:
-        shape, scenario, policy = dispatcher_shape(args.config, args.policy)
+        shape, scenario, policy = dispatcher_shape(args.config, args.policy,
+                                                   args.view_refresh or "every")
     except (ConfigError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -463,7 +465,8 @@ def _main_dispatcher(parser, args) -> int:
     gpu = shape.gpu
     print(f"{args.config} / {policy.name}: {gpu.aps} APs x {gpu.peus} PEUs x "
           f"{len(shape.channels)} channels, {policy.circuit} circuit, latency "
-          f"{policy.circuit_latency}, decision pipeline {policy.decision_pipeline}", flush=True)
+          f"{policy.circuit_latency}, decision pipeline {policy.decision_pipeline}"
+          f"{', view of the changed APs' if shape.view_refresh == 'changed' else ''}", flush=True)
     if history_note(policy):        # as make cosim says it: the build keeps the average
         print(f"note: {history_note(policy)}", flush=True)
     start = time.perf_counter()
