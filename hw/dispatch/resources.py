@@ -119,6 +119,13 @@ class ResourceTable(wiring.Component):
         return cls.owner_layout(params).size + cls.given_layout(params).size
 
     @staticmethod
+    def _changed(allocate, taken_ap, releasing, held_ap) -> tuple:
+        """``(valid, AP)`` of each AP whose status the edge after this clock may change:
+        the allocation's and the accepted release's (its blocks come back in the next
+        clock); registered, they are :attr:`changed`."""
+        return (allocate, taken_ap), (releasing, held_ap)
+
+    @staticmethod
     def _extent(record, name: str, q: int) -> tuple:
         """``(start, length)`` of ``record``'s blocks of resource ``name`` on PEU ``q``."""
         if name == "lds":
@@ -148,13 +155,6 @@ class ResourceTable(wiring.Component):
         """A release (``valid``) is applied only if its tag is in flight (``known``) and
         names the WG its record holds; any other raises ``error`` and changes nothing."""
         return valid & known & (held_wg == wg)
-
-    @staticmethod
-    def _changed(allocate, taken_ap, releasing, held_ap) -> tuple:
-        """``(valid, AP)`` of each AP whose status the edge after this clock may change:
-        the allocation's and the accepted release's (its blocks come back in the next
-        clock); registered, they are :attr:`changed`."""
-        return (allocate, taken_ap), (releasing, held_ap)
 
     @staticmethod
     def _decayed(average, shift):
