@@ -17,9 +17,10 @@ from hw.dispatch.logic import block_mask
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
 from hw.flow import formal_sby
-from hw.flow.formal_dispatch import DispatcherHarness, TableHarness, tiny_dispatcher
+from hw.flow.formal_dispatch import DispatcherHarness, tiny_dispatcher
 from hw.flow.formal_props import ArbiterHarness, MaxBlockPipelineHarness
 from hw.flow.formal_sby import JOBS, Job, run_job, select
+from hw.flow.formal_table import TableHarness
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import CHANGED_MUTANTS, MUTANTS, variant  # noqa: E402

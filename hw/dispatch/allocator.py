@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.logic import less
 from hw.dispatch.params import DispatcherParams
-from hw.dispatch.views import identity, status_layout
+from hw.dispatch.views import ap_status_layout, identity, status_layout
 from hw.maxblock import ExactMaxFreeBlock
 
 __all__ = ["Allocator"]
@@ -35,7 +35,10 @@ class Allocator(wiring.Component):
     Attributes
     ----------
     status : In(status_layout(params))
-        The current status registers.
+        The current status registers (not with ``view_refresh = "changed"``).
+    words : In(ap_status_layout(params))
+        With ``view_refresh = "changed"`` instead: the current status of AP ``ap`` (the
+        resource table's read of it), so no multiplexer here.
     ap : In(range(aps))
     need_vgpr, need_sgpr : In(ArrayLayout(range(n + 2), peus))
         Blocks needed on each PEU of the AP (0: none; ``n + 1``: more than a PEU has).
@@ -52,7 +55,8 @@ class Allocator(wiring.Component):
         self._latency = latency
         gpu, Q = params.gpu, params.peus
         super().__init__({
-            "status": In(status_layout(params)),
+            **({"words": In(ap_status_layout(params))} if params.changed_views
+               else {"status": In(status_layout(params))}),
             "ap": In(range(max(params.aps, 2))),
             "need_vgpr": In(data.ArrayLayout(range(gpu.vgpr + 2), Q)),
             "need_sgpr": In(data.ArrayLayout(range(gpu.sgpr + 2), Q)),
@@ -100,14 +104,18 @@ class Allocator(wiring.Component):
         m = Module()
         p = self._params
         P, Q = p.aps, p.peus
-        status = self.status
         fits = []
+
+        def words(name, q, per):
+            if p.changed_views:
+                return [self.words[f"{name}{q}"]]
+            return [self.status[name][ap * per + q] for ap in range(P)]
+
         for q in range(Q):
             for name, need, start in (("vgpr", self.need_vgpr[q], self.vgpr_start[q]),
                                       ("sgpr", self.need_sgpr[q], self.sgpr_start[q])):
-                words = [status[name][ap * Q + q] for ap in range(P)]
-                fits.append(self._first_fit(m, f"{name}{q}", words, need, start))
-        words = [status.lds[ap] for ap in range(P)]
+                fits.append(self._first_fit(m, f"{name}{q}", words(name, q, Q), need, start))
+        words = words("lds", 0, 1)
         fits.append(self._first_fit(m, "lds", words, self.need_lds, self.lds_start))
         m.d.comb += self.fits.eq(Cat(*fits).all())
         return m

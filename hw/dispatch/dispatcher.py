@@ -237,7 +237,7 @@ class Dispatcher(wiring.Component):
 
         # -- what both decisions share ----------------------------------------------------------
         m.d.comb += [
-            views.status.eq(table.status),
+            *([] if p.changed_views else [views.status.eq(table.status)]),
             matcher.view.eq(views.view), matcher.slots.eq(table.slots),
             selector.selection.eq(selection), selector.ap_choice.eq(ap_choice),
             selector.lfsr_load.eq(written & equals(address, ConfigAddress.LFSR.value)),
@@ -249,8 +249,9 @@ class Dispatcher(wiring.Component):
             table.history_shift.eq(shift), table.running.eq(self.running),
             self.error.eq(table.error),
             queues.splitting.eq(threshold.any() & equals(selection, MULTI)),
-            allocator.status.eq(table.status),
-            *([views.changed.eq(table.changed)] if p.changed_views else []),
+            *([views.changed.eq(table.changed), views.changed_status.eq(table.changed_status),
+               table.read_ap.eq(allocator.ap), allocator.words.eq(table.ap_status)]
+              if p.changed_views else [allocator.status.eq(table.status)]),
         ]
         for ap in range(P):
             m.d.comb += matcher.pointer[ap].eq(effective[ap])
@@ -319,8 +320,7 @@ class Dispatcher(wiring.Component):
                 out.payload.tag.eq(table.tag), out.payload.wg.eq(head.wg),
                 out.payload.channel.eq(channel), out.payload.split.eq(head.split),
                 out.payload.part.eq(head.part), out.payload.ap.eq(ap),
-                out.payload.waves.eq(waves),
-                out.payload.vgpr_start.eq(vgpr_start),
+                out.payload.waves.eq(waves), out.payload.vgpr_start.eq(vgpr_start),
                 out.payload.sgpr_start.eq(sgpr_start),
                 out.payload.lds_start.eq(lds_start),
             ]

@@ -21,6 +21,12 @@ LUT-RAM cells for whole records read asynchronously (docs/dispatch_rtl.md); the 
 power leave from registers, not from block RAM's slower output, because they reach the
 matcher and the scores in the same clock.
 
+With ``view_refresh = "changed"`` no reader needs every AP's status at once (the view reads
+the two APs that changed, the allocator the chosen one), so the status is kept in LUT-RAM,
+one word per AP, instead of registers (:meth:`ResourceTable._status_memory`): the same
+status in every clock, read through ports, without a register and its update logic per
+block.
+
 Model twin: :mod:`model.dispatch.resources`.
 """
 
@@ -32,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 from hw.dispatch.logic import add, block_mask, equals, less, subtract
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
-from hw.dispatch.views import changed_layout, status_layout
+from hw.dispatch.views import ap_status_layout, changed_layout, status_layout
 
 __all__ = ["ResourceTable"]
 
@@ -43,7 +49,8 @@ class ResourceTable(wiring.Component):
     Attributes
     ----------
     status : Out(status_layout(params))
-        Bit ``i`` = block ``i``, 1 = free; reset: all free.
+        Bit ``i`` = block ``i``, 1 = free; reset: all free. Every AP's, from registers
+        (with ``view_refresh = "changed"``, from memory through the ports below instead).
     slots : Out(slots_layout(params))
         Free wave slots per PEU; reset: all.
     history : Out(ArrayLayout(history bits, aps))
@@ -65,18 +72,29 @@ class ResourceTable(wiring.Component):
         Sticky: a release named a tag not in flight, or a WG id other than its record's; such
         a release is ignored.
     changed : Out(ArrayLayout(changed_layout(params), 2))
-        Built only with ``view_refresh = "changed"``: the APs whose ``status`` in this clock
-        may differ from the last clock's, each with a ``valid`` bit: ``[0]`` the AP of the
-        allocation taken at the last clock edge, ``[1]`` the AP of the release whose blocks
-        come back in this clock. No other AP's status changes (one allocation and one
-        release a clock at most).
+        Built only with ``view_refresh = "changed"``, as the three below (and ``status`` is
+        not): the APs whose status in this clock may differ from the last clock's, each with
+        a ``valid`` bit: ``[0]`` the AP of the allocation taken at the last clock edge,
+        ``[1]`` the AP of the release whose blocks come back in this clock. No other AP's
+        status changes (one allocation and one release a clock at most).
+    changed_status : Out(ArrayLayout(given_layout(params), 2))
+        ``[1]``: the status of ``changed[1]``'s AP in this clock; ``[0]``: that of
+        ``changed[0]``'s AP after the allocation (this clock's unless the release of
+        ``[1]`` is on the same AP: then ``[1]`` is its status).
+    read_ap : In(range(aps)), ap_status : Out(given_layout(params))
+        The status of AP ``read_ap`` in this clock (the allocator's read).
     """
 
     def __init__(self, params: DispatcherParams):
         self._params = params
         p = params
+        changed = p.changed_views
         super().__init__({
-            "status": Out(status_layout(p)),
+            **({"status": Out(status_layout(p))} if not changed else {
+                "changed": Out(data.ArrayLayout(changed_layout(p), 2)),
+                "changed_status": Out(data.ArrayLayout(self.given_layout(p), 2)),
+                "read_ap": In(range(max(p.aps, 2))),
+                "ap_status": Out(self.given_layout(p))}),
             "slots": Out(slots_layout(p)),
             "history": Out(data.ArrayLayout(p.widths["history"], p.aps)),
             "tag": Out(range(max(p.records, 2))),
@@ -88,8 +106,6 @@ class ResourceTable(wiring.Component):
             "running": In(1),
             "error": Out(1),
             **({"released": Out(p.channels)} if p.barriers else {}),
-            **({"changed": Out(data.ArrayLayout(changed_layout(p), 2))}
-               if p.changed_views else {}),
         })
 
     @staticmethod
@@ -110,8 +126,9 @@ class ResourceTable(wiring.Component):
     @classmethod
     def given_layout(cls, params: DispatcherParams) -> data.StructLayout:
         """What the record memory holds per tag (read through a registered port): the block
-        mask of every resource instance of the AP, named ``vgpr0``, ..., ``lds0``."""
-        return data.StructLayout({f"{name}{q}": n for name, q, n in cls.instances(params)})
+        mask of every resource instance of the AP, named ``vgpr0``, ..., ``lds0``
+        (:func:`hw.dispatch.views.ap_status_layout`)."""
+        return ap_status_layout(params)
 
     @classmethod
     def filed_width(cls, params: DispatcherParams) -> int:
@@ -258,7 +275,9 @@ class ResourceTable(wiring.Component):
             take_masks[name, q] = Signal(n, name=f"take_{name}{q}")
             m.d.comb += take_masks[name, q].eq(block_mask(*self._extent(taken, name, q), n, m,
                                                           f"take_{name}{q}_end"))
-        for name, q, n in self.instances(p):
+        if p.changed_views:
+            self._status_memory(m, allocate, taken, take_masks, back, releasing, held.ap)
+        for name, q, n in self.instances(p) if not p.changed_views else ():
             per = Q if name != "lds" else 1
             for ap in range(P):
                 word = Signal(n, name=f"{name}{ap * per + q}", init=(1 << n) - 1)
@@ -287,3 +306,58 @@ class ResourceTable(wiring.Component):
                 m.d.sync += average.eq(add(self._decayed(average, self.history_shift), now))
             m.d.comb += self.history[ap].eq(average)
         return m
+
+    def _status_memory(self, m: Module, allocate, taken, take_masks, back, releasing,
+                       held_ap) -> None:
+        """``view_refresh = "changed"``: the status kept in memory, one word per AP (its
+        block masks, :meth:`given_layout`), in two banks of LUT-RAM with asynchronous reads:
+        ``taken`` written by the allocation (the AP's status less what it takes), ``given``
+        by the release whose blocks come back (the AP's status with them), and per AP a
+        register saying which bank holds its word, or neither (all free: what a reset
+        restores). One allocation and one release a clock write two APs; on one AP the
+        allocation's word, which has the release's blocks, is the one written. Every read
+        is of the status of this clock, as the registers would show it: the word with the
+        blocks coming back ORed in."""
+        p = self._params
+        layout = self.given_layout(p)
+        depth = max(p.aps, 2)
+        free = (1 << layout.size) - 1
+        banks = [Memory(shape=layout, depth=depth, init=[]) for _ in range(2)]
+        m.submodules.status_taken, m.submodules.status_given = banks
+        # 0: all free, 1: the taken bank's word, 2: the given bank's.
+        live = [Signal(2, name=f"status_live{ap}") for ap in range(p.aps)]
+        giving = Signal(name="giving_back")
+        given_ap = Signal.like(held_ap, name="given_back_ap")
+        m.d.sync += [giving.eq(releasing), given_ap.eq(held_ap)]
+
+        def read(address, name, coming_back):
+            ports = [bank.read_port(domain="comb") for bank in banks]
+            which = Signal(2, name=f"{name}_bank")
+            seen = Signal(layout, name=name)
+            m.d.comb += [*(port.addr.eq(address) for port in ports),
+                         which.eq(Cat(*live).word_select(address, 2) if p.aps > 1 else live[0]),
+                         seen.eq(Mux(which[1], ports[1].data.as_value(),
+                                     Mux(which[0], ports[0].data.as_value(), free))
+                                 | Mux(coming_back, back.as_value(), 0))]
+            return seen
+
+        at_take = read(taken.ap, "status_at_take", giving & equals(given_ap, taken.ap))
+        at_give = read(given_ap, "status_at_give", giving)
+        m.d.comb += self.ap_status.eq(
+            read(self.read_ap, "status_at_read", giving & equals(given_ap, self.read_ap)))
+        kept = Signal(layout, name="status_after_take")
+        m.d.comb += kept.eq(Cat(*(at_take[f"{name}{q}"] & ~take_masks[name, q]
+                                  for name, q, _ in self.instances(p))))
+        same = allocate & equals(given_ap, taken.ap)
+        taken_write, given_write = (bank.write_port() for bank in banks)
+        m.d.comb += [taken_write.addr.eq(taken.ap), taken_write.data.eq(kept),
+                     taken_write.en.eq(allocate),
+                     given_write.addr.eq(given_ap), given_write.data.eq(at_give),
+                     given_write.en.eq(giving & ~same)]
+        for ap, bank in enumerate(live):
+            with m.If(allocate & equals(taken.ap, ap)):
+                m.d.sync += bank.eq(1)
+            with m.Elif(giving & equals(given_ap, ap)):
+                m.d.sync += bank.eq(2)
+        m.d.sync += self.changed_status[0].eq(kept)
+        m.d.comb += self.changed_status[1].eq(at_give)

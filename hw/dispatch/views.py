@@ -19,7 +19,7 @@ selected word make up the rest.
 Model twin: :mod:`model.dispatch.views`.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,7 +29,8 @@ from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, Sa
 from hw.shared_maxblock import SharedMaxFreeBlock, exact_deepest_pipeline
 from model.maxblock import default_samples
 
-__all__ = ["FreeBlockViews", "changed_layout", "status_layout", "view_layout"]
+__all__ = ["FreeBlockViews", "ap_status_layout", "changed_layout", "status_layout",
+           "view_layout"]
 
 
 def status_layout(params: DispatcherParams) -> data.StructLayout:
@@ -44,6 +45,13 @@ def view_layout(params: DispatcherParams) -> data.StructLayout:
     sizes, counts = params.sizes, params.instances
     return data.StructLayout({name: data.ArrayLayout(range(sizes[name] + 1), counts[name])
                               for name in sizes})
+
+
+def ap_status_layout(params: DispatcherParams) -> data.StructLayout:
+    """One AP's status words by instance, ``vgpr0``, ..., ``sgpr0``, ..., ``lds0`` (also
+    the layout of a record's block masks on its AP)."""
+    return data.StructLayout({f"{name}{q}": n for name, n in params.sizes.items()
+                              for q in range(params.peus if name != "lds" else 1)})
 
 
 def changed_layout(params: DispatcherParams) -> data.StructLayout:
@@ -86,11 +94,15 @@ class FreeBlockViews(wiring.Component):
     Attributes
     ----------
     status : In(status_layout(params))
+        Every AP's status (not with ``view_refresh = "changed"``).
     view : Out(view_layout(params))
-    changed : In(ArrayLayout(changed_layout(params), 2))
+    changed : In(ArrayLayout(changed_layout(params), 2)),
+    changed_status : In(ArrayLayout(ap_status_layout(params), 2))
         With ``view_refresh = "changed"`` only: the APs whose status in this clock may differ
-        from the last clock's (:attr:`hw.dispatch.resources.ResourceTable.changed`). An AP
-        whose status changes without being named here keeps a stale view.
+        from the last clock's and their status
+        (:attr:`hw.dispatch.resources.ResourceTable.changed`, ``changed_status``; where both
+        name one AP, ``[1]``'s is its status). An AP whose status changes without being named
+        here keeps a stale view.
     """
 
     def __init__(self, params: DispatcherParams, wrap=identity, *,
@@ -101,10 +113,11 @@ class FreeBlockViews(wiring.Component):
         self._params = params
         self._wrap = wrap
         self._shared_exact = shared_circuit == "exact"
-        super().__init__({"status": In(status_layout(params)),
-                          "view": Out(view_layout(params)),
-                          **({"changed": In(data.ArrayLayout(changed_layout(params), 2))}
-                             if params.changed_views else {})})
+        changed = {"changed": In(data.ArrayLayout(changed_layout(params), 2)),
+                   "changed_status": In(data.ArrayLayout(ap_status_layout(params), 2))}
+        super().__init__({**(changed if params.changed_views
+                             else {"status": In(status_layout(params))}),
+                          "view": Out(view_layout(params))})
 
     @property
     def prime_clocks(self) -> int:
@@ -192,9 +205,9 @@ class FreeBlockViews(wiring.Component):
 
     def _changed(self, m: Module) -> Module:
         """``view_refresh = "changed"``: for each of the two changed APs, its status words
-        selected, each through its circuit (and registers: ``circuit_latency - 1`` clocks in
-        all), into the length registers of that AP's instances (both slots naming one AP
-        write the same lengths: they read one clock's status)."""
+        words, each through its circuit (and registers: ``circuit_latency - 1`` clocks in
+        all), into the length registers of that AP's instances (where both slots name one
+        AP, slot 1's: its status)."""
         p = self._params
         ahead = self._ahead()
         written = []
@@ -211,10 +224,7 @@ class FreeBlockViews(wiring.Component):
                 for q in range(per):
                     circuit = self._wrap(self._circuit(n), "view")
                     m.submodules[f"changed{slot}_{name}{q}"] = circuit
-                    words = [self.status[name][a * per + q] for a in range(p.aps)]
-                    word = Signal(n, name=f"changed{slot}_{name}{q}_word")
-                    m.d.comb += word.eq(Cat(*words).word_select(changed.ap, n)
-                                        if len(words) > 1 else words[0])
+                    word = self.changed_status[slot][f"{name}{q}"]
                     extra = ahead - p.circuit_latency(n)
                     m.d.comb += circuit.status.eq(self._delayed(
                         m, word, extra, f"changed{slot}_{name}{q}"))
@@ -230,8 +240,8 @@ class FreeBlockViews(wiring.Component):
                     index = a * per + q
                     length = Signal.like(self.view[name][index], name=f"{name}{index}_length",
                                          init=idle)
-                    for slot, (valid, ap, lengths) in enumerate(written):
-                        with (m.If if slot == 0 else m.Elif)(valid & equals(ap, a)):
+                    for slot, (valid, ap, lengths) in reversed(list(enumerate(written))):
+                        with (m.If if slot == 1 else m.Elif)(valid & equals(ap, a)):
                             m.d.sync += length.eq(lengths[name, q])
                     m.d.comb += self.view[name][index].eq(length)
         return m

@@ -45,8 +45,8 @@ Properties (``DISPATCH_PROPERTIES``):
   keeps a shadow FIFO per channel of the accepted WGs (a refused one dropped again), and a
   clock that takes a channel's head finds it valid and equal to the shadow's oldest WG id;
   the next clock's dispatch shows that id and channel.
-* embodiment 10's power and history: :class:`TableHarness` (the table alone, every input
-  free), ``table_helpers`` and ``power_history``.
+* embodiment 10's power and history: :class:`hw.flow.formal_table.TableHarness` (the table
+  alone, every input free), ``table_helpers`` and ``power_history``.
 * ``held_decides_nothing`` -- back-pressure (docs/dispatch_rtl.md, "Back-pressure,
   exactly"): in a clock with ``dispatch.valid`` high and ``ready`` low no head is taken,
   nothing is allocated, nothing is split and there is no stale abort (``split`` and
@@ -81,7 +81,6 @@ from amaranth.hdl import (
     Mux,
     ResetSignal,
     Signal,
-    Value,
 )
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -105,7 +104,7 @@ from hw.maxblock import ExactMaxFreeBlock
 from model.dispatch.config import AP_CHOICES
 
 __all__ = ["AP_CHOICE_COVERS", "DISPATCH_COVERS", "DISPATCH_EXTRA", "DISPATCH_PROPERTIES",
-           "DispatcherHarness", "SHAPES", "SHAPE_OPTIONS", "SHAPE_POLICY", "TINY", "TableHarness",
+           "DispatcherHarness", "SHAPES", "SHAPE_OPTIONS", "SHAPE_POLICY", "TINY",
            "tiny_dispatcher"]
 
 
@@ -126,6 +125,10 @@ class DispatcherHarness(wiring.Component):
         # harness adds (helpers for the proof: what the shadow's copies would file).
         self._stored = [Signal(ResourceTable.filed_width(p), name=f"stored_record{t}")
                         for t in range(p.records)]
+        # With the status in memory (view_refresh = "changed"): each AP's word in each bank.
+        width = ResourceTable.given_layout(p).size
+        self._banks = [[Signal(width, name=f"stored_status{ap}_{b}") for b in range(2)]
+                       for ap in range(p.aps)] if p.changed_views else []
         make_table = self.dut._table
 
         def observed(params):
@@ -135,6 +138,10 @@ class DispatcherHarness(wiring.Component):
             def with_ports(platform):
                 module = elaborate(platform)
                 _read_records(module, self._stored)
+                for ap, words in enumerate(self._banks):
+                    for word, bank in zip(words, ("status_taken", "status_given"), strict=True):
+                        port = module.submodules[bank].read_port(domain="comb")
+                        module.d.comb += [port.addr.eq(ap), word.eq(port.data)]
                 # Elaborated here, so that the harness can read its registers by name.
                 fragment = Fragment.get(module, platform)
                 self._table_registers = _assigned(fragment)
@@ -210,7 +217,10 @@ class DispatcherHarness(wiring.Component):
 
         taking = Signal(width, name="taking")
         m.d.comb += taking.eq(take_masks(record))
-        status = Cat(*(table.status[name][index] for name, index, _ in instances))
+        # Every block's status: the registers, or (view_refresh = "changed") each AP's word
+        # in the memory bank its register names, with the blocks coming back ORed in.
+        status = Cat(*(table.status[name][index] for name, index, _ in instances)
+                     if not p.changed_views else self._memory_status(p, instances))
         slot_bits = len(table.slots[0][0])
         taking_waves = Signal(P * Q * slot_bits, name="taking_waves")
         m.d.comb += taking_waves.eq(Cat(*(Mux(record.ap == ap, record.waves[q], 0)
@@ -305,7 +315,8 @@ class DispatcherHarness(wiring.Component):
         elif prop == "no_stale_abort":
             m.d.comb += Assert(~dut.stale_abort, "no stale abort with the current view")
         elif prop == "changed_view":
-            self._changed_view(m, top.submodules.views, table, p)
+            words = {key: status[offset:offset + n] for key, offset, n in _offsets(instances)}
+            self._changed_view(m, top.submodules.views, words, p)
         else:
             covers = {"dispatched": out.valid & out.ready, "released": good,
                       "held_dispatch": out.valid & ~out.ready, "bad_release": bad,
@@ -331,14 +342,34 @@ class DispatcherHarness(wiring.Component):
             _covers(m, covers, prop)
         return m
 
+    def _memory_status(self, p, instances) -> list:
+        """With the status in memory: each instance's status word in this clock, as the
+        table's readers see it (``instances`` order): its AP's word in the bank the AP's
+        register names (or all free), with the blocks coming back ORed in."""
+        registers = self._table_registers
+        giving, given_ap = registers["giving_back"], registers["given_back_ap"]
+        back = registers["given_back"]
+        seen = []
+        for ap, (taken, given) in enumerate(self._banks):
+            live = registers[f"status_live{ap}"]
+            stored = Mux(live[1], given, Mux(live[0], taken, (1 << len(taken)) - 1))
+            seen.append(stored | Mux(giving & (given_ap == ap), back, 0))
+        layout = ResourceTable.given_layout(p)
+        words = []
+        for name, index, n in instances:
+            ap, q = divmod(index, p.peus if name != "lds" else 1)
+            offset = layout[f"{name}{q}"].offset
+            words.append(seen[ap][offset:offset + n])
+        return words
+
     @staticmethod
-    def _changed_view(m, views, table, p):
+    def _changed_view(m, views, words, p):
         """The view computed for the changed APs is, in every clock and for every instance,
         the exact length of the status of ``circuit_latency`` clocks ago (the harness's own
         registers, reset to all free: the status before cycle 0)."""
         for name, n in p.sizes.items():
             for index in range(p.instances[name]):
-                word = table.status[name][index]
+                word = words[name, index]
                 for k in range(p.policy.circuit_latency):
                     older = Signal(n, name=f"old_{name}{index}_{k}", init=(1 << n) - 1)
                     m.d.sync += older.eq(word)
@@ -428,122 +459,12 @@ class DispatcherHarness(wiring.Component):
                            "the dispatch shows the taken head")
 
 
-class TableHarness(wiring.Component):
-    """The :class:`~hw.dispatch.resources.ResourceTable` of a tiny dispatcher alone, every
-    input free (``allocate``, ``record``, the release port, ``running``,
-    ``history_shift``), with the same shadow of the in-flight records as
-    :class:`DispatcherHarness`. The table's power and history contract holds for any record
-    it is given, so this covers every record the dispatcher can compute.
-
-    Properties: ``table_helpers`` -- the shadow's copies equal the record memory, the
-    offered tag is not in flight, the table's in-flight bits are the shadow's;
-    ``power_history`` -- with those assumed (the other job proves them on the same table),
-    each AP's power as the history reads it (``power<ap>_seen``: the register less what the
-    last clock's release gives back) equals the shadow's power of the AP (the power of every
-    record filed on it, less that of every copy on it a good release drops: the summed
-    power of its in-flight records) and its history ``x`` becomes ``x - (x >> shift) + p``
-    in a running clock (``p`` that power), else holds.
-    """
-
-    PROPERTIES = ("table_helpers", "power_history")
-
-    def __init__(self, prop: str, shape="tiny2x1", table_cls=ResourceTable):
-        if prop not in self.PROPERTIES:
-            raise ValueError(f"Unknown table property {prop!r}; known: "
-                             f"{', '.join(self.PROPERTIES)}")
-        self.prop = prop
-        dispatcher = tiny_dispatcher(shape=shape)
-        dispatcher._MustUse__silence = True         # only its parameters are used
-        p = self.params = dispatcher.params
-        self.table = table_cls(p)
-        super().__init__({"allocate": In(1), "record": In(p.record_layout.size),
-                          "release_valid": In(1), "release_payload": In(p.release_layout.size),
-                          "running": In(1), "history_shift": In(len(self.table.history_shift))})
-
-    def elaborate(self, platform):
-        m = Module()
-        p, table = self.params, self.table
-        N = p.records
-        table._MustUse__silence = True
-        module = table.elaborate(platform)
-        stored = [Signal(ResourceTable.filed_width(p), name=f"stored_record{t}") for t in range(N)]
-        _read_records(module, stored)
-        fragment = Fragment.get(module, platform)
-        registers = _assigned(fragment)
-        m.submodules.table = fragment
-        m.d.comb += Assume(~ResetSignal())
-        m.d.comb += [table.allocate.eq(self.allocate), table.record.eq(self.record),
-                     table.release.valid.eq(self.release_valid),
-                     table.release.payload.eq(self.release_payload),
-                     table.running.eq(self.running),
-                     table.history_shift.eq(self.history_shift)]
-        m.d.comb += Assume(self.history_shift <= p.history_shift_max)
-
-        busy = Signal(N, name="shadow_busy")
-        copies = [Signal(p.record_layout, name=f"shadow_record{t}") for t in range(N)]
-        allocating = table.allocate & table.tag_valid
-        release = table.release.payload
-        tag_known = Mux(release.tag < N, busy.bit_select(release.tag, 1), 0)
-        wg_of_tag = Cat(*(copy.wg for copy in copies)).word_select(
-            release.tag[:max(1, (N - 1).bit_length())], p.id_bits)
-        good = table.release.valid & tag_known & (wg_of_tag == release.wg)
-        for t in range(N):
-            filing = allocating & (table.tag == t)
-            with m.If(filing):
-                m.d.sync += copies[t].eq(table.record)
-            m.d.sync += busy[t].eq((busy[t] | filing) & ~(good & (release.tag == t)))
-
-        # The release of the last clock: what the record memory's registered port gives back
-        # is that record's word, for the AP bit its check set.
-        tag_index = release.tag[:max(1, (N - 1).bit_length())]
-        dropped = Signal(p.record_layout, name="dropped_record")
-        m.d.comb += dropped.eq(Cat(*(c.as_value() for c in copies)).word_select(
-            tag_index, p.record_layout.size))
-        last_good = Signal(name="last_good_release")
-        last = Signal(p.record_layout, name="last_dropped_record")
-        m.d.sync += [last_good.eq(good), last.eq(dropped)]
-        given_width = ResourceTable.given_layout(p).size
-        helpers = [(Cat(*(Cat(*table.filed(c)) for c in copies)) == Cat(*stored),
-                    "helper: the records as filed"),
-                   (~table.tag_valid | ~busy.bit_select(table.tag, 1),
-                    "helper: the next tag is not in flight"),
-                   (registers["in_flight"] == busy,
-                    "helper: the table's in-flight tags are the shadow's"),
-                   (registers["released_aps"] == Mux(last_good, 1 << last.ap, 0)[:p.aps],
-                    "helper: the AP bits of the last clock's release"),
-                   (~last_good | (registers["given_back"]
-                                  == table.filed(last)[1][:given_width]),
-                    "helper: the record memory's port gives back the last release's masks"),
-                   (~last_good | ((registers["released_waves"] == Value.cast(last.waves))
-                                  & (registers["released_power"] == last.power)),
-                    "helper: the last release's waves and power, registered")]
-        if self.prop == "table_helpers":
-            for condition, what in helpers:
-                m.d.comb += Assert(condition, what)
-            return m
-        for condition, _ in helpers:
-            m.d.comb += Assume(condition)
-        # The shadow's power of each AP, the summed power of its in-flight records kept as the
-        # sum is defined: a register adding the power of a record filed on the AP, less, in the
-        # clock after, that of a copy a good release dropped (split as the table's register is;
-        # other forms defeat PDR, docs/verification.md).
-        for ap in range(p.aps):
-            width = p.widths["ap_power"]
-            shadow = Signal(width, name=f"shadow_power{ap}")
-            summed = Signal(width, name=f"shadow_power{ap}_seen")
-            record = table.record
-            m.d.comb += summed.eq(shadow - Mux(last_good & (last.ap == ap), last.power, 0))
-            m.d.sync += shadow.eq(summed + Mux(allocating & (record.ap == ap), record.power, 0))
-            m.d.comb += Assert(registers[f"power{ap}_seen"] == summed,
-                               f"AP {ap}'s power = summed power of its in-flight WGs")
-            history = table.history[ap]
-            expected = Signal.like(history, name=f"expected_history{ap}")
-            m.d.sync += expected.eq(Mux(self.running,
-                                        history - (history >> self.history_shift) + summed,
-                                        history))
-            m.d.comb += Assert(history == expected,
-                               f"AP {ap}'s history = x - (x >> shift) + p of the last clock")
-        return m
+def _offsets(instances):
+    """``((name, index), offset, n)`` of each instance in the shadow's block masks."""
+    offset = 0
+    for name, index, n in instances:
+        yield (name, index), offset, n
+        offset += n
 
 
 def _read_records(module, stored) -> None:

@@ -41,9 +41,9 @@ from hw.flow.formal_dispatch import (
     DISPATCH_EXTRA,
     DISPATCH_PROPERTIES,
     DispatcherHarness,
-    TableHarness,
 )
 from hw.flow.formal_props import COVERS, ArbiterHarness, MaxBlockPipelineHarness
+from hw.flow.formal_table import TableHarness
 from hw.flow.tools import ToolError, warm
 
 __all__ = ["JOBS", "Job", "JobResult", "find_tools", "main", "run_job"]

@@ -105,6 +105,15 @@ VIEWS = {
     "pipelined_l2": ("exact, latency 2, pipelined k = 4", {
         "circuit": "exact", "circuit_latency": 2, "decision_pipeline": 4,
         "score_latency": 4, "combined_scale": "all"}),
+    # The exact view computed for the changed APs only, the status in LUT-RAM
+    # (view_refresh = "changed"): with the one-clock decision at latency 1 (the rest of the
+    # dispatcher for make pareto's changed points), pipelined at latencies 2 and 3.
+    "changed": ("exact, latency 1, changed APs", {"circuit": "exact", "circuit_latency": 1,
+                                                  "view_refresh": "changed"}),
+    **{f"changed_l{latency}": (f"exact, latency {latency}, changed APs, pipelined k = 4", {
+        "circuit": "exact", "circuit_latency": latency, "decision_pipeline": 4,
+        "score_latency": 4, "combined_scale": "all", "view_refresh": "changed"})
+       for latency in (2, 3)},
 }
 
 #: The dispatcher's submodules, as the parts of the LUT count.
@@ -116,8 +125,10 @@ PART_LABELS = {"queues": "queues", "views": "views", "matcher": "matcher",
 
 def shape(configuration: str, view: str) -> DispatchShape:
     gpu, channels = CONFIGURATIONS[configuration]
-    policy = with_policy(PRESETS["seed"], history="ema", **VIEWS[view][1])
-    return DispatchShape.of(gpu, policy, channels)
+    fields = dict(VIEWS[view][1])
+    options = {"view_refresh": fields.pop("view_refresh")} if "view_refresh" in fields else {}
+    policy = with_policy(PRESETS["seed"], history="ema", **fields)
+    return DispatchShape.of(gpu, policy, channels, **options)
 
 
 class _LengthOnly(wiring.Component):
