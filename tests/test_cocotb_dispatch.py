@@ -236,6 +236,24 @@ def test_the_shipped_cosim_shapes_are_cosimulated():
 
 
 @pytest.mark.cocotb
+def test_the_view_of_the_changed_aps_matches_the_model_at_a_reduced_size(simulator):
+    # The full-size default pipelined build with the view of the changed APs (its status in
+    # LUT-RAM), at the regression's reduced size (2 x 4 x 4): its Verilog on Verilator against
+    # the model, clock for clock. The Amaranth tier runs every circuit of it; formal proves
+    # the view.
+    if simulator == "icarus":
+        pytest.skip("Verilator runs it; the Amaranth tier runs every changed shape")
+    path = COSIM / "default_pipelined.toml"
+    scenario = load_scenario(path)
+    policy = scenario.policies[0]
+    shape = scenario_shape(scenario, policy, reduce=True, view_refresh="changed")
+    assert shape.params.changed_views and shape.params.pipeline
+    jobs = [{"kind": "scenario", "path": str(path), "policy": policy.name,
+             "cycles": SHIPPED_CYCLES, "reduce": True}]
+    _checked(run_cosim(shape, jobs, simulator), jobs)
+
+
+@pytest.mark.cocotb
 @pytest.mark.parametrize("broken", [False, True], ids=["dispatcher", "mutant"])
 def test_make_cosim_prints_the_summary_and_the_first_difference(broken, capfd, monkeypatch,
                                                                 any_simulator):

@@ -116,6 +116,10 @@ VIEWS = {
        for latency in (2, 3)},
 }
 
+#: The views whose default build is also synthesized flat and placed and routed (the others
+#: are several times the largest ECP5 by parts).
+DEFAULT_FLAT = ("changed_l2", "changed_l3")
+
 #: The dispatcher's submodules, as the parts of the LUT count.
 PARTS = ("queues", "views", "matcher", "selector", "allocator", "table")
 PART_LABELS = {"queues": "queues", "views": "views", "matcher": "matcher",
@@ -684,7 +688,7 @@ def main(argv=None) -> int:
     for configuration in configurations:
         for view in views:
             for family in families:
-                if configuration == "small" and "flat" in kinds:
+                if "flat" in kinds and (configuration == "small" or view in DEFAULT_FLAT):
                     jobs.append(("flat", configuration, view, family))
                 if "hierarchy" in kinds:
                     jobs.append(("hierarchy", configuration, view, family))

@@ -281,14 +281,17 @@ def route_view(view: str, latency: int, work: Path, cache: Path,
     return result
 
 
-def rest_of_dispatcher(path: Path = DISPATCH_RESULTS) -> dict:
+def rest_of_dispatcher(path: Path = DISPATCH_RESULTS, build: str = "exact") -> dict:
     """Every part of the default build but its views, from the measured hierarchy of the
-    exact build (``default/exact/ecp5/hierarchy``); ``{"parts": ..., "total": ...}``."""
+    exact build (``default/exact/ecp5/hierarchy``), or of ``build`` (``changed``: the
+    builds whose view is computed for the changed APs, their status in LUT-RAM and their
+    allocator without its multiplexers); ``{"parts": ..., "total": ...}``."""
+    key = f"default/{build}/ecp5/hierarchy"
     try:
         rows = json.loads(path.read_text())["rows"]
-        (row,) = [r for r in rows if r.get("key") == "default/exact/ecp5/hierarchy"]
+        (row,) = [r for r in rows if r.get("key") == key]
     except (OSError, ValueError, KeyError) as error:
-        raise ConfigError(f"{path}: no measured hierarchy of the default exact build "
+        raise ConfigError(f"{path}: no measured hierarchy of the default {build} build "
                           f"(make fpga-report-dispatch): {error}") from None
     parts = {name: counts for name, counts in row["parts"].items() if name != "views"}
     total = {key: sum(counts.get(key, 0) for counts in parts.values()) for key in COUNTS}
@@ -401,9 +404,11 @@ def _ratio(comparison: dict | None) -> dict | None:
     return None if ratio is None else {k: ratio[k] for k in ("mean", "low", "high")}
 
 
-def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None) -> list[dict]:
-    """One row per point (and MIAOW): area, the view's routed fmax where it was routed
-    (``routes``: point to :func:`route_view`'s result), and every quality ratio."""
+def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None,
+             rest_changed: dict | None = None) -> list[dict]:
+    """One row per point (and MIAOW): area (the views' plus ``rest``, or ``rest_changed``
+    for the :data:`CHANGED` views), the view's routed fmax where it was routed (``routes``:
+    point to :func:`route_view`'s result), and every quality ratio."""
     routes = routes or {}
     by_key = {}
     for row in model["rows"]:
@@ -430,7 +435,8 @@ def assemble(areas: dict, rest: dict, model: dict, routes: dict | None = None) -
                                                       "ffs", "critical_cells", "error")}
         if area["status"] == "ok":
             row["views"] = {k: area[k] for k in COUNTS}
-            row["total"] = {k: area[k] + rest["total"][k] for k in COUNTS}
+            others = rest_changed if view in CHANGED and rest_changed else rest
+            row["total"] = {k: area[k] + others["total"][k] for k in COUNTS}
             row["circuits"] = area["circuits"]
         else:
             row["error"] = area.get("error", "")
@@ -485,6 +491,7 @@ def main(argv=None) -> int:
     cache = args.out / "cache"
     try:
         rest = rest_of_dispatcher()
+        rest_changed = rest_of_dispatcher(build="changed")
         areas = {}
         for view, latency in points():
             areas[(view, latency)] = view_area(view, latency, args.out / "work", cache)
@@ -500,18 +507,19 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("stopped: what finished is cached", file=sys.stderr)
         return 130
-    rows = assemble(areas, rest, model, routes)
+    rows = assemble(areas, rest, model, routes, rest_changed)
     print_table(f"views of the default dispatcher: LUT4 (ECP5) against dispatch quality, "
                 f"ratios to exact L1 over {args.seeds} seeds", HEADERS, table_rows(rows))
     try:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "pareto.md").write_text(markdown(rows, rest, args.seeds))
+        (args.out / "pareto.md").write_text(markdown(rows, rest, args.seeds, rest_changed))
         plot(rows, args.out / "pareto.png")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps({
             "command": "make pareto", "tools": tool_versions(FAMILIES["ecp5"]),
             "mapper": MAPPER, "seeds": args.seeds, "reference": point_name(*REFERENCE),
-            "rest": rest, "capacities": model["capacities"], "rows": rows}, indent=1) + "\n")
+            "rest": rest, "rest_changed": rest_changed, "capacities": model["capacities"],
+            "rows": rows}, indent=1) + "\n")
     except OSError as error:
         print(f"error: {error.filename}: cannot write: {error.strerror} (every measurement is "
               f"cached in {cache}: run again with a writable path)", file=sys.stderr)

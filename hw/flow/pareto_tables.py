@@ -51,7 +51,7 @@ HEADERS = ["point", "view", "LUT4", "of which views", "FF", "MHz, one AP's views
            "thr. overloaded", "p99 lat. overloaded", "llama thr.", "llama p99 lat."]
 
 
-def markdown(rows: list[dict], rest: dict, seeds: int) -> str:
+def markdown(rows: list[dict], rest: dict, seeds: int, rest_changed: dict | None = None) -> str:
     """The table as Markdown, with what its figures are (MIAOW's from its row)."""
     miaow = next(row for row in rows if row["view"] is None)
     lines = [f"| {' | '.join(HEADERS)} |", "|" + " --- |" * len(HEADERS)]
@@ -59,7 +59,10 @@ def markdown(rows: list[dict], rest: dict, seeds: int) -> str:
     lines += ["", f"Ratios to exact L1 (95 % interval over {seeds} workload seeds); * = on the "
               "Pareto front of LUT4 against the overloaded throughput ratio. LUT4: the views "
               f"synthesized by parts plus the rest of the dispatcher ({rest['total']['luts']:,} "
-              f"LUT4, the exact build's hierarchy of {rest['date']}). MHz: one AP's views alone "
+              f"LUT4, the exact build's hierarchy of {rest['date']}"
+              + (f"; for the views of the changed APs, {rest_changed['total']['luts']:,} LUT4, "
+                 f"that build's: the status in LUT-RAM, no allocator multiplexers"
+                 if rest_changed else "") + "). MHz: one AP's views alone "
               "(its 4 VGPR, 4 SGPR and 1 LDS view, or its shared unit) placed and routed in the "
               "register wrapper, nextpnr seed 1: the view's own clock limit, not the "
               f"dispatcher's. MIAOW: {miaow['source']}, {miaow['fmax']} MHz for the whole "
