@@ -64,7 +64,10 @@ Properties (``DISPATCH_PROPERTIES``):
   (``view_refresh = "changed"``: tiny2x1c1 at view latency 1, tiny1x2c2 at 2), every
   instance's length is in every clock the exact length of the status of that many clocks
   ago, which the harness registers itself: the view of every clock's circuits, so the
-  dispatcher's outputs are those of that build.
+  dispatcher's outputs are those of that build. The status is the table's, kept in memory
+  there: each AP's word in the bank its register names, with the blocks coming back ORed in
+  (``status_exact`` of that status, against the shadow, got no verdict from PDR in 900 s on
+  tiny2x1c1 and is not a job).
 * covers (``cover``/``reach:<name>``): a dispatch, a held dispatch, a good and a bad
   release, a dispatch to every AP, and every AP choice rule choosing every AP (tiny2x1; see
   :data:`AP_CHOICE_COVERS`); a split and a split WG's part dispatched (tiny1x2); a stale

@@ -17,8 +17,8 @@ DISPATCH_PROPERTIES = ("dispatch_stream", "one_dispatch", "status_exact", "bad_r
 DISPATCH_EXTRA = {
     "tiny1x1w2": ("status_exact",),
     "tiny1x2": ("held_decides_nothing", "no_stale_abort"),
-    "tiny2x1c1": ("changed_view", "status_exact"),
-    "tiny1x2c2": ("changed_view", "status_exact"),
+    "tiny2x1c1": ("changed_view",),
+    "tiny1x2c2": ("changed_view",),
 }
 #: Embodiment 9/10 and the baselines' AP choice rules (``AP_CHOICES`` order), each choosing
 #: each AP in a dispatch of the one-clock decision while the other AP fits too ("contested")
