@@ -129,7 +129,9 @@ class DispatcherParams:
         instance, every clock (the default; the Verilog is that of a build without the
         option); ``"changed"``, one AP's circuits (``2 * peus + 1``) for each of the two APs
         whose status can change in a clock (the allocation's, the release's), each instance's
-        length held in a register in between.
+        length held in a register in between, and the status kept in LUT-RAM, one word per
+        AP (:class:`hw.dispatch.resources.ResourceTable`). Needs ``circuit_latency`` 1 or
+        more and a circuit per instance (not the shared unit).
     """
 
     gpu: GpuConfig

@@ -11,10 +11,10 @@ With ``view_refresh = "changed"`` (:class:`hw.dispatch.params.DispatcherParams`)
 (the circuit's output for the status of ``circuit_latency`` clocks ago, for every instance) is
 kept in a register per instance and computed only for the APs whose status changed: in a clock
 at most two (the allocation taken at the last edge, the release whose blocks come back; the
-resource table names them), so two AP-wide sets of circuits (``2 * peus + 1`` each) behind a
-multiplexer of the AP's status words replace one circuit per instance. The register holding an
-instance's length is one clock of the latency; the circuit's pipeline and registers on the
-selected word make up the rest.
+resource table names them and hands over their status words, which it keeps in LUT-RAM), so
+two AP-wide sets of circuits (``2 * peus + 1`` each) replace one circuit per instance. The
+register holding an instance's length is one clock of the latency; the circuit's pipeline
+and registers on the word make up the rest.
 
 Model twin: :mod:`model.dispatch.views`.
 """
@@ -204,8 +204,8 @@ class FreeBlockViews(wiring.Component):
         return m
 
     def _changed(self, m: Module) -> Module:
-        """``view_refresh = "changed"``: for each of the two changed APs, its status words
-        words, each through its circuit (and registers: ``circuit_latency - 1`` clocks in
+        """``view_refresh = "changed"``: for each of the two changed APs, its status words,
+        each through its circuit (and registers: ``circuit_latency - 1`` clocks in
         all), into the length registers of that AP's instances (where both slots name one
         AP, slot 1's: its status)."""
         p = self._params
