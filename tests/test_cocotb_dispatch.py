@@ -101,13 +101,18 @@ def test_the_users_verilog_matches_the_model_on_icarus(simulator):
     # change left `stale_abort` X at clock 40 of this scenario (docs/dispatch_rtl.md).
     if simulator == "verilator":
         pytest.skip("Verilator builds the users' text in every run")
-    path = CONFIGS / "default.toml"
+    shape, jobs = _reduced_run(CONFIGS / "default.toml", SHIPPED_CYCLES // 2)
+    _checked(run_cosim(shape, jobs, simulator, users_text=True), jobs)
+
+
+def _reduced_run(path: Path, cycles: int, **options) -> tuple:
+    """``(build, jobs)``: scenario ``path``'s first policy, reduced as the regression reduces
+    it, one job of ``cycles`` (``options``: :func:`scenario_shape`'s, e.g. ``view_refresh``)."""
     scenario = load_scenario(path)
     policy = scenario.policies[0]
-    jobs = [{"kind": "scenario", "path": str(path), "policy": policy.name,
-             "cycles": SHIPPED_CYCLES // 2, "reduce": True}]
-    shape = scenario_shape(scenario, policy, reduce=True)
-    _checked(run_cosim(shape, jobs, simulator, users_text=True), jobs)
+    jobs = [{"kind": "scenario", "path": str(path), "policy": policy.name, "cycles": cycles,
+             "reduce": True}]
+    return scenario_shape(scenario, policy, reduce=True, **options), jobs
 
 
 def _build(name: str) -> DispatchShape:
@@ -243,13 +248,9 @@ def test_the_view_of_the_changed_aps_matches_the_model_at_a_reduced_size(simulat
     # the view.
     if simulator == "icarus":
         pytest.skip("Verilator runs it; the Amaranth tier runs every changed shape")
-    path = COSIM / "default_pipelined.toml"
-    scenario = load_scenario(path)
-    policy = scenario.policies[0]
-    shape = scenario_shape(scenario, policy, reduce=True, view_refresh="changed")
+    shape, jobs = _reduced_run(COSIM / "default_pipelined.toml", SHIPPED_CYCLES,
+                               view_refresh="changed")
     assert shape.params.changed_views and shape.params.pipeline
-    jobs = [{"kind": "scenario", "path": str(path), "policy": policy.name,
-             "cycles": SHIPPED_CYCLES, "reduce": True}]
     _checked(run_cosim(shape, jobs, simulator), jobs)
 
 
