@@ -1,8 +1,10 @@
 """Step a43: where the target WG goes on the target AP, in the *current* status registers.
 
-The chosen AP's status words are selected (a P:1 multiplexer per PEU resource and for its LDS)
-and searched by one exact first-fit tree each (:class:`hw.maxblock.ExactMaxFreeBlock`, through
-its ports: ``status``, ``request`` in, ``fit``, ``fit_start`` out). Only ``2Q + 1`` trees for
+The chosen AP's status words are selected (a P:1 multiplexer per PEU resource and for its LDS;
+with ``view_refresh = "changed"`` the resource table's read of that AP from its LUT-RAM
+instead, :attr:`words`) and searched by one exact first-fit tree each
+(:class:`hw.maxblock.ExactMaxFreeBlock`, through its ports: ``status``, ``request`` in,
+``fit``, ``fit_start`` out). Only ``2Q + 1`` trees for
 the whole GPU: the search follows the choice of the AP in the same clock instead of running on
 every AP. When a need does not fit (possible only when the view was stale), ``fits`` is 0: the
 dispatcher aborts the dispatch.
