@@ -17,8 +17,8 @@ alone costs more than the rest; the cocotb tier runs it), one build and one simu
 * the directed runs of the shape, and a back-pressure run judged by the protocol checker.
 
 The builds whose view is computed for the changed APs only
-(:data:`tb.dispatch_cases.CHANGED_SHAPES`) run the same drivers: the same view as every
-clock's circuits, so the model's, clock for clock.
+(:data:`tb.dispatch_cases.CHANGED_SHAPES`) run the same drivers in the same test: the same
+view as every clock's circuits, so the model's, clock for clock.
 
 Then every mutant of ``tests/dispatch_mutants.py`` must fail here, and embodiment 10's history
 register is compared with its average clock for clock (a scaled history rarely changes a
@@ -97,11 +97,18 @@ def test_the_start_only_run_writes_nothing_else_than_the_reset_values():
             config_writes(params), name
 
 
-@pytest.mark.parametrize("name", FAST_SHAPES)
+#: The shapes of the main Amaranth run: the fast ones, and the builds whose view is computed
+#: for the changed APs only (the same view, so the model's, clock for clock).
+AMARANTH_SHAPES = {**{name: SHAPES[name] for name in FAST_SHAPES}, **CHANGED_SHAPES}
+
+
+@pytest.mark.parametrize("name", AMARANTH_SHAPES)
 def test_rtl_matches_the_model_under_amaranth(name, record_property):
-    shape = SHAPES[name]
+    shape = AMARANTH_SHAPES[name]
     started, cpu = time.perf_counter(), time.process_time()
     build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    assert build.params.changed_views == (name in CHANGED_SHAPES) \
+        == ("view_refresh" in build.to_json())
     drivers = _drivers(build.params, shape, reset_run)
     clocks = simulate(build.dispatcher(), build.params, drivers)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -115,22 +122,6 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     assert summaries[1]["held"] > 0, summaries[1]
     assert summaries[2]["bad_releases"] == BAD_RELEASES, summaries[2]
     assert drivers[-1].dispatches > 0
-
-
-@pytest.mark.parametrize("name", CHANGED_SHAPES)
-def test_the_view_of_the_changed_aps_is_the_models(name):
-    # view_refresh = "changed": two AP-wide circuit sets behind a multiplexer instead of one
-    # circuit per instance, each instance's length held in a register: the same view, so the
-    # model's, under a reset-value run, random runs (back-pressure, bad releases), the shape's
-    # directed runs and the protocol checker's random run.
-    shape = CHANGED_SHAPES[name]
-    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
-    assert build.params.changed_views and "view_refresh" in build.to_json()
-    drivers = _drivers(build.params, shape, reset_run)
-    simulate(build.dispatcher(), build.params, drivers)
-    assert not _failures(drivers), _failures(drivers)[:3]
-    summaries = [driver.summary for driver in drivers if hasattr(driver, "summary")]
-    assert all(s["dispatches"] > 0 and s["cycles"] == CYCLES for s in summaries), summaries
 
 
 @pytest.mark.parametrize("mutant", CHANGED_MUTANTS)

@@ -155,10 +155,12 @@ class FreeBlockViews(wiring.Component):
             return GroupedMaxFreeBlock(n, n // p.policy.group_size, latency=latency)
         return SampledMaxFreeBlock(n, default_samples(n), latency=latency)
 
-    def _delayed(self, m: Module, word, clocks: int, name: str):
-        """``word`` of ``clocks`` clocks ago, through registers that reset to all free."""
+    def _delayed(self, m: Module, word, clocks: int, name: str, init: int | None = None):
+        """``word`` of ``clocks`` clocks ago, through registers that reset to all free (to
+        ``init`` if given)."""
         for k in range(clocks):
-            register = Signal(len(word), name=f"{name}_d{k}", init=(1 << len(word)) - 1)
+            register = Signal(len(word), name=f"{name}_d{k}",
+                              init=(1 << len(word)) - 1 if init is None else init)
             m.d.sync += register.eq(word)
             word = register
         return word
@@ -212,12 +214,9 @@ class FreeBlockViews(wiring.Component):
         ahead = self._ahead()
         written = []
         for slot, changed in enumerate(self.changed):
-            valid = self._delayed_bit(m, changed.valid, ahead, f"changed{slot}_valid")
-            ap = changed.ap
-            for k in range(ahead):
-                register = Signal.like(ap, name=f"changed{slot}_ap_d{k}")
-                m.d.sync += register.eq(ap)
-                ap = register
+            late = data.View(changed_layout(p), self._delayed(
+                m, changed.as_value(), ahead, f"changed{slot}", init=0))
+            valid, ap = late.valid, late.ap
             lengths = {}
             for name, n in p.sizes.items():
                 per = p.peus if name != "lds" else 1
@@ -250,12 +249,3 @@ class FreeBlockViews(wiring.Component):
         """Clocks from a changed AP's status to its circuits' answer: the latency less the
         clock of the length register."""
         return self._params.policy.circuit_latency - 1
-
-    @staticmethod
-    def _delayed_bit(m: Module, bit, clocks: int, name: str):
-        """``bit`` of ``clocks`` clocks ago, through registers that reset to 0."""
-        for k in range(clocks):
-            register = Signal(name=f"{name}_d{k}")
-            m.d.sync += register.eq(bit)
-            bit = register
-        return bit

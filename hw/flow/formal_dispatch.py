@@ -222,8 +222,9 @@ class DispatcherHarness(wiring.Component):
         m.d.comb += taking.eq(take_masks(record))
         # Every block's status: the registers, or (view_refresh = "changed") each AP's word
         # in the memory bank its register names, with the blocks coming back ORed in.
-        status = Cat(*(table.status[name][index] for name, index, _ in instances)
-                     if not p.changed_views else self._memory_status(p, instances))
+        words = ([table.status[name][index] for name, index, _ in instances]
+                 if not p.changed_views else self._memory_status(p, instances))
+        status = Cat(*words)
         slot_bits = len(table.slots[0][0])
         taking_waves = Signal(P * Q * slot_bits, name="taking_waves")
         m.d.comb += taking_waves.eq(Cat(*(Mux(record.ap == ap, record.waves[q], 0)
@@ -318,8 +319,9 @@ class DispatcherHarness(wiring.Component):
         elif prop == "no_stale_abort":
             m.d.comb += Assert(~dut.stale_abort, "no stale abort with the current view")
         elif prop == "changed_view":
-            words = {key: status[offset:offset + n] for key, offset, n in _offsets(instances)}
-            self._changed_view(m, top.submodules.views, words, p)
+            self._changed_view(m, top.submodules.views, {
+                (name, index): word for (name, index, _), word in zip(instances, words,
+                                                                       strict=True)}, p)
         else:
             covers = {"dispatched": out.valid & out.ready, "released": good,
                       "held_dispatch": out.valid & ~out.ready, "bad_release": bad,
@@ -460,14 +462,6 @@ class DispatcherHarness(wiring.Component):
         m.d.comb += Assert(~loaded | (out.valid & (out.payload.wg == head_wg)
                                       & (out.payload.channel == channel)),
                            "the dispatch shows the taken head")
-
-
-def _offsets(instances):
-    """``((name, index), offset, n)`` of each instance in the shadow's block masks."""
-    offset = 0
-    for name, index, n in instances:
-        yield (name, index), offset, n
-        offset += n
 
 
 def _read_records(module, stored) -> None:
