@@ -378,11 +378,12 @@ def test_random_workloads_keep_every_invariant_and_skipping_changes_nothing(pres
     assert fast["processed_cycles"] < slow["processed_cycles"]
 
 
-@pytest.mark.parametrize("k, latency, history", [(2, 0, "window"), (4, 4, "ema"),
-                                                  (3, 1, "window")])
+@pytest.mark.parametrize("k, latency, history, refresh", [
+    (2, 0, "window", "every"), (4, 4, "ema", "every"), (3, 1, "window", "every"),
+    (4, 4, "ema", "rotating"), (2, 0, "window", "rotating")])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_decision_pipeline_skips_idle_cycles_and_changes_nothing(k, latency, history,
-                                                                     seed):
+                                                                     refresh, seed):
     # The pipeline was stepped every cycle while work was queued or running. Now a cycle with
     # nothing in flight and no candidate that fits is skipped like the one-cycle decision's,
     # the score ring caught up with the skipped cycles' scores: the whole result the same.
@@ -392,7 +393,7 @@ def test_the_decision_pipeline_skips_idle_cycles_and_changes_nothing(k, latency,
     workload = generate_workload(channels, 3000, seed)
     policy = with_policy(PRESETS["seed"], decision_pipeline=k, score_latency=latency,
                          combined_scale="all", history=history, history_cycles=16,
-                         split_threshold=8)
+                         split_threshold=8, score_refresh=refresh)
     _, fast = run(SMALL, policy, workload, channels=channels, cycles=30000)
     _, slow = run(SMALL, policy, workload, channels=channels, cycles=30000, skip=False)
     assert fast["invariant_violations"] == 0 and fast["workgroups_completed"] > 100

@@ -24,6 +24,7 @@ from model.dispatch.config import PolicyConfig, WorkGroup
 from model.dispatch.matcher import Matcher
 from model.dispatch.queues import Queues
 from model.dispatch.resources import Resources
+from model.dispatch.scores import RotatingScores
 from model.dispatch.selector import Selector
 
 __all__ = ["Decision", "DecisionPipeline", "Match", "OneCycleDecision"]
@@ -87,7 +88,8 @@ class DecisionPipeline:
     and the dispatch (``k`` cycles after the choice). State: ``flight``, the WGs chosen and
     not yet dispatched, oldest first; ``last``, the previous cycle's match; the channel
     chosen in the previous cycle; the cycles whose choice is cancelled after a stale abort;
-    the ring of scores ``score_latency`` cycles old."""
+    the ring of scores ``score_latency`` cycles old (with ``score_refresh = "rotating"``, of
+    the kept keys: :mod:`model.dispatch.scores`)."""
 
     def __init__(self, policy: PolicyConfig, queues: Queues, matcher: Matcher,
                  selector: Selector, allocator: Allocator, resources: Resources, counters,
@@ -106,6 +108,9 @@ class DecisionPipeline:
         self.chosen_last: int | None = None
         self.squash = 0
         self.scores: deque = deque()
+        self.rotating: RotatingScores | None = None
+        self.rotates = (policy.score_refresh == "rotating"
+                        and policy.ap_choice in ("resource", "instruction", "combined"))
 
     def match_stage(self, cycle: int) -> Match:
         """What the match stage registers in ``cycle``: each channel's first two WGs behind
@@ -128,16 +133,32 @@ class DecisionPipeline:
                 held = wg.barrier and (running[channel] or position)
                 row.append((wg, 0 if held else masks_of(wg) & ~busy))
             rows.append(row)
-        resource, instruction = self._scores(cycle)
+        scores = self._scores(cycle)
         # The scores the match keeps are those of score_latency cycles before (an idle GPU's
         # before cycle 0): an RTL computes them in a pipeline of their own.
         ring = self.scores
         if not ring:
-            ring.extend([(resource, instruction)] * self.policy.score_latency)
-        ring.append((resource, instruction))
+            ring.extend([scores] * self.policy.score_latency)
+        ring.append(scores)
         return Match(rows, ring.popleft(), list(self.matcher.pointer))
 
-    def _scores(self, cycle: int) -> tuple[list, list]:
+    def _scores(self, cycle: int):
+        """What the ring keeps of ``cycle``: every AP's scores (:meth:`_every`), or with
+        rotating scores the keys after this cycle's refresh."""
+        if not self.rotates:
+            return self._every(cycle)
+        rotating = self.rotating
+        if rotating is None:                # the idle GPU's, kept before cycle 0
+            rotating = self.rotating = RotatingScores(self.policy, *self._every(cycle))
+        ap = RotatingScores.refreshed(cycle, self.P)
+        choice = self.policy.ap_choice
+        resource = (self.selector.resource_scores([ap])[0]
+                    if choice in ("resource", "combined") else 0)
+        instruction = (self.resources.history_scores(cycle)[ap]
+                       if choice in ("instruction", "combined") else 0)
+        return rotating.refresh(ap, resource, instruction)
+
+    def _every(self, cycle: int) -> tuple[list, list]:
         """This cycle's resource and instruction scores of every AP (zeros for a score the
         AP choice does not read)."""
         choice = self.policy.ap_choice
@@ -178,7 +199,8 @@ class DecisionPipeline:
         if chosen is None:
             return None, False, True
         wg, mask = candidates[chosen]
-        ap = selector.choose_ap(mask, cycle, match.scores)
+        ap = (RotatingScores.best(mask, match.scores) if self.rotates
+              else selector.choose_ap(mask, cycle, match.scores))
         selector.advance(chosen, ap)
         pointer = match.pointers[ap] if self.policy.rotate else 0
         return (Decision(wg, chosen, ap, self.matcher.row_for(wg.waves, pointer), cycle),
@@ -200,10 +222,15 @@ class DecisionPipeline:
         the score ring and the registered match become what the last of them left. Only the
         last ``score_latency + 1`` skipped cycles' scores count (the ring keeps
         ``score_latency``); they are worked out now, with the state of this cycle, which no
-        skipped cycle changes (the events of ``following`` come after)."""
+        skipped cycle changes (the events of ``following`` come after). Rotating scores are
+        refreshed in the ``2 P - 1`` skipped cycles before those too: what a cycle before
+        them kept is overwritten by then (every AP's scores in ``P`` cycles, their keys,
+        scaled by those, in the ``P - 1`` after)."""
         latency = self.policy.score_latency
         skipped = range(cycle + 1, following)
-        combined = list(self.scores) + [self._scores(c) for c in skipped[-(latency + 1):]]
+        refreshed = latency + 1 + (2 * self.P - 1 if self.rotates else 0)
+        worked = [self._scores(c) for c in skipped[-refreshed:]]
+        combined = list(self.scores) + worked[len(worked) - min(len(worked), latency + 1):]
         self.scores = deque(combined[len(combined) - latency:] if latency else ())
         last = self.last
         self.last = Match(last.rows, combined[-(latency + 1)], last.pointers)
@@ -216,9 +243,8 @@ class DecisionPipeline:
             decision.chosen += 1            # its stage holds: still as far from dispatch
         if self.last is None:
             return
-        resource, instruction = self._scores(cycle)
         ring = self.scores
-        ring.append((resource, instruction))
+        ring.append(self._scores(cycle))
         last = self.last
         self.last = Match(last.rows, ring.popleft(), last.pointers)
 

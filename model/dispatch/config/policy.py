@@ -9,7 +9,8 @@ from model.dispatch.config.gpu import MAX_WEIGHT, RESOURCES, GpuConfig
 from model.maxblock import default_samples
 
 __all__ = ["AP_CHOICES", "CIRCUITS", "COMBINED_SCALES", "FAITHFUL_SELECTIONS", "HISTORIES",
-           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SELECTIONS", "UNITS", "WAVE_PLACEMENTS",
+           "MAX_PIPELINE", "PRESETS", "RTL_SELECTIONS", "SCORE_REFRESHES", "SELECTIONS", "UNITS",
+           "WAVE_PLACEMENTS",
            "PolicyConfig", "check_policy", "ignored_fields", "read_policy", "with_policy"]
 
 #: ``shared`` is embodiment 7: one exact unit per AP, time-multiplexed over the AP's VGPR, SGPR
@@ -32,6 +33,10 @@ HISTORIES = ("window", "ema")
 #: among the candidate APs (the seed's reading) or among every AP (a scale that does not
 #: depend on which APs the WG fits, so that a pipelined RTL can compute the scores ahead).
 COMBINED_SCALES = ("candidates", "all")
+#: How the decision pipeline's embodiment 9 and 10 scores are refreshed: every AP's in every
+#: cycle, or one AP's a cycle in turn (``rotating``: AP ``t mod P`` in cycle ``t``), so that an
+#: RTL computes one AP's score instead of every AP's (model.dispatch.scores).
+SCORE_REFRESHES = ("every", "rotating")
 #: How a WG's waves are spread over an AP's PEUs: ``split`` (embodiment 8's split table, rotated
 #: by the per-AP pointer when ``rotate``), ``least_loaded`` (each wave in turn to the PEU with
 #: the most free wave slots where it fits, ties to the lowest index: what AMD's own GPU model
@@ -114,6 +119,12 @@ class PolicyConfig:
         With ``decision_pipeline``: the match keeps embodiment 9's and 10's scores of this
         many cycles before (0: its own cycle's), so that an RTL can compute their products in
         a pipeline of their own.
+    score_refresh
+        With ``decision_pipeline``: ``every`` (the default), every AP's scores and their
+        order are worked out in every cycle; ``rotating``, one AP's in a cycle, AP ``t mod
+        P`` in cycle ``t``, with the largest ``R`` and ``B`` of the scores kept, so that an
+        AP's score is up to ``P - 1`` cycles older than ``score_latency`` and the APs' scores
+        are scaled by the maxima of their own refresh (:mod:`model.dispatch.scores`).
     decision_pipeline
         0 (the default): the seed's decision, every step in one cycle on the state of that
         cycle. ``k >= 2``: the decision as a pipeline of stages (the cut a 50 MHz RTL
@@ -149,6 +160,7 @@ class PolicyConfig:
     decision_pipeline: int = 0
     combined_scale: str = "candidates"
     score_latency: int = 0
+    score_refresh: str = "every"
     units: str = "blocks"
 
     def samples(self, n: int) -> tuple[int, ...]:
@@ -217,6 +229,8 @@ def read_policy(fields_: Fields, gpu: GpuConfig) -> PolicyConfig:
                                    choices=COMBINED_SCALES),
         score_latency=fields_.int("score_latency", base.score_latency, minimum=0,
                                   maximum=MAX_PIPELINE),
+        score_refresh=fields_.str("score_refresh", base.score_refresh,
+                                  choices=SCORE_REFRESHES),
         units=fields_.str("units", base.units, choices=UNITS),
     )
     ignored = ignored_fields(policy)
@@ -245,8 +259,9 @@ def ignored_fields(policy: PolicyConfig) -> dict[str, str]:
         for key in ("resource_weight", "instruction_weight", "combined_scale"):
             ignored[key] = f'ap_choice = "{policy.ap_choice}" (only "combined" weighs 9 and 10)'
     if policy.ap_choice in ("round_robin", "lowest"):
-        ignored["score_latency"] = (f'ap_choice = "{policy.ap_choice}" (it reads no '
-                                    f"embodiment 9 or 10 score)")
+        for key in ("score_latency", "score_refresh"):
+            ignored[key] = (f'ap_choice = "{policy.ap_choice}" (it reads no embodiment 9 or '
+                            f"10 score)")
     if policy.ap_choice not in ("instruction", "combined"):
         for key in ("history", "history_cycles"):
             ignored[key] = (f'ap_choice = "{policy.ap_choice}" (only "instruction" and '
@@ -301,6 +316,14 @@ def check_policy(policy: PolicyConfig, gpu: GpuConfig, fields_: Fields | None = 
     if policy.score_latency and not policy.decision_pipeline:
         raise error("score_latency", "is read only by the decision pipeline "
                                      "(decision_pipeline >= 2); use 0")
+    if policy.score_refresh != "every" and not policy.decision_pipeline:
+        raise error("score_refresh", "is read only by the decision pipeline "
+                                     '(decision_pipeline >= 2); use "every"')
+    if (policy.score_refresh != "every" and policy.ap_choice == "combined"
+            and policy.combined_scale != "all"):
+        raise error("score_refresh", f'"{policy.score_refresh}" keeps one AP\'s score a cycle, '
+                                     'which the candidates\' maxima cannot scale: use '
+                                     'combined_scale = "all"')
     if policy.decision_pipeline and policy.selection == "blocking_buffer":
         raise error("decision_pipeline", 'is not defined for selection = "blocking_buffer" '
                                          "(its one-WG buffer); use 0")

@@ -54,6 +54,9 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
         (policy.units not in UNITS, f"units {policy.units!r}"),
+        (policy.score_refresh != "every" and policy.decision_pipeline
+         and policy.ap_choice in ("resource", "instruction", "combined"),
+         f'score_refresh = "{policy.score_refresh}"'),
         # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
         (policy.wave_placement not in PLACEMENTS and policy.selection not in FAITHFUL,
          f"wave placement {policy.wave_placement!r}"),
