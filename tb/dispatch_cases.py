@@ -28,8 +28,8 @@ from model.dispatch.config.policy import RTL_SELECTIONS
 from tb.dispatch_bench import ModelRun, back_pressure, model_run
 
 __all__ = ["BARRIER_SHAPES", "CHANGED_SHAPES", "DIRECTED", "DIRECTED_SHAPE", "RANDOM_CYCLES",
-           "RANDOM_JOBS", "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run", "barrier_workload",
-           "planned", "random_jobs", "random_run", "random_shape"]
+           "RANDOM_JOBS", "ROTATING_SHAPES", "SELECTION_PLAN", "SHAPES", "Shape", "barrier_run",
+           "barrier_workload", "planned", "random_jobs", "random_run", "random_shape"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,17 @@ class Shape:
                 "shared_width": self.policy.shared_width,
                 "combined_scale": self.policy.combined_scale,
                 "decision_pipeline": self.policy.decision_pipeline,
-                "score_latency": self.policy.score_latency}
+                "score_latency": self.policy.score_latency,
+                "score_refresh": self.policy.score_refresh}
 
 
 def _shape(name, circuit="exact", latency=0, channels=3, history_cycles=64,
-           combined_scale="candidates", pipeline=0, score_latency=0, **gpu) -> Shape:
+           combined_scale="candidates", pipeline=0, score_latency=0, score_refresh="every",
+           **gpu) -> Shape:
     fields = {"history": "ema", "history_cycles": history_cycles, "circuit": circuit,
               "circuit_latency": latency, "combined_scale": combined_scale,
               "decision_pipeline": pipeline, "score_latency": score_latency,
+              "score_refresh": score_refresh,
               "windows": PRESETS["seed"].windows[:gpu.get("priorities", 4)]}
     if circuit == "grouped":
         fields["group_size"] = 4
@@ -82,7 +85,8 @@ def random_shape(index: int, seed: int = 1) -> Shape:
     40 on small GPUs), 1-4 wave slots, 1-8 priorities, 1-4 channels; the circuits in turn
     (``index`` mod 5) at latency 0-4, with a group size that divides every size or a shared
     width at least the largest; a one-clock or pipelined decision (k 2-4, score latency
-    0-4). Every shape it draws is one the model accepts."""
+    0-4, every AP's scores or rotating ones, drawn apart so that the other draws are those
+    of the set before rotating scores). Every shape it draws is one the model accepts."""
     rng = random.Random(f"random-shape/{seed}/{index}")
     circuit = ("exact", "full", "grouped", "sampled", "shared")[index % 5]
     aps, peus = rng.randint(1, 6), rng.randint(1, 4)
@@ -102,6 +106,8 @@ def random_shape(index: int, seed: int = 1) -> Shape:
     if circuit == "shared":
         largest = max(gpu.vgpr, gpu.sgpr, gpu.lds)
         fields["shared_width"] = rng.choice([0, largest, largest + rng.randint(1, 20)])
+    if pipeline and random.Random(f"random-shape/{seed}/{index}/scores").random() < 0.5:
+        fields["score_refresh"] = "rotating"
     return Shape(f"random{seed}_{index}_{circuit}_{aps}x{peus}", gpu,
                  with_policy(PRESETS["seed"], **fields), rng.randint(1, 4))
 
@@ -156,6 +162,11 @@ def _changed(name: str, base: str, latency: int) -> Shape:
                    policy=with_policy(shape.policy, circuit_latency=latency))
 
 
+def _rotating(name: str, shape: Shape) -> Shape:
+    return replace(shape, name=name,
+                   policy=with_policy(shape.policy, score_refresh="rotating"))
+
+
 #: Builds whose view is computed for the changed APs only (``view_refresh = "changed"``):
 #: the same view as the build of each base shape at that latency, so the model's. Every
 #: circuit, latencies 1 to 4 (the length register alone; the circuit's own pipeline; registers
@@ -168,6 +179,19 @@ CHANGED_SHAPES = {
         _changed("changed2x4", "sampled2x4", 1),
         _changed("changed3x1", "full3x1", 4),
         _changed("changed3x2k3", "pipelined3x2", 3),
+    )
+}
+
+
+#: Builds whose scores are refreshed one AP a clock (``score_refresh = "rotating"``,
+#: :class:`hw.dispatch.scores.RotatingScores`): the 50 MHz build's k = 4 with scores 4 cycles
+#: old, k = 3 with the scores in one clock on a stale view, and the first with the view of
+#: the changed APs as well (the default configuration's candidate build).
+ROTATING_SHAPES = {
+    shape.name: shape for shape in (
+        _rotating("rotating4x2k4", SHAPES["pipelined4x2"]),
+        _rotating("rotating3x2k3", SHAPES["pipelined3x2"]),
+        _rotating("rotating4x2changed", CHANGED_SHAPES["changed4x2k4"]),
     )
 }
 
@@ -307,7 +331,8 @@ def reset_build(shape: Shape, seed: int, cycles: int = 300):
     (``CosimDriver(configure=False)``): every reset value is then compared with the model.
     The same build runs :func:`random_run`'s runs on ``shape`` (they write every register);
     a seed whose policy would not let it (another scale of the combined score, or an AP
-    choice that reads no score on a shape with ``score_latency``) is passed over for the
+    choice that reads no score on a shape with ``score_latency`` or rotating scores) is
+    passed over for the
     next."""
     from hw.flow.dispatch_build import DispatchShape
 
@@ -320,7 +345,8 @@ def reset_build(shape: Shape, seed: int, cycles: int = 300):
         # and a build of 0 refuses the shape's runs with scores of score_latency > 0.
         if (policy.combined_scale == shape.policy.combined_scale
                 or shape.policy.decision_pipeline) \
-                and policy.score_latency == shape.policy.score_latency:
+                and policy.score_latency == shape.policy.score_latency \
+                and policy.score_refresh == shape.policy.score_refresh:
             break
         seed += 1
     if "history_cycles" not in ignored_fields(policy):

@@ -9,7 +9,8 @@ bad-release runs see it). :data:`FAST_ONLY` are those only the fast tier runs (t
 tier's builds cost minutes each). :data:`BARRIER_MUTANTS` are slips of the in-order barrier,
 for the builds with barriers (:data:`tb.dispatch_cases.BARRIER_SHAPES`; the fast tier), and
 :data:`CHANGED_MUTANTS` of the view computed for the changed APs
-(:data:`tb.dispatch_cases.CHANGED_SHAPES`).
+(:data:`tb.dispatch_cases.CHANGED_SHAPES`), :data:`ROTATING_MUTANTS` of the rotating score
+unit (its unit bench in ``tests/test_dispatch_logic.py``).
 """
 
 from dataclasses import replace
@@ -21,11 +22,12 @@ from hw.dispatch.logic import block_mask
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
+from hw.dispatch.scores import RotatingScores
 from hw.dispatch.selector import Selector
 from hw.dispatch.views import FreeBlockViews
 
-__all__ = ["BARRIER_MUTANTS", "CHANGED_MUTANTS", "FAST_ONLY", "MUTANTS", "AdmitsEverything",
-           "variant"]
+__all__ = ["BARRIER_MUTANTS", "CHANGED_MUTANTS", "FAST_ONLY", "MUTANTS", "ROTATING_MUTANTS",
+           "AdmitsEverything", "variant"]
 
 
 class _FlagAlwaysSet(Selector):
@@ -224,4 +226,31 @@ class _ChangedOneClockLate(FreeBlockViews):
 CHANGED_MUTANTS = {
     "changed_misses_release": (variant("table", _ChangedMissesRelease), "changed4x2"),
     "changed_one_clock_late": (variant("views", _ChangedOneClockLate), "changed4x2k4"),
+}
+
+
+# -- the rotating scores ----------------------------------------------------------------------
+
+class _RotationNotRestarted(RotatingScores):
+    """The refreshed AP is not put back to 0 at START: the rotation runs from wherever the
+    clocks before START left it."""
+
+    def _restart(self):
+        return 0
+
+
+class _MaximaMissTheRefresh(RotatingScores):
+    """The maxima see the refreshed AP's kept scores of its last refresh, not this one's (the
+    kept registers read without the value written at this edge)."""
+
+    @staticmethod
+    def _seen(mine, new, kept):
+        return list(kept)
+
+
+#: Mutants of the rotating score unit: ``(unit, the score latency and AP choice of the unit
+#: bench that catches it)``; the first is also caught by the fast tier's whole-dispatcher runs.
+ROTATING_MUTANTS = {
+    "rotation_not_restarted": (_RotationNotRestarted, 0, "resource"),
+    "maxima_miss_the_refresh": (_MaximaMissTheRefresh, 3, "combined"),
 }

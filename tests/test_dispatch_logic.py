@@ -1,8 +1,10 @@
 """Small parts of the RTL dispatcher checked alone under Amaranth's simulator: the admission's
 divider-free ceiling division (exhaustive) and the pipelined decision's score pipeline (its
-order of the APs against a re-derivation from the model's definition, and its latency)."""
+order of the APs against a re-derivation from the model's definition, and its latency), and
+the rotating score unit against the model's."""
 
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,13 @@ from amaranth.sim import Simulator
 from hw.dispatch.logic import add, at_most, ceil_div_limited, equals, is_zero, less, subtract
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
+from hw.dispatch.scores import RotatingScores
 from hw.dispatch.selector import COMBINED, INSTRUCTION, LOWEST, RESOURCE
 from model.dispatch.config import PRESETS, GpuConfig, with_policy
+from model.dispatch.scores import RotatingScores as ModelRotatingScores
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch_mutants import ROTATING_MUTANTS  # noqa: E402
 
 
 def test_ceil_div_limited_is_the_saturated_ceiling_everywhere():
@@ -213,3 +220,97 @@ def test_a_table_is_continuous_logic_not_an_always_block():
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
+
+
+CHOICES = {"resource": RESOURCE, "instruction": INSTRUCTION, "combined": COMBINED}
+
+
+def _rotating_mismatch(unit, name: str, score_latency: int):
+    """Drive a rotating score unit (``unit``, the class) as the dispatcher does: the idle
+    inputs held until it settles, START, then random inputs every clock; its order in every
+    clock against the model's keys of ``L`` clocks before, AP ``t mod P`` refreshed in
+    clock ``t`` after START. The first mismatch ``(clock, keys)``, or ``None``."""
+    choice = CHOICES[name]
+    rng = random.Random(10 * score_latency + choice)
+    w_r, w_i = rng.choice([1, 3, 255]), rng.choice([1, 5, 255])
+    built = with_policy(PRESETS["seed"], history="ema", decision_pipeline=3, windows=(),
+                        score_latency=score_latency, combined_scale="all",
+                        score_refresh="rotating", resource_weight=w_r, instruction_weight=w_i)
+    params = DispatcherParams.build(GPU, built, 2)
+    assert params.rotating_scores
+    policy = built if choice == COMBINED else with_policy(
+        built, ap_choice=name, combined_scale="candidates", resource_weight=1,
+        instruction_weight=1)
+    dut = unit(params)
+    P, Q = GPU.aps, GPU.peus
+    latency = params.score_layers
+    history_limit = 1 << params.widths["history"]
+    weights = [rng.randrange(1 << params.ap_weight_bits) for _ in range(4)]
+
+    def given():
+        return {"view": {"vgpr": [rng.choice([0, 3, 16]) for _ in range(P * Q)],
+                         "sgpr": [rng.choice([0, 8]) for _ in range(P * Q)],
+                         "lds": [rng.choice([0, 4, 8]) for _ in range(P)]},
+                "slots": [[rng.choice([0, 4]) for _ in range(Q)] for _ in range(P)],
+                "history": [rng.choice([0, 5, 9, history_limit - 1]) for _ in range(P)]}
+
+    idle = given()
+    settle = params.score_settle + 1
+    inputs = [idle] * settle + [given() for _ in range(80)]
+    seen = []
+
+    async def bench(ctx):
+        for h in range(4):
+            ctx.set(dut.ap_weights[h], weights[h])
+        ctx.set(dut.resource_weight, w_r)
+        ctx.set(dut.instruction_weight, w_i)
+        ctx.set(dut.ap_choice, choice)
+        for clock in range(len(inputs) + latency):
+            now = inputs[min(clock, len(inputs) - 1)]
+            for resource in ("vgpr", "sgpr", "lds"):
+                for index, value in enumerate(now["view"][resource]):
+                    ctx.set(dut.view[resource][index], value)
+            for ap in range(P):
+                ctx.set(dut.history[ap], now["history"][ap])
+                for q in range(Q):
+                    ctx.set(dut.slots[ap][q], now["slots"][ap][q])
+            ctx.set(dut.start, clock == settle - 1)
+            await ctx.tick()
+            seen.append([[bool(ctx.get(dut.beats[a][b])) for b in range(P)] for a in range(P)])
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+    def scores(now):
+        resource = [weights[0] * sum(now["view"]["vgpr"][a * Q:(a + 1) * Q])
+                    + weights[1] * sum(now["view"]["sgpr"][a * Q:(a + 1) * Q])
+                    + weights[2] * now["view"]["lds"][a] + weights[3] * sum(now["slots"][a])
+                    for a in range(P)]
+        return resource, now["history"]
+
+    model = ModelRotatingScores(policy, *scores(idle))
+    orders = set()
+    for clock in range(settle, len(inputs)):
+        resource, history = scores(inputs[clock])
+        ap = ModelRotatingScores.refreshed(clock - settle, P)
+        keys = model.refresh(ap, resource[ap], history[ap])
+        expected = [[a == b or keys[a] > keys[b] or (keys[a] == keys[b] and a < b)
+                     for b in range(P)] for a in range(P)]
+        if seen[clock + latency - 1] != expected:
+            return clock, keys
+        orders.add(str(expected))
+    assert len(orders) > 3                  # the order does change
+    return None
+
+
+@pytest.mark.parametrize("name", CHOICES)
+@pytest.mark.parametrize("score_latency", [0, 3, 6])
+def test_rotating_scores_order_the_aps_as_the_model_refreshes_them(name, score_latency):
+    assert _rotating_mismatch(RotatingScores, name, score_latency) is None
+
+
+@pytest.mark.parametrize("mutant", ROTATING_MUTANTS)
+def test_the_rotating_scores_bench_rejects_a_broken_unit(mutant):
+    unit, score_latency, name = ROTATING_MUTANTS[mutant]
+    assert _rotating_mismatch(unit, name, score_latency) is not None, mutant

@@ -42,6 +42,7 @@ from tb.dispatch_cases import (
     CHANGED_SHAPES,
     DIRECTED,
     DIRECTED_SHAPE,
+    ROTATING_SHAPES,
     SHAPES,
     barrier_run,
     random_jobs,
@@ -56,6 +57,7 @@ from dispatch_mutants import (  # noqa: E402
     BARRIER_MUTANTS,
     CHANGED_MUTANTS,
     MUTANTS,
+    ROTATING_MUTANTS,
     AdmitsEverything,
     variant,
 )
@@ -97,9 +99,11 @@ def test_the_start_only_run_writes_nothing_else_than_the_reset_values():
             config_writes(params), name
 
 
-#: The shapes of the main Amaranth run: the fast ones, and the builds whose view is computed
-#: for the changed APs only (the same view, so the model's, clock for clock).
-AMARANTH_SHAPES = {**{name: SHAPES[name] for name in FAST_SHAPES}, **CHANGED_SHAPES}
+#: The shapes of the main Amaranth run: the fast ones, the builds whose view is computed for
+#: the changed APs only (the same view, so the model's, clock for clock) and those whose
+#: scores rotate (the model's rotating scores).
+AMARANTH_SHAPES = {**{name: SHAPES[name] for name in FAST_SHAPES}, **CHANGED_SHAPES,
+                   **ROTATING_SHAPES}
 
 
 @pytest.mark.parametrize("name", AMARANTH_SHAPES)
@@ -107,8 +111,10 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     shape = AMARANTH_SHAPES[name]
     started, cpu = time.perf_counter(), time.process_time()
     build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
-    assert build.params.changed_views == (name in CHANGED_SHAPES) \
+    assert build.params.changed_views == (name in CHANGED_SHAPES or "changed" in name) \
         == ("view_refresh" in build.to_json())
+    assert build.params.rotating_scores == (name in ROTATING_SHAPES) \
+        == ("score_refresh" in build.to_json())
     drivers = _drivers(build.params, shape, reset_run)
     clocks = simulate(build.dispatcher(), build.params, drivers)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -134,6 +140,18 @@ def test_the_fast_tier_rejects_a_broken_changed_view(mutant):
     simulate(dispatcher, build.params, drivers)
     assert any(driver.summary["mismatches"] for driver in drivers
                if hasattr(driver, "summary")), f"{mutant} passed the model comparison"
+
+
+def test_the_fast_tier_rejects_a_rotation_not_restarted():
+    shape = ROTATING_SHAPES["rotating4x2k4"]
+    build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
+    unit = ROTATING_MUTANTS["rotation_not_restarted"][0]
+    dispatcher = variant("scores", unit)(build.gpu, build.policy, build.channels,
+                                         **shape.options())
+    drivers = _drivers(build.params, shape, reset_run)
+    simulate(dispatcher, build.params, drivers)
+    assert any(driver.summary["mismatches"] for driver in drivers
+               if hasattr(driver, "summary")), "a rotation not restarted passed"
 
 
 def test_view_refresh_is_checked_and_every_keeps_the_name():

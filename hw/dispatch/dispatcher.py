@@ -18,15 +18,11 @@ from amaranth.lib.wiring import In, Out
 from hw.dispatch.allocator import Allocator
 from hw.dispatch.logic import add, at_most, equals, less, lookup
 from hw.dispatch.matcher import Matcher, extra_wave
-from hw.dispatch.params import (
-    THRESHOLD_BITS,
-    WINDOW_BITS,
-    ConfigAddress,
-    DispatcherParams,
-)
+from hw.dispatch.params import THRESHOLD_BITS, WINDOW_BITS, ConfigAddress, DispatcherParams
 from hw.dispatch.pipeline import PipelinedSelector, ScorePipeline
 from hw.dispatch.queues import ChannelQueues
 from hw.dispatch.resources import ResourceTable
+from hw.dispatch.scores import RotatingScores
 from hw.dispatch.selector import MULTI, Selector, window_end_bits
 from hw.dispatch.views import FreeBlockViews, identity
 from model.dispatch.config import AP_CHOICES, SELECTIONS
@@ -68,7 +64,8 @@ class Dispatcher(wiring.Component):
         clock (a window length in the second); ``ready`` is low only for a ``START`` that
         must wait for the free-block pipelines to fill (and, with the shared unit, for its
         schedule to reach period 0; with a pipelined decision, for the score pipeline to hold
-        the configuration of cycle 0: no write in the ``score_latency + 2`` clocks before).
+        the configuration of cycle 0: no write in the ``score_settle + 1`` clocks before,
+        :attr:`~hw.dispatch.DispatcherParams.score_settle`).
     running : Out(1)
         High from the clock after ``START``: that clock is the dispatcher's cycle 0.
     stale_abort : Out(1), abort_ap : Out
@@ -127,7 +124,7 @@ class Dispatcher(wiring.Component):
         return barrier & (behind | running)
 
     def _scores(self, params: DispatcherParams) -> ScorePipeline:
-        return ScorePipeline(params)
+        return (RotatingScores if params.rotating_scores else ScorePipeline)(params)
 
     def _queues(self, params: DispatcherParams) -> ChannelQueues:
         return ChannelQueues(params)
@@ -185,7 +182,7 @@ class Dispatcher(wiring.Component):
         # in cycle 0 is the one the model's unit serves in cycle 0 + that depth); with a
         # pipelined decision, until the score pipeline holds the scores of the idle GPU with
         # the registers as they will be in cycle 0 (what the model keeps before cycle 0).
-        prime = views.prime_clocks + (p.score_layers + 1 if p.pipeline else 0)
+        prime = views.prime_clocks + (p.score_settle + 1 if p.pipeline else 0)
         age = Signal(range(prime + 2), name="age")
         with m.If(less(age, prime)):
             m.d.sync += age.eq(age + 1)
@@ -199,12 +196,12 @@ class Dispatcher(wiring.Component):
         is_start = equals(config.payload.address.as_value(), ConfigAddress.START.value)
         written = config.valid & config.ready
         if p.pipeline:
-            quiet = Signal(range(p.score_layers + 2), name="config_quiet")
+            quiet = Signal(range(p.score_settle + 2), name="config_quiet")
             with m.If(written & ~is_start):
                 m.d.sync += quiet.eq(0)
-            with m.Elif(at_most(quiet, p.score_layers)):
+            with m.Elif(at_most(quiet, p.score_settle)):
                 m.d.sync += quiet.eq(quiet + 1)
-            start_ok = start_ok & ~at_most(quiet, p.score_layers)
+            start_ok = start_ok & ~at_most(quiet, p.score_settle)
         m.d.comb += config.ready.eq(~is_start | start_ok | self.running)
         starting = Signal(name="starting")
         m.d.comb += starting.eq(written & is_start & ~self.running)
@@ -279,7 +276,8 @@ class Dispatcher(wiring.Component):
         m.d.comb += evaluate.eq(self.running & ~stall)
         scores = {"view": views.view, "slots": table.slots, "history": table.history,
                   "resource_weight": resource_weight, "instruction_weight": instruction_weight,
-                  "ap_weights": Cat(*ap_weights), "ap_choice": ap_choice}
+                  "ap_weights": Cat(*ap_weights), "ap_choice": ap_choice,
+                  **({"start": starting} if p.rotating_scores else {})}
         parts = SimpleNamespace(queues=queues, matcher=matcher, selector=selector,
                                 allocator=allocator, table=table, scores=scores,
                                 threshold=threshold, selection=selection,

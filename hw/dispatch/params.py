@@ -291,6 +291,19 @@ class DispatcherParams:
         return self.policy.score_latency + 1
 
     @property
+    def rotating_scores(self) -> bool:
+        """The pipelined decision's scores are refreshed one AP a clock
+        (:class:`hw.dispatch.scores.RotatingScores`)."""
+        return (self.pipeline > 0 and self.policy.score_refresh == "rotating"
+                and "score_refresh" not in ignored_fields(self.policy))
+
+    @property
+    def score_settle(self) -> int:
+        """Clocks of unchanged inputs after which the score unit holds the idle GPU's order:
+        its layers, and with rotating scores ``2 P`` refreshes before them."""
+        return self.score_layers + (2 * self.aps if self.rotating_scores else 0)
+
+    @property
     def changed_views(self) -> bool:
         """The view is computed for the APs whose status changed (``view_refresh``)."""
         return self.view_refresh == "changed"
@@ -495,11 +508,11 @@ def config_writes(params: DispatcherParams, policy: PolicyConfig | None = None,
         raise ValueError(f'policy.wave_placement is {policy.wave_placement!r} but the '
                          f'dispatcher places waves by embodiment 8 ("split")')
     for name in ("circuit", "group_size", "circuit_latency", "shared_width",
-                 "decision_pipeline", "score_latency"):
+                 "decision_pipeline", "score_latency", "score_refresh"):
         if getattr(policy, name) != getattr(built, name) and not (
                 name == "group_size" and policy.circuit != "grouped") and not (
                 name == "shared_width" and policy.circuit != "shared") and not (
-                name == "score_latency" and "score_latency" in ignored_fields(policy)):
+                name.startswith("score_") and name in ignored_fields(policy)):
             raise ValueError(f"policy.{name} is {getattr(policy, name)!r} but the dispatcher "
                              f"was built with {getattr(built, name)!r}")
     if policy.selection not in SELECTIONS[:4]:

@@ -73,8 +73,11 @@ class ScorePipeline(wiring.Component):
 
     def __init__(self, params: DispatcherParams):
         self._params = params
-        p = params
-        super().__init__({
+        super().__init__(self._members(params))
+
+    @staticmethod
+    def _members(p: DispatcherParams) -> dict:
+        return {
             "view": In(view_layout(p)),
             "slots": In(slots_layout(p)),
             "history": In(data.ArrayLayout(p.widths["history"], p.aps)),
@@ -83,7 +86,7 @@ class ScorePipeline(wiring.Component):
             "instruction_weight": In(8),
             "ap_weights": In(data.ArrayLayout(p.ap_weight_bits, 4)),
             "beats": Out(beats_layout(p)),
-        })
+        }
 
     @staticmethod
     def _register(m: Module, values: dict, name: str) -> dict:

@@ -159,7 +159,8 @@ class DispatchShape:
         1024 cycles, the channel count. The rest is written through the configuration port."""
         structural = {name: getattr(policy, name)
                       for name in ("circuit", "group_size", "circuit_latency", "shared_width",
-                                   "combined_scale", "decision_pipeline", "score_latency")}
+                                   "combined_scale", "decision_pipeline", "score_latency",
+                                   "score_refresh")}
         if policy.decision_pipeline:
             # A pipelined build scales the combined score by every AP (whatever the AP
             # choice this policy makes: the register can select the combined score).
@@ -208,6 +209,8 @@ class DispatchShape:
             del fields["barriers"]
         if self.view_refresh == "every":
             del fields["view_refresh"]
+        if self.policy.score_refresh == "every":
+            del fields["policy"]["score_refresh"]
         return json.dumps(fields, sort_keys=True)
 
     @classmethod
