@@ -244,8 +244,16 @@ class _MaximaMissTheRefresh(RotatingScores):
     kept registers read without the value written at this edge)."""
 
     @staticmethod
-    def _seen(mine, new, kept):
+    def _seen(lanes, kept):
         return list(kept)
+
+
+class _AllocationRefreshedEarly(RotatingScores):
+    """The allocation's AP is refreshed a clock before its view shows the allocation (the
+    length register of the view not counted)."""
+
+    def _shown_after(self):
+        return self._params.policy.circuit_latency
 
 
 #: Mutants of the rotating score unit: ``(unit, the score latency and AP choice of the unit
@@ -253,4 +261,5 @@ class _MaximaMissTheRefresh(RotatingScores):
 ROTATING_MUTANTS = {
     "rotation_not_restarted": (_RotationNotRestarted, 0, "resource"),
     "maxima_miss_the_refresh": (_MaximaMissTheRefresh, 3, "combined"),
+    "allocation_refreshed_early": (_AllocationRefreshedEarly, 3, "resource"),
 }

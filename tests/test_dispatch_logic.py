@@ -227,15 +227,17 @@ CHOICES = {"resource": RESOURCE, "instruction": INSTRUCTION, "combined": COMBINE
 
 def _rotating_mismatch(unit, name: str, score_latency: int):
     """Drive a rotating score unit (``unit``, the class) as the dispatcher does: the idle
-    inputs held until it settles, START, then random inputs every clock; its order in every
-    clock against the model's keys of ``L`` clocks before, AP ``t mod P`` refreshed in
-    clock ``t`` after START. The first mismatch ``(clock, keys)``, or ``None``."""
+    inputs held until it settles, START, then random inputs and allocations every clock; its
+    order in every clock against the model's keys of ``L`` clocks before, AP ``t mod P``
+    refreshed in clock ``t`` after START and the AP of the allocation of clock ``t - 1 -
+    circuit_latency`` with it. The first mismatch ``(clock, keys)``, or ``None``."""
     choice = CHOICES[name]
     rng = random.Random(10 * score_latency + choice)
     w_r, w_i = rng.choice([1, 3, 255]), rng.choice([1, 5, 255])
     built = with_policy(PRESETS["seed"], history="ema", decision_pipeline=3, windows=(),
                         score_latency=score_latency, combined_scale="all",
-                        score_refresh="rotating", resource_weight=w_r, instruction_weight=w_i)
+                        score_refresh="rotating", resource_weight=w_r, instruction_weight=w_i,
+                        circuit_latency=score_latency // 2)
     params = DispatcherParams.build(GPU, built, 2)
     assert params.rotating_scores
     policy = built if choice == COMBINED else with_policy(
@@ -257,6 +259,9 @@ def _rotating_mismatch(unit, name: str, score_latency: int):
     idle = given()
     settle = params.score_settle + 1
     inputs = [idle] * settle + [given() for _ in range(80)]
+    # After START, an allocation in most clocks, on a random AP (the turn's too).
+    taken = [None] * settle + [rng.randrange(P) if rng.random() < 0.7 else None
+                               for _ in range(80)]
     seen = []
 
     async def bench(ctx):
@@ -275,6 +280,9 @@ def _rotating_mismatch(unit, name: str, score_latency: int):
                 for q in range(Q):
                     ctx.set(dut.slots[ap][q], now["slots"][ap][q])
             ctx.set(dut.start, clock == settle - 1)
+            allocation = taken[clock] if clock < len(taken) else None
+            ctx.set(dut.allocate, allocation is not None)
+            ctx.set(dut.allocate_ap, allocation or 0)
             await ctx.tick()
             seen.append([[bool(ctx.get(dut.beats[a][b])) for b in range(P)] for a in range(P)])
     sim = Simulator(dut)
@@ -293,8 +301,9 @@ def _rotating_mismatch(unit, name: str, score_latency: int):
     orders = set()
     for clock in range(settle, len(inputs)):
         resource, history = scores(inputs[clock])
-        ap = ModelRotatingScores.refreshed(clock - settle, P)
-        keys = model.refresh(ap, resource[ap], history[ap])
+        aps = ModelRotatingScores.refreshed(clock - settle, P,
+                                            taken[clock - 1 - built.circuit_latency])
+        keys = model.refresh([(ap, resource[ap], history[ap]) for ap in aps])
         expected = [[a == b or keys[a] > keys[b] or (keys[a] == keys[b] and a < b)
                      for b in range(P)] for a in range(P)]
         if seen[clock + latency - 1] != expected:

@@ -277,7 +277,8 @@ class Dispatcher(wiring.Component):
         scores = {"view": views.view, "slots": table.slots, "history": table.history,
                   "resource_weight": resource_weight, "instruction_weight": instruction_weight,
                   "ap_weights": Cat(*ap_weights), "ap_choice": ap_choice,
-                  **({"start": starting} if p.rotating_scores else {})}
+                  **({"start": starting, "allocate": table.allocate,
+                      "allocate_ap": table.record.ap} if p.rotating_scores else {})}
         parts = SimpleNamespace(queues=queues, matcher=matcher, selector=selector,
                                 allocator=allocator, table=table, scores=scores,
                                 threshold=threshold, selection=selection,

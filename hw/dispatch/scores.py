@@ -1,10 +1,11 @@
-"""The decision pipeline's scores refreshed one AP a clock (``score_refresh = "rotating"``).
+"""Rotating scores (``score_refresh = "rotating"``): at most two APs' refreshed a clock.
 
 :class:`hw.dispatch.pipeline.ScorePipeline` works out every AP's embodiment 9 and 10 scores,
 their maxima, two products per AP and a comparator per pair of APs in every clock: on the
 default 16-AP build, 16 score datapaths, 64 wide products and 120 comparators of 54-bit keys.
 :class:`RotatingScores` keeps the scores, their keys and the APs' order in registers and
-refreshes one AP's a clock: one datapath, two products, 16 comparators and 16 equality tests.
+refreshes at most two APs' a clock: two datapaths, four products, 33 comparators and as many
+equality tests.
 What it computes is :mod:`model.dispatch.scores` (the model's ``score_refresh =
 "rotating"``), clock for clock.
 
@@ -24,16 +25,19 @@ __all__ = ["RotatingScores"]
 
 class RotatingScores(ScorePipeline):
     """The APs' order for the AP choice (``beats``, as :class:`ScorePipeline`'s) from scores
-    kept per AP and refreshed one AP a clock: AP ``t mod P`` with the inputs of clock ``t``,
-    where clock 0 is the one after ``start``.
+    kept per AP, refreshed for at most two APs a clock: AP ``t mod P`` in turn (clock 0 the
+    one after ``start``), and the AP of the allocation taken ``1 + circuit_latency`` clocks
+    before (the first clock whose view shows it), if another, each with the inputs of clock
+    ``t``.
 
     The refresh is six pieces, in the same clocks as :class:`ScorePipeline`'s (``L =
     score_latency + 1`` clocks, the inputs of clock ``t`` ordered in ``beats`` from clock
-    ``t + L``): the refreshed AP's inputs selected and its weighted terms; their sum ``R``;
-    the kept ``R`` and ``B`` (written with this AP's, which the maxima see in the same clock)
-    with their maxima and the weight products; the cross products; the key; the key's
-    comparisons with the other APs' kept keys, which set the AP's row and column of the
-    order and keep its key. Each kept value is written in the clock that reads it, so a
+    ``t + L``), on two lanes, the turn's and the allocation's: each lane's AP's inputs
+    selected and weighted; their sum ``R``; the kept ``R`` and ``B`` (written with the
+    lanes', which the maxima read in the same clock in their place) with their maxima and the
+    weight products; the cross products; the keys; each key against the other APs' kept keys
+    and the two lanes' against each other, which set the lanes' APs' rows and columns of the
+    order and keep their keys. Each kept value is written in the clock that reads it, so a
     refresh sees the refreshes of every earlier clock: the model's cycle order.
 
     The order is a register: it holds the idle GPU's after ``2 P`` clocks of the same inputs
@@ -44,12 +48,17 @@ class RotatingScores(ScorePipeline):
     ----------
     start : In(1)
         The clock before clock 0: AP 0 is refreshed in the next clock.
+    allocate : In(1), allocate_ap : In(range(aps))
+        The allocation taken at this clock's edge, and its AP.
     (the rest as :class:`ScorePipeline`)
     """
 
+    LANES = ("turn", "taken")
+
     @staticmethod
     def _members(p: DispatcherParams) -> dict:
-        return {**ScorePipeline._members(p), "start": In(1)}
+        return {**ScorePipeline._members(p), "start": In(1), "allocate": In(1),
+                "allocate_ap": In(range(max(p.aps, 2)))}
 
     def elaborate(self, platform):
         m = Module()
@@ -60,99 +69,137 @@ class RotatingScores(ScorePipeline):
         combined_bits = widths["resource_score"] + history_bits + 9
         ap_bits = max((P - 1).bit_length(), 1)
 
-        # The AP refreshed in this clock.
+        # The lanes' APs in this clock: the turn, and the allocation whose view this clock
+        # first shows (a delay of 1 + circuit_latency clocks), if on another AP.
         turn = Signal(ap_bits, name="score_turn")
         m.d.sync += turn.eq(Mux(self._restart() | equals(turn, P - 1), 0, turn + 1))
+        taken, taken_ap = self.allocate, self.allocate_ap
+        for delay in range(self._shown_after()):
+            later = Signal(name=f"score_taken_d{delay}")
+            later_ap = Signal(ap_bits, name=f"score_taken_ap_d{delay}")
+            m.d.sync += [later.eq(taken), later_ap.eq(taken_ap)]
+            taken, taken_ap = later, later_ap
+        lane_ap = {"turn": (Const(1, 1), turn), "taken": (taken & ~equals(taken_ap, turn),
+                                                          taken_ap)}
 
-        def pick(values):
-            return Cat(*values).word_select(turn, len(values[0])) if P > 1 else values[0]
-
-        # The refreshed AP's inputs, then (as ScorePipeline) the delays and the pieces.
+        # The lanes' inputs, then (as ScorePipeline) the delays and the pieces.
         values = {"ap_choice": self.ap_choice, "w_r": self.resource_weight,
-                  "w_i": self.instruction_weight, "ap": turn,
-                  "b": pick([self.history[ap] for ap in range(P)]),
-                  "lds": pick([self.view.lds[ap] for ap in range(P)])}
+                  "w_i": self.instruction_weight}
         for h in range(4):
             values[f"a{h}"] = self.ap_weights[h]
-        for q in range(Q):
-            values[f"vgpr{q}"] = pick([self.view.vgpr[ap * Q + q] for ap in range(P)])
-            values[f"sgpr{q}"] = pick([self.view.sgpr[ap * Q + q] for ap in range(P)])
-            values[f"slots{q}"] = pick([self.slots[ap][q] for ap in range(P)])
+        for lane, (on, ap_of) in lane_ap.items():
+            def pick(items, ap_of=ap_of):
+                return Cat(*items).word_select(ap_of, len(items[0])) if P > 1 else items[0]
+            values[f"{lane}_on"], values[f"{lane}_ap"] = on, ap_of
+            values[f"{lane}_b"] = pick([self.history[ap] for ap in range(P)])
+            values[f"{lane}_lds"] = pick([self.view.lds[ap] for ap in range(P)])
+            for q in range(Q):
+                values[f"{lane}_vgpr{q}"] = pick([self.view.vgpr[ap * Q + q] for ap in range(P)])
+                values[f"{lane}_sgpr{q}"] = pick([self.view.sgpr[ap * Q + q] for ap in range(P)])
+                values[f"{lane}_slots{q}"] = pick([self.slots[ap][q] for ap in range(P)])
 
-        def carried(v, *keys):
-            return {key: v[key] for key in keys}
+        def carried(v, shared, per_lane):
+            """The values a piece passes on: ``shared`` ones and each lane's ``per_lane``."""
+            return {**{key: v[key] for key in shared},
+                    **{f"{lane}_{key}": v[f"{lane}_{key}"]
+                       for lane in self.LANES for key in per_lane}}
 
         def terms(v):
-            out = carried(v, "ap_choice", "w_r", "w_i", "ap", "b")
-            sums = (total([v[f"vgpr{q}"] for q in range(Q)], m, "score_sum_vgpr"),
-                    total([v[f"sgpr{q}"] for q in range(Q)], m, "score_sum_sgpr"),
-                    v["lds"],
-                    total([v[f"slots{q}"] for q in range(Q)], m, "score_sum_slots"))
-            for h, r in enumerate(sums):
-                out[f"term{h}"] = product(r, v[f"a{h}"], m, f"score_term{h}")
+            out = carried(v, ("ap_choice", "w_r", "w_i"), ("on", "ap", "b"))
+            for lane in self.LANES:
+                sums = (total([v[f"{lane}_vgpr{q}"] for q in range(Q)], m, f"{lane}_sum_vgpr"),
+                        total([v[f"{lane}_sgpr{q}"] for q in range(Q)], m, f"{lane}_sum_sgpr"),
+                        v[f"{lane}_lds"],
+                        total([v[f"{lane}_slots{q}"] for q in range(Q)], m,
+                              f"{lane}_sum_slots"))
+                for h, r in enumerate(sums):
+                    out[f"{lane}_term{h}"] = product(r, v[f"a{h}"], m, f"{lane}_term{h}")
             return out
 
         def resource(v):
-            out = carried(v, "ap_choice", "w_r", "w_i", "ap", "b")
-            out["r"] = total([v[f"term{h}"] for h in range(4)], m, "score_r")[
-                :widths["resource_score"]]
+            out = carried(v, ("ap_choice", "w_r", "w_i"), ("on", "ap", "b"))
+            for lane in self.LANES:
+                out[f"{lane}_r"] = total([v[f"{lane}_term{h}"] for h in range(4)], m,
+                                         f"{lane}_r")[:widths["resource_score"]]
             return out
 
         # The kept R and B of every AP, written in the clock of the maxima.
         kept_r = [Signal(widths["resource_score"], name=f"kept_r{ap}") for ap in range(P)]
         kept_b = [Signal(history_bits, name=f"kept_b{ap}") for ap in range(P)]
 
+        def mine(v, lane):
+            return [v[f"{lane}_on"] & equals(v[f"{lane}_ap"], ap) for ap in range(P)]
+
         def maxima(v):
-            out = carried(v, "ap_choice", "ap", "r", "b")
-            mine = [equals(v["ap"], ap) for ap in range(P)]
-            for ap in range(P):
-                with m.If(mine[ap]):
-                    m.d.sync += [kept_r[ap].eq(v["r"]), kept_b[ap].eq(v["b"])]
-            top_r = _max_tree(m, self._seen(mine, v["r"], kept_r), "kept_max_r")
-            top_b = _max_tree(m, self._seen(mine, v["b"], kept_b), "kept_max_b")
+            out = carried(v, ("ap_choice",), ("on", "ap", "r", "b"))
+            lanes = [(mine(v, lane), v[f"{lane}_r"], v[f"{lane}_b"]) for lane in self.LANES]
+            for own, r, b in lanes:
+                for ap in range(P):
+                    with m.If(own[ap]):
+                        m.d.sync += [kept_r[ap].eq(r), kept_b[ap].eq(b)]
+            top_r = _max_tree(m, self._seen([(own, r) for own, r, _ in lanes], kept_r),
+                              "kept_max_r")
+            top_b = _max_tree(m, self._seen([(own, b) for own, _, b in lanes], kept_b),
+                              "kept_max_b")
             out["top_r"] = Mux(is_zero(top_r), 1, top_r)
             out["top_b"] = Mux(is_zero(top_b), 1, top_b)
-            out["wr"] = v["w_r"] * v["r"]
-            out["wb"] = v["w_i"] * v["b"]
+            for lane in self.LANES:
+                out[f"{lane}_wr"] = v["w_r"] * v[f"{lane}_r"]
+                out[f"{lane}_wb"] = v["w_i"] * v[f"{lane}_b"]
             return out
 
         def products(v):
-            out = carried(v, "ap_choice", "ap", "r", "b")
-            out["x"] = v["wr"] * v["top_b"]
-            out["y"] = v["wb"] * v["top_r"]
+            out = carried(v, ("ap_choice",), ("on", "ap", "r", "b"))
+            for lane in self.LANES:
+                out[f"{lane}_x"] = v[f"{lane}_wr"] * v["top_b"]
+                out[f"{lane}_y"] = v[f"{lane}_wb"] * v["top_r"]
             return out
 
         def key(v):
-            score = Signal(signed(combined_bits + 1), name="rotating_combined_score")
-            m.d.comb += score.eq(v["x"] - v["y"])
-            by = {RESOURCE: v["r"], INSTRUCTION: ~v["b"][:history_bits],
-                  COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
-            value = Const(0, 1)
-            for choice, keyed in by.items():
-                value = Mux(equals(v["ap_choice"], choice), keyed, value)
-            return {"ap": v["ap"], "key": value}
+            out = carried(v, (), ("on", "ap"))
+            for lane in self.LANES:
+                score = Signal(signed(combined_bits + 1), name=f"{lane}_combined_score")
+                m.d.comb += score.eq(v[f"{lane}_x"] - v[f"{lane}_y"])
+                by = {RESOURCE: v[f"{lane}_r"], INSTRUCTION: ~v[f"{lane}_b"][:history_bits],
+                      COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
+                value = Const(0, 1)
+                for choice, keyed in by.items():
+                    value = Mux(equals(v["ap_choice"], choice), keyed, value)
+                out[f"{lane}_key"] = value
+            return out
 
-        # The kept keys and the order: ge[a][b] (a < b), AP a's key is at least AP b's.
+        # The kept keys and the order: ge[a, b] (a < b), AP a's key is at least AP b's.
         key_bits = combined_bits + 1
         kept_key = [Signal(key_bits, name=f"kept_key{ap}") for ap in range(P)]
         ge = {(a, b): Signal(name=f"kept_ge{a}_{b}") for a in range(P) for b in range(a + 1, P)}
 
         def compare(v):
-            new = Signal(key_bits, name="rotating_key")
-            m.d.comb += new.eq(v["key"])
-            mine = [equals(v["ap"], ap) for ap in range(P)]
-            below, same = [], []
-            for b in range(P):
-                below.append(named_bit(m, less(new, kept_key[b]), f"key_below{b}"))
-                same.append(named_bit(m, equals(kept_key[b], new), f"key_same{b}"))
-                with m.If(mine[b]):
-                    m.d.sync += kept_key[b].eq(new)
+            new, own, below, same = {}, {}, {}, {}
+            for lane in self.LANES:
+                new[lane] = Signal(key_bits, name=f"{lane}_key")
+                m.d.comb += new[lane].eq(v[f"{lane}_key"])
+                own[lane] = mine(v, lane)
+                below[lane] = [named_bit(m, less(new[lane], kept_key[b]), f"{lane}_below{b}")
+                               for b in range(P)]
+                same[lane] = [named_bit(m, equals(kept_key[b], new[lane]), f"{lane}_same{b}")
+                              for b in range(P)]
+                for b in range(P):
+                    with m.If(own[lane][b]):
+                        m.d.sync += kept_key[b].eq(new[lane])
+            turn_below = named_bit(m, less(new["turn"], new["taken"]), "turn_below_taken")
+            turn_same = named_bit(m, equals(new["turn"], new["taken"]), "turn_same_taken")
+            t, d = own["turn"], own["taken"]
             for (a, b), bit in ge.items():
-                # The refreshed AP is a (its key at least b's) or b (a's at least its key).
-                with m.If(mine[a]):
-                    m.d.sync += bit.eq(~below[b])
-                with m.Elif(mine[b]):
-                    m.d.sync += bit.eq(below[a] | same[a])
+                # Both refreshed: their new keys; one: its new key against the other's kept.
+                with m.If(t[a] & d[b]):
+                    m.d.sync += bit.eq(~turn_below)
+                with m.Elif(d[a] & t[b]):
+                    m.d.sync += bit.eq(turn_below | turn_same)
+                for lane in self.LANES:
+                    with m.Elif(own[lane][a]):
+                        m.d.sync += bit.eq(~below[lane][b])
+                    with m.Elif(own[lane][b]):
+                        m.d.sync += bit.eq(below[lane][a] | same[lane][a])
             return {}
 
         pieces = [terms, resource, maxima, products, key, compare]
@@ -170,15 +217,22 @@ class RotatingScores(ScorePipeline):
                 m.d.comb += self.beats[a][b].eq(bit)
         return m
 
+    def _shown_after(self) -> int:
+        """Clocks from an allocation to the first view that shows it."""
+        return 1 + self._params.policy.circuit_latency
+
     def _restart(self) -> Value:
         """What puts AP 0 next (``start``)."""
         return self.start
 
     @staticmethod
-    def _seen(mine, new, kept) -> list:
-        """The kept values the maxima see: the refreshed AP's new one (written at this clock's
-        edge) in its place."""
-        return [Mux(mine[ap], new, value) for ap, value in enumerate(kept)]
+    def _seen(lanes, kept) -> list:
+        """The kept values the maxima see: each refreshed AP's new one (``lanes``: its
+        one-hot AP and value per lane; written at this clock's edge) in its place."""
+        seen = list(kept)
+        for own, new in lanes:
+            seen = [Mux(own[ap], new, value) for ap, value in enumerate(seen)]
+        return seen
 
 
 def named_bit(m: Module, value: Value, name: str) -> Signal:

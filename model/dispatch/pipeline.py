@@ -111,6 +111,7 @@ class DecisionPipeline:
         self.rotating: RotatingScores | None = None
         self.rotates = (policy.score_refresh == "rotating"
                         and policy.ap_choice in ("resource", "instruction", "combined"))
+        self.dispatched: dict[int, int] = {}    # rotating scores: cycle -> AP dispatched to
 
     def match_stage(self, cycle: int) -> Match:
         """What the match stage registers in ``cycle``: each channel's first two WGs behind
@@ -150,13 +151,19 @@ class DecisionPipeline:
         rotating = self.rotating
         if rotating is None:                # the idle GPU's, kept before cycle 0
             rotating = self.rotating = RotatingScores(self.policy, *self._every(cycle))
-        ap = RotatingScores.refreshed(cycle, self.P)
+        # The AP dispatched to in the cycle whose allocation this cycle's view first shows.
+        shown = cycle - 1 - self.policy.circuit_latency
+        dispatched = self.dispatched.get(shown)
+        for old in [c for c in self.dispatched if c < shown]:
+            del self.dispatched[old]
+        aps = RotatingScores.refreshed(cycle, self.P, dispatched)
         choice = self.policy.ap_choice
-        resource = (self.selector.resource_scores([ap])[0]
-                    if choice in ("resource", "combined") else 0)
-        instruction = (self.resources.history_scores(cycle)[ap]
-                       if choice in ("instruction", "combined") else 0)
-        return rotating.refresh(ap, resource, instruction)
+        resource = (self.selector.resource_scores(aps)
+                    if choice in ("resource", "combined") else [0] * len(aps))
+        history = (self.resources.history_scores(cycle)
+                   if choice in ("instruction", "combined") else None)
+        return rotating.refresh([(ap, r, history[ap] if history else 0)
+                                 for ap, r in zip(aps, resource, strict=True)])
 
     def _every(self, cycle: int) -> tuple[list, list]:
         """This cycle's resource and instruction scores of every AP (zeros for a score the
@@ -272,6 +279,8 @@ class DecisionPipeline:
                                    f"ahead of it in channel {decision.channel}")
                 allocation = self.allocator.take(wg, ap, decision.waves, decision.plan, cycle)
                 self.commit(wg, decision.channel, ap, allocation, cycle)
+                if self.rotates:
+                    self.dispatched[cycle] = ap
                 dispatched = True
             else:
                 self.counters.stale_aborts += 1

@@ -1,25 +1,30 @@
-"""The decision pipeline's scores refreshed one AP a cycle (``score_refresh = "rotating"``).
+"""Rotating scores (``score_refresh = "rotating"``): at most two APs' refreshed a cycle.
 
 With ``score_refresh = "every"`` the pipeline orders the APs in every cycle by every AP's
 embodiment 9 score ``R`` and embodiment 10 history ``B`` of that cycle
 (:meth:`model.dispatch.pipeline.DecisionPipeline.match_stage`), which an RTL builds as one
 score datapath per AP and a comparator per pair of APs. ``rotating`` keeps the scores
-instead and refreshes one AP's in a cycle, AP ``t mod P`` in cycle ``t``:
+instead and refreshes at most two APs' in a cycle ``t``: AP ``t mod P`` in turn, and the AP
+of the WG dispatched in cycle ``t - 1 - circuit_latency`` (the first cycle whose view shows
+that dispatch), when there is one and it is another AP:
 
-1. ``R[a]`` and ``B[a]`` take AP ``a``'s scores of cycle ``t``;
-2. ``top_r = max(max R, 1)`` and ``top_b = max(max B, 1)`` over the kept scores (AP ``a``'s
-   new ones among them);
-3. AP ``a``'s key: ``R[a]`` (``ap_choice = "resource"``: the largest first), ``-B[a]``
-   (``instruction``: the smallest history first) or ``w_r R[a] top_b - w_i B[a] top_r``
-   (``combined``, every AP's maxima), kept until AP ``a``'s next refresh;
+1. ``R[a]`` and ``B[a]`` of each refreshed AP ``a`` take its scores of cycle ``t``;
+2. ``top_r = max(max R, 1)`` and ``top_b = max(max B, 1)`` over the kept scores (the
+   refreshed APs' new ones among them);
+3. each refreshed AP's key: ``R[a]`` (``ap_choice = "resource"``: the largest first),
+   ``-B[a]`` (``instruction``: the smallest history first) or ``w_r R[a] top_b - w_i B[a]
+   top_r`` (``combined``, every AP's maxima), kept until the AP's next refresh;
 4. the AP choice takes the candidate with the largest kept key, the lowest index among
    equals (as with every AP's scores).
 
 So an AP's key is up to ``P - 1`` cycles older than the other scores' ``score_latency``, and
-two APs' keys may be scaled by maxima of different cycles. Before cycle 0 the kept scores are
-those of the idle GPU in cycle 0 with keys of its maxima: what a rotation left running on the
-idle GPU holds (the RTL's START waits for it). The keys are integers; the RTL keeps them in
-the order-preserving unsigned form of :class:`hw.dispatch.pipeline.ScorePipeline`.
+two APs' keys may be scaled by maxima of different cycles; the AP just given a WG is
+refreshed as soon as its view shows it, so that its stale lead does not draw the WGs after
+it (with the turn alone, the AP imbalance the scores are for grew by a quarter at 32 APs;
+docs/dispatch.md). Before cycle 0 the kept scores are those of the idle GPU in cycle 0 with
+keys of its maxima: what a rotation left running on the idle GPU holds (the RTL's START
+waits for it). The keys are integers; the RTL keeps them in the order-preserving unsigned
+form of :class:`hw.dispatch.pipeline.ScorePipeline`.
 
 RTL twin: :class:`hw.dispatch.scores.RotatingScores`.
 """
@@ -33,7 +38,7 @@ class RotatingScores:
     """The kept scores and keys of every AP (``resource``, ``instruction``, ``keys``).
 
     Built from the first cycle's scores of every AP (the idle GPU's). :meth:`refresh` is one
-    cycle: it takes the refreshed AP's scores and returns the keys after it."""
+    cycle: it takes the refreshed APs' scores and returns the keys after it."""
 
     def __init__(self, policy: PolicyConfig, resource: list, instruction: list):
         self.policy = policy
@@ -55,15 +60,21 @@ class RotatingScores:
                 - policy.instruction_weight * self.instruction[ap] * top_r)
 
     @staticmethod
-    def refreshed(cycle: int, P: int) -> int:
-        """The AP whose scores cycle ``cycle`` refreshes."""
-        return cycle % P
+    def refreshed(cycle: int, P: int, dispatched: int | None = None) -> tuple:
+        """The APs whose scores cycle ``cycle`` refreshes: AP ``cycle mod P`` and
+        ``dispatched`` (the AP of the WG dispatched in cycle ``cycle - 1 -
+        circuit_latency``, or ``None``) when another."""
+        turn = cycle % P
+        return (turn,) if dispatched is None or dispatched == turn else (turn, dispatched)
 
-    def refresh(self, ap: int, resource: int, instruction: int) -> tuple:
-        """AP ``ap``'s scores of this cycle are kept and its key worked out: the keys after
-        the cycle (a tuple, every AP's)."""
-        self.resource[ap], self.instruction[ap] = resource, instruction
-        self.keys[ap] = self._key(ap)
+    def refresh(self, scores) -> tuple:
+        """``scores``: ``(AP, R, B)`` of each AP refreshed in this cycle. Their scores are
+        kept, then their keys worked out (with the maxima of the kept scores after all of
+        them): the keys after the cycle (a tuple, every AP's)."""
+        for ap, resource, instruction in scores:
+            self.resource[ap], self.instruction[ap] = resource, instruction
+        for ap, _, _ in scores:
+            self.keys[ap] = self._key(ap)
         return tuple(self.keys)
 
     @staticmethod

@@ -34,8 +34,9 @@ HISTORIES = ("window", "ema")
 #: depend on which APs the WG fits, so that a pipelined RTL can compute the scores ahead).
 COMBINED_SCALES = ("candidates", "all")
 #: How the decision pipeline's embodiment 9 and 10 scores are refreshed: every AP's in every
-#: cycle, or one AP's a cycle in turn (``rotating``: AP ``t mod P`` in cycle ``t``), so that an
-#: RTL computes one AP's score instead of every AP's (model.dispatch.scores).
+#: cycle, or at most two APs' a cycle (``rotating``: AP ``t mod P`` in cycle ``t`` and the AP
+#: just given a WG), so that an RTL computes two APs' scores instead of every AP's
+#: (model.dispatch.scores).
 SCORE_REFRESHES = ("every", "rotating")
 #: How a WG's waves are spread over an AP's PEUs: ``split`` (embodiment 8's split table, rotated
 #: by the per-AP pointer when ``rotate``), ``least_loaded`` (each wave in turn to the PEU with
@@ -121,8 +122,9 @@ class PolicyConfig:
         a pipeline of their own.
     score_refresh
         With ``decision_pipeline``: ``every`` (the default), every AP's scores and their
-        order are worked out in every cycle; ``rotating``, one AP's in a cycle, AP ``t mod
-        P`` in cycle ``t``, with the largest ``R`` and ``B`` of the scores kept, so that an
+        order are worked out in every cycle; ``rotating``, at most two APs' in a cycle (AP
+        ``t mod P`` in cycle ``t``, and the AP of the WG dispatched in cycle ``t - 1 -
+        circuit_latency``), with the largest ``R`` and ``B`` of the scores kept, so that an
         AP's score is up to ``P - 1`` cycles older than ``score_latency`` and the APs' scores
         are scaled by the maxima of their own refresh (:mod:`model.dispatch.scores`).
     decision_pipeline
