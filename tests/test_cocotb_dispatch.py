@@ -242,15 +242,17 @@ def test_the_shipped_cosim_shapes_are_cosimulated():
 
 @pytest.mark.cocotb
 def test_the_view_of_the_changed_aps_matches_the_model_at_a_reduced_size(simulator):
-    # The full-size default pipelined build with the view of the changed APs (its status in
-    # LUT-RAM), at the regression's reduced size (2 x 4 x 4): its Verilog on Verilator against
-    # the model, clock for clock. The Amaranth tier runs every circuit of it; formal proves
-    # the view.
+    # The build made for the LFE5U-85F (configs/cosim/default_rotating.toml: the pipelined
+    # decision with the view of the changed APs, its status in LUT-RAM, and the scores
+    # refreshed one AP a clock), at the regression's reduced size (2 x 4 x 4): its Verilog on
+    # Verilator against the model, clock for clock. The Amaranth tier runs every circuit of
+    # it and the rotating scores; formal proves the view.
     if simulator == "icarus":
         pytest.skip("Verilator runs it; the Amaranth tier runs every changed shape")
-    shape, jobs = _reduced_run(COSIM / "default_pipelined.toml", SHIPPED_CYCLES,
+    shape, jobs = _reduced_run(COSIM / "default_rotating.toml", SHIPPED_CYCLES,
                                view_refresh="changed")
     assert shape.params.changed_views and shape.params.pipeline
+    assert shape.params.rotating_scores
     _checked(run_cosim(shape, jobs, simulator), jobs)
 
 

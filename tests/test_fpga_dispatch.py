@@ -40,6 +40,11 @@ def test_the_full_size_cosimulation_runs_the_default_build_of_the_50_mhz_row():
     scenario = load_scenario(path)
     (policy,) = scenario.policies
     assert scenario_shape(scenario, policy) == fd.shape("default", "pipelined_l2")
+    # configs/cosim/default_rotating.toml with VIEW_REFRESH=changed: the build for the 85F.
+    scenario = load_scenario(path.with_name("default_rotating.toml"))
+    (policy,) = scenario.policies
+    assert scenario_shape(scenario, policy, view_refresh="changed") == \
+        fd.shape("default", "changed_l3_rotating")
 
 def _row(configuration, view, family, kind, **fields):
     parts = {p: {"luts": 10, "ffs": 1, "carries": 0} for p in (*fd.PARTS, "control")}
@@ -55,7 +60,10 @@ def test_tables_and_results_file(tmp_path):
             _row("small", "shared", "ecp5", "flat", status="failed", error="boom")]
     small, default, by_part = fd.format_tables(rows)
     assert "55.5" in small and "does not fit" in small
-    assert "| exact, latency 1 | - | - | 70 | 7 |" in default
+    assert "| exact, latency 1 | - | - | 70 | 7 | - |" in default
+    # The LUT4 sites: a carry cell takes two, a LUT-RAM cell six.
+    rows[2] = _row("default", "exact", "ecp5", "hierarchy", carries=5, rams=3)
+    assert "| exact, latency 1 | - | - | 70 | 7 | 98 |" in fd.format_tables(rows)[1]
     assert "resource table" in by_part and "10 (14%)" in by_part
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"rows": [{"key": "default/full/ice40/hierarchy", "luts": 5}]}))

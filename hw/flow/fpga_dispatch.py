@@ -114,6 +114,16 @@ VIEWS = {
         "circuit": "exact", "circuit_latency": latency, "decision_pipeline": 4,
         "score_latency": 4, "combined_scale": "all", "view_refresh": "changed"})
        for latency in (2, 3)},
+    # The last with embodiment 9's and 10's scores refreshed one AP a clock
+    # (score_refresh = "rotating", hw.dispatch.scores), with the exact view and with
+    # embodiment 5's grouped /4 view.
+    **{f"{name}changed_l3_rotating": (
+        f"{label}, latency 3, changed APs, pipelined k = 4, rotating scores", {
+            **fields, "circuit_latency": 3, "decision_pipeline": 4, "score_latency": 4,
+            "combined_scale": "all", "view_refresh": "changed", "score_refresh": "rotating"})
+       for name, label, fields in (
+           ("", "exact", {"circuit": "exact"}),
+           ("grouped_", "grouped /4", {"circuit": "grouped", "group_size": 4}))},
 }
 
 #: The views whose default build is also synthesized flat and placed and routed. None yet:
@@ -225,6 +235,22 @@ COUNTS = ("luts", "carries", "ffs", "multipliers", "rams", "block_rams")
 
 #: The LUT mapper of every part and circuit (recorded in the results).
 MAPPER = f"abc9 (script {ABC9_SCRIPT}, that of abc9 -fast)"
+
+
+#: What one cell of each kind takes of an ECP5's LUT4 sites (its TRELLIS_COMB, the count
+#: nextpnr-ecp5 holds against a part's LUT4s, 83,640 on the LFE5U-85F): a CCU2C two (measured:
+#: a registered 32-bit adder, 16 CCU2C and 6 LUT4, places as 38), a TRELLIS_DPR16X4 six, its
+#: four RAM LUTs and the two of the slice that serves as its write port (16 cells of a 16 x 64
+#: LUT-RAM place as 96; YoWASP nextpnr-ecp5, 2026-11-28).
+ECP5_SITES = {"luts": 1, "carries": 2, "rams": 6}
+
+
+def ecp5_sites(counts: dict) -> int | None:
+    """The LUT4 sites an ECP5 build's ``counts`` take (:data:`ECP5_SITES`); ``None`` when a
+    count is missing."""
+    if any(counts.get(key) is None for key in ECP5_SITES):
+        return None
+    return sum(counts[key] * weight for key, weight in ECP5_SITES.items())
 
 
 def cell_counts(family, cells: dict[str, int]) -> dict[str, int]:
@@ -536,14 +562,16 @@ def format_tables(results: list[dict]) -> list[str]:
             [*_flat_cells_text(ice), *_flat_cells_text(ecp),
              _number(hier.get("luts")) if hier and hier["status"] == "ok" else ""]) + " |")
     small = "\n".join(lines)
-    lines = ["| view | iCE40 LUT4 | iCE40 FF | ECP5 LUT4 | ECP5 FF |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| view | iCE40 LUT4 | iCE40 FF | ECP5 LUT4 | ECP5 FF | ECP5 LUT4 sites |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for view in views:
         cells = []
         for family in ("ice40", "ecp5"):
             r = index.get(("default", view, family, "hierarchy"))
             ok = r is not None and r["status"] == "ok"
             cells += [_number(r["luts"]) if ok else "-", _number(r["ffs"]) if ok else "-"]
+        # With the carries and the LUT-RAM: what the largest ECP5's 83,640 must hold.
+        cells.append(_number(ecp5_sites(r)) if ok and ecp5_sites(r) is not None else "-")
         lines.append(f"| {VIEWS[view][0]} | " + " | ".join(cells) + " |")
     default = "\n".join(lines)
     parts = [*PARTS, "control"]
