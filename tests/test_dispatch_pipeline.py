@@ -295,3 +295,56 @@ def test_a_barrier_wg_is_dispatched_whole_after_its_channels_earlier_wgs():
                 elif kind == "release":
                     running[group.channel].discard(group.id)
     assert split_parents > 20
+
+
+def test_rotating_scores_refresh_the_turn_and_the_ap_just_given_a_wg():
+    # score_refresh = "rotating" (model/dispatch/scores.py): in cycle t the kept scores of AP
+    # t mod P and of the AP the WG dispatched in cycle t - 1 - circuit_latency went to are
+    # those of cycle t, every other AP's are as they were; the keys follow.
+    work = [wg(i, i % 2, waves=1 + i % 3, duration=5 + i % 7, arrival=i // 2)
+            for i in range(40)]
+    policy = with_policy(EMB1, ap_choice="combined", history="ema", decision_pipeline=2,
+                         score_latency=1, combined_scale="all", score_refresh="rotating",
+                         circuit_latency=1)
+    simulator = DispatchSimulator(GPU, policy, work, cycles=200, debug=True, strict=True,
+                                  skip=False, events=(events := []))
+    pipeline = simulator.pipeline
+    seen = {}
+    original = pipeline._scores
+
+    def scores(cycle):
+        before = None if pipeline.rotating is None else list(pipeline.rotating.resource)
+        now = (simulator.selector.resource_scores(), simulator.resources.history_scores(cycle))
+        keys = original(cycle)
+        seen[cycle] = (before, list(pipeline.rotating.resource),
+                       list(pipeline.rotating.instruction), now)
+        return keys
+    pipeline._scores = scores
+    assert simulator.run()["invariant_violations"] == 0
+    dispatched = {cycle: ap for cycle, kind, _, ap, *_ in events if kind == "dispatch"}
+    assert len(dispatched) > 20
+    both = 0
+    for cycle, (before, resource, history, now) in seen.items():
+        if before is None:
+            continue
+        refreshed = {cycle % GPU.aps} | ({dispatched[cycle - 2]} if cycle - 2 in dispatched
+                                         else set())
+        both += len(refreshed) == 2
+        for ap in range(GPU.aps):
+            if ap in refreshed:
+                assert (resource[ap], history[ap]) == (now[0][ap], now[1][ap]), (cycle, ap)
+            else:
+                assert resource[ap] == before[ap], (cycle, ap)
+    assert both > 10
+
+
+def test_score_refresh_is_checked():
+    with pytest.raises(ConfigError, match="score_refresh is read only by the decision"):
+        DispatchSimulator(GPU, with_policy(EMB1, ap_choice="combined",
+                                           score_refresh="rotating"), [], cycles=10)
+    with pytest.raises(ConfigError, match='combined_scale = "all"'):
+        DispatchSimulator(GPU, with_policy(EMB1, ap_choice="combined", decision_pipeline=2,
+                                           score_refresh="rotating"), [], cycles=10)
+    with pytest.raises(ConfigError, match="score_refresh is ignored"):
+        DispatchSimulator(GPU, with_policy(EMB1, decision_pipeline=2,
+                                           score_refresh="rotating"), [], cycles=10)
