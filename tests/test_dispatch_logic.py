@@ -111,6 +111,17 @@ def _reference(gpu, choice, view, slots, history, weights, w_r, w_i):
             for a in range(P)]
 
 
+def _set_scores_inputs(ctx, dut, given: dict) -> None:
+    """A score unit's view, history and free wave slots of one clock (``given``)."""
+    for name in ("vgpr", "sgpr", "lds"):
+        for index, value in enumerate(given["view"][name]):
+            ctx.set(dut.view[name][index], value)
+    for ap, history in enumerate(given["history"]):
+        ctx.set(dut.history[ap], history)
+        for q, slots in enumerate(given["slots"][ap]):
+            ctx.set(dut.slots[ap][q], slots)
+
+
 @pytest.mark.parametrize("score_latency", [0, 2, 4, 7])
 def test_the_score_pipeline_orders_the_aps_as_the_model_latency_clocks_late(score_latency):
     policy = with_policy(PRESETS["seed"], history="ema", decision_pipeline=3, windows=(),
@@ -140,13 +151,7 @@ def test_the_score_pipeline_orders_the_aps_as_the_model_latency_clocks_late(scor
         for clock in range(len(inputs) + latency):
             if clock < len(inputs):
                 given = inputs[clock]
-                for name in ("vgpr", "sgpr", "lds"):
-                    for index, value in enumerate(given["view"][name]):
-                        ctx.set(dut.view[name][index], value)
-                for ap in range(P):
-                    ctx.set(dut.history[ap], given["history"][ap])
-                    for q in range(Q):
-                        ctx.set(dut.slots[ap][q], given["slots"][ap][q])
+                _set_scores_inputs(ctx, dut, given)
                 for h in range(4):
                     ctx.set(dut.ap_weights[h], given["weights"][h])
                 ctx.set(dut.resource_weight, given["w_r"])
@@ -271,14 +276,7 @@ def _rotating_mismatch(unit, name: str, score_latency: int):
         ctx.set(dut.instruction_weight, w_i)
         ctx.set(dut.ap_choice, choice)
         for clock in range(len(inputs) + latency):
-            now = inputs[min(clock, len(inputs) - 1)]
-            for resource in ("vgpr", "sgpr", "lds"):
-                for index, value in enumerate(now["view"][resource]):
-                    ctx.set(dut.view[resource][index], value)
-            for ap in range(P):
-                ctx.set(dut.history[ap], now["history"][ap])
-                for q in range(Q):
-                    ctx.set(dut.slots[ap][q], now["slots"][ap][q])
+            _set_scores_inputs(ctx, dut, inputs[min(clock, len(inputs) - 1)])
             ctx.set(dut.start, clock == settle - 1)
             allocation = taken[clock] if clock < len(taken) else None
             ctx.set(dut.allocate, allocation is not None)

@@ -88,6 +88,27 @@ class ScorePipeline(wiring.Component):
             "beats": Out(beats_layout(p)),
         }
 
+    def _key_bits(self) -> int:
+        """Width of :meth:`_key`: the combined score's, its sign included."""
+        widths = self._params.widths
+        return widths["resource_score"] + widths["history"] + 10
+
+    def _key(self, m: Module, ap_choice, r, b, x, y, name: str) -> Value:
+        """The key an AP is ordered by, by ``ap_choice``: ``R`` (``r``), the history ``B``
+        (``b``) inverted (the smallest first) or the combined score ``x - y`` (``w_r R Bmax``
+        less ``w_i B Rmax``, a signal ``name``) with its sign bit flipped: order-preserving
+        unsigned forms; 0 for a choice that reads no score."""
+        history_bits = self._params.widths["history"]
+        combined_bits = self._key_bits() - 1
+        score = Signal(signed(combined_bits + 1), name=name)
+        m.d.comb += score.eq(x - y)
+        by = {RESOURCE: r, INSTRUCTION: ~b[:history_bits],
+              COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
+        value = Const(0, 1)
+        for choice, keyed in by.items():
+            value = Mux(equals(ap_choice, choice), keyed, value)
+        return value
+
     @staticmethod
     def _register(m: Module, values: dict, name: str) -> dict:
         registered = {}
@@ -103,8 +124,6 @@ class ScorePipeline(wiring.Component):
         p = self._params
         P, Q = p.aps, p.peus
         widths = p.widths
-        history_bits = widths["history"]
-        combined_bits = widths["resource_score"] + history_bits + 9
 
         def terms(v):
             out = {key: v[key] for key in ("ap_choice", "w_r", "w_i")}
@@ -148,20 +167,9 @@ class ScorePipeline(wiring.Component):
             return out
 
         def key(v):
-            out = {}
-            for ap in range(P):
-                score = Signal(signed(combined_bits + 1), name=f"combined_score{ap}")
-                m.d.comb += score.eq(v[f"x{ap}"] - v[f"y{ap}"])
-                # Order-preserving unsigned forms: the combined score with its sign bit
-                # flipped, the history inverted (the smallest first).
-                by = {RESOURCE: v[f"r{ap}"],
-                      INSTRUCTION: ~v[f"b{ap}"][:history_bits],
-                      COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
-                value = Const(0, 1)
-                for choice, keyed in by.items():
-                    value = Mux(equals(v["ap_choice"], choice), keyed, value)
-                out[f"key{ap}"] = value
-            return out
+            return {f"key{ap}": self._key(m, v["ap_choice"], v[f"r{ap}"], v[f"b{ap}"],
+                                          v[f"x{ap}"], v[f"y{ap}"], f"combined_score{ap}")
+                    for ap in range(P)}
 
         def compare(v):
             # AP a (< b) beats b when its key is at least b's: ties go to the lower index.

@@ -12,13 +12,13 @@ What it computes is :mod:`model.dispatch.scores` (the model's ``score_refresh =
 Model twin: :class:`model.dispatch.scores.RotatingScores`.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
 from hw.dispatch.logic import equals, is_zero, less, product, total
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
-from hw.dispatch.selector import COMBINED, INSTRUCTION, RESOURCE, _max_tree
+from hw.dispatch.selector import _max_tree
 
 __all__ = ["RotatingScores"]
 
@@ -66,7 +66,6 @@ class RotatingScores(ScorePipeline):
         P, Q = p.aps, p.peus
         widths = p.widths
         history_bits = widths["history"]
-        combined_bits = widths["resource_score"] + history_bits + 9
         ap_bits = max((P - 1).bit_length(), 1)
 
         # The lanes' APs in this clock: the turn, and the allocation whose view this clock
@@ -158,18 +157,12 @@ class RotatingScores(ScorePipeline):
         def key(v):
             out = carried(v, (), ("on", "ap"))
             for lane in self.LANES:
-                score = Signal(signed(combined_bits + 1), name=f"{lane}_combined_score")
-                m.d.comb += score.eq(v[f"{lane}_x"] - v[f"{lane}_y"])
-                by = {RESOURCE: v[f"{lane}_r"], INSTRUCTION: ~v[f"{lane}_b"][:history_bits],
-                      COMBINED: Cat(score[:combined_bits], ~score[combined_bits])}
-                value = Const(0, 1)
-                for choice, keyed in by.items():
-                    value = Mux(equals(v["ap_choice"], choice), keyed, value)
-                out[f"{lane}_key"] = value
+                out[f"{lane}_key"] = self._key(m, v["ap_choice"], *(
+                    v[f"{lane}_{x}"] for x in ("r", "b", "x", "y")), f"{lane}_combined_score")
             return out
 
         # The kept keys and the order: ge[a, b] (a < b), AP a's key is at least AP b's.
-        key_bits = combined_bits + 1
+        key_bits = self._key_bits()
         kept_key = [Signal(key_bits, name=f"kept_key{ap}") for ap in range(P)]
         ge = {(a, b): Signal(name=f"kept_ge{a}_{b}") for a in range(P) for b in range(a + 1, P)}
 
