@@ -102,7 +102,7 @@ def same_run(gpu, policy, workload, where: str, **options):
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_random_configurations_match_the_python_model(chunk):
-    compared = shared = 0
+    compared = shared = rotating = 0
     faithful = Counter()                # (selection, units) of the faithful runs compared
     for seed in range(chunk, 200, 4):
         gpu, channels, workload, cycles, policies, interval = random_case(seed)
@@ -124,6 +124,7 @@ def test_random_configurations_match_the_python_model(chunk):
                            warmup=rng.choice([0, cycles // 3]), execution=execution)
             compared += ran is not None
             shared += ran is not None and execution == "shared"
+            rotating += ran is not None and policy.score_refresh == "rotating"
             if ran is not None and policy.selection in FAITHFUL_SELECTIONS:
                 faithful[policy.selection, policy.units] += 1
     assert compared >= 200, f"only {compared} runs compiled"
@@ -134,6 +135,7 @@ def test_random_configurations_match_the_python_model(chunk):
         missing = [units for units in UNITS if not faithful[selection, units]]
         assert not missing, f"{selection}: no run compiled with units {missing}"
     assert shared >= 10, f"only {shared} shared-issue runs compiled"
+    assert rotating >= 5, f"only {rotating} runs with rotating scores compiled"
 
 
 @pytest.mark.parametrize("chunk", range(2))
@@ -170,6 +172,14 @@ def _knobs(policy, gpu, rng):
             changes.update(wave_placement="split")
     if policy.selection == "multi" and rng.random() < 0.3:
         changes["combined_scale"] = "all"
+    # Rotating scores on half the pipelined runs whose AP choice reads a score (drawn apart,
+    # so that the other draws are those of the runs before rotating scores).
+    if ("decision_pipeline" in changes and policy.ap_choice in ("resource", "instruction",
+                                                                "combined")
+            and random.Random(f"{policy.name}/{sorted(changes.items())}").random() < 0.5):
+        changes["score_refresh"] = "rotating"
+        if policy.ap_choice == "combined":
+            changes["combined_scale"] = "all"
     try:
         candidate = with_policy(policy, **changes)
         check_policy(candidate, gpu)

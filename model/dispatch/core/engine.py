@@ -54,9 +54,6 @@ def unsupported(policy, *, execution: str = "fixed", events=None, debug: bool = 
         (execution not in ("fixed", "shared"), f"the {execution} execution model"),
         (policy.selection not in SELECTIONS, f"selection {policy.selection!r}"),
         (policy.units not in UNITS, f"units {policy.units!r}"),
-        (policy.score_refresh != "every" and policy.decision_pipeline
-         and policy.ap_choice in ("resource", "instruction", "combined"),
-         f'score_refresh = "{policy.score_refresh}"'),
         # A faithful baseline places waves by its own rule (model.dispatch.baselines.matcher_for).
         (policy.wave_placement not in PLACEMENTS and policy.selection not in FAITHFUL,
          f"wave placement {policy.wave_placement!r}"),
@@ -106,6 +103,7 @@ def _rules(sim):
     rules.release_limit = policy.release_limit
     rules.decision_pipeline, rules.score_latency = (policy.decision_pipeline,
                                                     policy.score_latency)
+    rules.rotating_scores = policy.score_refresh == "rotating"
     rules.wave_power = list(sim.wave_power)
     rules.circuit_name = policy.circuit
     rules.least_loaded = (policy.wave_placement == "least_loaded"

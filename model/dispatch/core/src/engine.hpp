@@ -70,9 +70,17 @@ struct MatchRow {
     int64_t wg = -1;
     ApMask mask;
 };
+// What the score ring keeps of a cycle: every AP's scores, or with rotating scores every AP's
+// kept key (model.dispatch.scores).
+struct Scores {
+    std::vector<int64_t> resource, instruction;
+    std::vector<__int128> keys;
+};
+
 struct Match {
     std::vector<std::array<MatchRow, 2>> rows;
     std::vector<int64_t> resource, instruction;
+    std::vector<__int128> keys;
     std::vector<int> pointers;
 };
 
@@ -654,6 +662,63 @@ public:
         else instruction.assign(cfg.aps, 0);
     }
 
+    // DecisionPipeline._scores: this cycle's scores, or the rotating scores' keys after this
+    // cycle's refresh of AP cycle mod P and of the AP dispatched to in cycle
+    // cycle - 1 - circuit_latency (RotatingScores.refresh).
+    bool rotates() const {
+        return rules.rotating_scores && rules.ap_choice >= 2;
+    }
+
+    __int128 kept_key(int ap) const {
+        const int choice = rules.ap_choice;
+        if (choice == 2) return kept_r[ap];
+        if (choice == 3) return -__int128(kept_b[ap]);
+        const int64_t top_r = std::max<int64_t>(*std::max_element(kept_r.begin(), kept_r.end()), 1);
+        const int64_t top_b = std::max<int64_t>(*std::max_element(kept_b.begin(), kept_b.end()), 1);
+        return __int128(rules.resource_weight) * kept_r[ap] * top_b -
+               __int128(rules.instruction_weight) * kept_b[ap] * top_r;
+    }
+
+    Scores scores_at(int64_t cycle) {
+        Scores s;
+        if (!rotates()) {
+            scores_now(cycle, s.resource, s.instruction);
+            return s;
+        }
+        const int choice = rules.ap_choice;
+        if (kept_keys.empty()) {               // the idle GPU's, kept before cycle 0
+            scores_now(cycle, kept_r, kept_b);
+            kept_keys.resize(cfg.aps);
+            for (int ap = 0; ap < cfg.aps; ++ap) kept_keys[ap] = kept_key(ap);
+        }
+        const int64_t shown = cycle - 1 - cfg.circuit_latency;
+        while (!recent_dispatches.empty() && recent_dispatches.front().first < shown)
+            recent_dispatches.pop_front();
+        int aps[2] = {int(cycle % cfg.aps), -1};
+        if (!recent_dispatches.empty() && recent_dispatches.front().first == shown &&
+            recent_dispatches.front().second != aps[0])
+            aps[1] = recent_dispatches.front().second;
+        std::vector<int64_t> history;
+        if (choice == 3 || choice == 4) history = res.history_scores(cycle);
+        for (int ap : aps) {
+            if (ap < 0) continue;
+            kept_r[ap] = (choice == 2 || choice == 4) ? resource_score(ap) : 0;
+            kept_b[ap] = history.empty() ? 0 : history[ap];
+        }
+        for (int ap : aps)
+            if (ap >= 0) kept_keys[ap] = kept_key(ap);
+        s.keys = kept_keys;
+        return s;
+    }
+
+    // RotatingScores.best: the candidate with the largest kept key, the lowest index first.
+    static int best_key(const ApMask& mask, const std::vector<__int128>& keys) {
+        int best = -1;
+        for (size_t ap = 0; ap < keys.size(); ++ap)
+            if (mask.test(int(ap)) && (best < 0 || keys[ap] > keys[best])) best = int(ap);
+        return best;
+    }
+
     Match match_stage(int64_t cycle) {
         std::vector<int> in_flight(opt.channel_count, 0);
         ApMask busy(cfg.aps);
@@ -681,13 +746,11 @@ public:
                 }
             }
         }
-        std::vector<int64_t> resource, instruction;
-        scores_now(cycle, resource, instruction);
+        Scores now = scores_at(cycle);
         if (ring.empty())
-            for (int k = 0; k < rules.score_latency; ++k) ring.push_back({resource, instruction});
-        ring.push_back({resource, instruction});
-        m.resource = std::move(ring.front().first);
-        m.instruction = std::move(ring.front().second);
+            for (int k = 0; k < rules.score_latency; ++k) ring.push_back(now);
+        ring.push_back(std::move(now));
+        take_scores(m, std::move(ring.front()));
         ring.pop_front();
         m.pointers = matcher.pointer;
         return m;
@@ -729,26 +792,29 @@ public:
     void pipeline_hold(int64_t cycle) {
         for (auto& d : flight) ++d.chosen;
         if (!last) return;
-        std::vector<int64_t> r, i;
-        scores_now(cycle, r, i);
-        ring.push_back({std::move(r), std::move(i)});
-        last->resource = std::move(ring.front().first);
-        last->instruction = std::move(ring.front().second);
+        ring.push_back(scores_at(cycle));
+        take_scores(*last, std::move(ring.front()));
         ring.pop_front();
     }
 
+    static void take_scores(Match& m, Scores s) {
+        m.resource = std::move(s.resource);
+        m.instruction = std::move(s.instruction);
+        m.keys = std::move(s.keys);
+    }
+
+    // DecisionPipeline.skip; rotating scores are refreshed in the 2 P - 1 cycles before the
+    // last latency + 1 too (what earlier cycles kept is overwritten by then).
     void pipeline_skip(int64_t cycle, int64_t following) {
         const int latency = rules.score_latency;
-        std::deque<std::pair<std::vector<int64_t>, std::vector<int64_t>>> combined(ring.begin(), ring.end());
-        const int64_t from = std::max(cycle + 1, following - (latency + 1));
+        std::deque<Scores> combined(ring.begin(), ring.end());
+        const int64_t refreshed = latency + 1 + (rotates() ? 2 * int64_t(cfg.aps) - 1 : 0);
+        const int64_t from = std::max(cycle + 1, following - refreshed);
         for (int64_t c = from; c < following; ++c) {
-            std::vector<int64_t> r, i;
-            scores_now(c, r, i);
-            combined.push_back({r, i});
+            Scores s = scores_at(c);
+            if (c >= following - (latency + 1)) combined.push_back(std::move(s));
         }
-        const auto& chosen = combined[combined.size() - (latency + 1)];
-        last->resource = chosen.first;
-        last->instruction = chosen.second;
+        take_scores(*last, combined[combined.size() - (latency + 1)]);
         ring.clear();
         if (latency)
             for (size_t k = combined.size() - latency; k < combined.size(); ++k) ring.push_back(combined[k]);
@@ -779,6 +845,7 @@ public:
                 a.lds = d.lds;
                 take(d.wg, d.ap, a, cycle);
                 commit(d.wg, d.channel, d.ap, std::move(a), cycle);
+                if (rotates()) recent_dispatches.push_back({cycle, d.ap});
                 dispatched = true;
             } else {
                 ++stale_aborts;
@@ -808,7 +875,8 @@ public:
                     matched = 0;
                 } else {
                     const size_t i = std::find(cands.begin(), cands.end(), c) - cands.begin();
-                    const int ap = choose_ap(cand_mask[i], cycle, &*last);
+                    const int ap = rotates() ? best_key(cand_mask[i], last->keys)
+                                             : choose_ap(cand_mask[i], cycle, &*last);
                     advance(c, ap);
                     const int pointer = rules.rotate ? last->pointers[ap] : 0;
                     flight.push_back(Decision{cand_wg[i], c, ap, matcher.row_for(wgs[cand_wg[i]].waves, pointer), cycle});
@@ -1111,7 +1179,12 @@ public:
     std::deque<Decision> flight;
     std::optional<Match> last;
     int chosen_last = -1, squash = 0;
-    std::deque<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ring;
+    std::deque<Scores> ring;
+    // Rotating scores (model.dispatch.scores): every AP's kept R, B and key, and the recent
+    // dispatches' (cycle, AP).
+    std::vector<int64_t> kept_r, kept_b;
+    std::vector<__int128> kept_keys;
+    std::deque<std::pair<int64_t, int>> recent_dispatches;
     // counters and metrics
     int64_t stale_aborts = 0, flushed = 0, splits = 0, sub_workgroups = 0, dispatch_cycles = 0,
             processed_cycles = 0, completed = 0;

@@ -423,6 +423,7 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("release_limit", &core::Rules::release_limit)
         .def_readwrite("decision_pipeline", &core::Rules::decision_pipeline)
         .def_readwrite("score_latency", &core::Rules::score_latency)
+        .def_readwrite("rotating_scores", &core::Rules::rotating_scores)
         .def_readwrite("wave_power", &core::Rules::wave_power)
         .def_readwrite("circuit_name", &core::Rules::circuit_name)
         .def_readwrite("least_loaded", &core::Rules::least_loaded)

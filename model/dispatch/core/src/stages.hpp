@@ -96,6 +96,7 @@ struct Rules {
     int lfsr_seed = 0xACE1;
     int64_t release_limit = 0;
     int decision_pipeline = 0, score_latency = 0;
+    bool rotating_scores = false;          // score_refresh = "rotating" (model.dispatch.scores)
     int64_t resource_weights[4] = {1, 1, 1, 1};
     std::vector<int64_t> wave_power;       // per channel: one wave's power (1/256)
     std::string circuit_name = "exact";
