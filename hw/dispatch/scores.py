@@ -104,8 +104,11 @@ class RotatingScores(ScorePipeline):
                        for lane in self.LANES for key in per_lane}}
 
         def terms(v):
-            out = carried(v, ("ap_choice", "w_r", "w_i"), ("on", "ap", "b"))
+            out = carried(v, ("ap_choice", "w_r", "w_i"), ("b",))
             for lane in self.LANES:
+                # The lane's AP one-hot, decoded here so that no later clock decodes it.
+                out[f"{lane}_own"] = Cat(*(v[f"{lane}_on"] & equals(v[f"{lane}_ap"], ap)
+                                           for ap in range(P)))
                 sums = (total([v[f"{lane}_vgpr{q}"] for q in range(Q)], m, f"{lane}_sum_vgpr"),
                         total([v[f"{lane}_sgpr{q}"] for q in range(Q)], m, f"{lane}_sum_sgpr"),
                         v[f"{lane}_lds"],
@@ -116,7 +119,7 @@ class RotatingScores(ScorePipeline):
             return out
 
         def resource(v):
-            out = carried(v, ("ap_choice", "w_r", "w_i"), ("on", "ap", "b"))
+            out = carried(v, ("ap_choice", "w_r", "w_i"), ("own", "b"))
             for lane in self.LANES:
                 out[f"{lane}_r"] = total([v[f"{lane}_term{h}"] for h in range(4)], m,
                                          f"{lane}_r")[:widths["resource_score"]]
@@ -127,10 +130,10 @@ class RotatingScores(ScorePipeline):
         kept_b = [Signal(history_bits, name=f"kept_b{ap}") for ap in range(P)]
 
         def mine(v, lane):
-            return [v[f"{lane}_on"] & equals(v[f"{lane}_ap"], ap) for ap in range(P)]
+            return [v[f"{lane}_own"][ap] for ap in range(P)]
 
         def maxima(v):
-            out = carried(v, ("ap_choice",), ("on", "ap", "r", "b"))
+            out = carried(v, ("ap_choice",), ("own", "r", "b"))
             lanes = [(mine(v, lane), v[f"{lane}_r"], v[f"{lane}_b"]) for lane in self.LANES]
             for own, r, b in lanes:
                 for ap in range(P):
@@ -148,14 +151,14 @@ class RotatingScores(ScorePipeline):
             return out
 
         def products(v):
-            out = carried(v, ("ap_choice",), ("on", "ap", "r", "b"))
+            out = carried(v, ("ap_choice",), ("own", "r", "b"))
             for lane in self.LANES:
                 out[f"{lane}_x"] = v[f"{lane}_wr"] * v["top_b"]
                 out[f"{lane}_y"] = v[f"{lane}_wb"] * v["top_r"]
             return out
 
         def key(v):
-            out = carried(v, (), ("on", "ap"))
+            out = carried(v, (), ("own",))
             for lane in self.LANES:
                 out[f"{lane}_key"] = self._key(m, v["ap_choice"], *(
                     v[f"{lane}_{x}"] for x in ("r", "b", "x", "y")), f"{lane}_combined_score")
