@@ -183,7 +183,7 @@ CHANGED_SHAPES = {
 }
 
 
-#: Builds whose scores are refreshed one AP a clock (``score_refresh = "rotating"``,
+#: Builds whose scores are refreshed for two APs a clock (``score_refresh = "rotating"``,
 #: :class:`hw.dispatch.scores.RotatingScores`): the 50 MHz build's k = 4 with scores 4 cycles
 #: old, k = 3 with the scores in one clock on a stale view, and the first with the view of
 #: the changed APs as well (the default configuration's candidate build).

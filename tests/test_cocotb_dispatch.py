@@ -244,7 +244,7 @@ def test_the_shipped_cosim_shapes_are_cosimulated():
 def test_the_view_of_the_changed_aps_matches_the_model_at_a_reduced_size(simulator):
     # The build made for the LFE5U-85F (configs/cosim/default_rotating.toml: the pipelined
     # decision with the view of the changed APs, its status in LUT-RAM, and the scores
-    # refreshed one AP a clock), at the regression's reduced size (2 x 4 x 4): its Verilog on
+    # refreshed for two APs a clock), at the regression's reduced size (2 x 4 x 4): its Verilog on
     # Verilator against the model, clock for clock. The Amaranth tier runs every circuit of
     # it and the rotating scores; formal proves the view.
     if simulator == "icarus":

@@ -111,9 +111,9 @@ def test_rtl_matches_the_model_under_amaranth(name, record_property):
     shape = AMARANTH_SHAPES[name]
     started, cpu = time.perf_counter(), time.process_time()
     build, reset_run = reset_build(shape, RESET_SEED, CYCLES)
-    assert build.params.changed_views == (name in CHANGED_SHAPES or "changed" in name) \
+    assert build.params.changed_views == (shape.view_refresh == "changed") \
         == ("view_refresh" in build.to_json())
-    assert build.params.rotating_scores == (name in ROTATING_SHAPES) \
+    assert build.params.rotating_scores == (shape.policy.score_refresh == "rotating") \
         == ("score_refresh" in build.to_json())
     drivers = _drivers(build.params, shape, reset_run)
     clocks = simulate(build.dispatcher(), build.params, drivers)

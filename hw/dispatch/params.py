@@ -292,8 +292,8 @@ class DispatcherParams:
 
     @property
     def rotating_scores(self) -> bool:
-        """The pipelined decision's scores are refreshed one AP a clock
-        (:class:`hw.dispatch.scores.RotatingScores`)."""
+        """The pipelined decision's scores are kept and refreshed for at most two APs a
+        clock (:class:`hw.dispatch.scores.RotatingScores`)."""
         return (self.pipeline > 0 and self.policy.score_refresh == "rotating"
                 and "score_refresh" not in ignored_fields(self.policy))
 

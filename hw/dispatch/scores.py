@@ -15,7 +15,7 @@ Model twin: :class:`model.dispatch.scores.RotatingScores`.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
-from hw.dispatch.logic import equals, is_zero, less, product, total
+from hw.dispatch.logic import equals, is_zero, less, named, product, total
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.selector import _max_tree
@@ -175,15 +175,15 @@ class RotatingScores(ScorePipeline):
                 new[lane] = Signal(key_bits, name=f"{lane}_key")
                 m.d.comb += new[lane].eq(v[f"{lane}_key"])
                 own[lane] = mine(v, lane)
-                below[lane] = [named_bit(m, less(new[lane], kept_key[b]), f"{lane}_below{b}")
+                below[lane] = [named(m, less(new[lane], kept_key[b]), f"{lane}_below{b}")
                                for b in range(P)]
-                same[lane] = [named_bit(m, equals(kept_key[b], new[lane]), f"{lane}_same{b}")
+                same[lane] = [named(m, equals(kept_key[b], new[lane]), f"{lane}_same{b}")
                               for b in range(P)]
                 for b in range(P):
                     with m.If(own[lane][b]):
                         m.d.sync += kept_key[b].eq(new[lane])
-            turn_below = named_bit(m, less(new["turn"], new["taken"]), "turn_below_taken")
-            turn_same = named_bit(m, equals(new["turn"], new["taken"]), "turn_same_taken")
+            turn_below = named(m, less(new["turn"], new["taken"]), "turn_below_taken")
+            turn_same = named(m, equals(new["turn"], new["taken"]), "turn_same_taken")
             t, d = own["turn"], own["taken"]
             for (a, b), bit in ge.items():
                 # Both refreshed: their new keys; one: its new key against the other's kept.
@@ -229,10 +229,3 @@ class RotatingScores(ScorePipeline):
         for own, new in lanes:
             seen = [Mux(own[ap], new, value) for ap, value in enumerate(seen)]
         return seen
-
-
-def named_bit(m: Module, value: Value, name: str) -> Signal:
-    """``value`` (one bit) as a signal ``name`` of ``m``."""
-    bit = Signal(name=name)
-    m.d.comb += bit.eq(value)
-    return bit

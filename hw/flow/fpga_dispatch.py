@@ -114,7 +114,7 @@ VIEWS = {
         "circuit": "exact", "circuit_latency": latency, "decision_pipeline": 4,
         "score_latency": 4, "combined_scale": "all", "view_refresh": "changed"})
        for latency in (2, 3)},
-    # The last with embodiment 9's and 10's scores refreshed one AP a clock
+    # The last with embodiment 9's and 10's scores refreshed for two APs a clock
     # (score_refresh = "rotating", hw.dispatch.scores), with the exact view and with
     # embodiment 5's grouped /4 view.
     **{f"{name}changed_l3_rotating": (

@@ -111,7 +111,7 @@ class DecisionPipeline:
         self.rotating: RotatingScores | None = None
         self.rotates = (policy.score_refresh == "rotating"
                         and policy.ap_choice in ("resource", "instruction", "combined"))
-        self.dispatched: dict[int, int] = {}    # rotating scores: cycle -> AP dispatched to
+        self.dispatched: deque = deque()        # rotating scores: (cycle, AP dispatched to)
 
     def match_stage(self, cycle: int) -> Match:
         """What the match stage registers in ``cycle``: each channel's first two WGs behind
@@ -153,10 +153,11 @@ class DecisionPipeline:
             rotating = self.rotating = RotatingScores(self.policy, *self._every(cycle))
         # The AP dispatched to in the cycle whose allocation this cycle's view first shows.
         shown = cycle - 1 - self.policy.circuit_latency
-        dispatched = self.dispatched.get(shown)
-        for old in [c for c in self.dispatched if c < shown]:
-            del self.dispatched[old]
-        aps = RotatingScores.refreshed(cycle, self.P, dispatched)
+        recent = self.dispatched
+        while recent and recent[0][0] < shown:
+            recent.popleft()
+        aps = RotatingScores.refreshed(cycle, self.P,
+                                       recent[0][1] if recent and recent[0][0] == shown else None)
         choice = self.policy.ap_choice
         resource = (self.selector.resource_scores(aps)
                     if choice in ("resource", "combined") else [0] * len(aps))
@@ -280,7 +281,7 @@ class DecisionPipeline:
                 allocation = self.allocator.take(wg, ap, decision.waves, decision.plan, cycle)
                 self.commit(wg, decision.channel, ap, allocation, cycle)
                 if self.rotates:
-                    self.dispatched[cycle] = ap
+                    self.dispatched.append((cycle, ap))
                 dispatched = True
             else:
                 self.counters.stale_aborts += 1
