@@ -25,7 +25,14 @@ With ``view_refresh = "changed"`` no reader needs every AP's status at once (the
 the two APs that changed, the allocator the chosen one), so the status is kept in LUT-RAM,
 one word per AP, instead of registers (:meth:`ResourceTable._status_memory`): the same
 status in every clock, read through ports, without a register and its update logic per
-block.
+block. Such a build is the one made for the largest ECP5, where a LUT-RAM cell takes six
+LUT4 sites, so two more memories leave LUT-RAM, each output what it was in every clock:
+the record's AP, waves and power are kept beside its masks in block RAM (used only in the
+clock after the release, as the registers read from the owners' memory were; the owners'
+memory keeps the WG id the check needs), and the ring of released tags is read through a
+registered port at the head the next clock will have, transparent for the release's write
+(block RAM too). On the default build the table then takes 896 fewer LUT-RAM cells and
+about 9,600 fewer LUT4 sites, for three more DP16KD (docs/dispatch_rtl.md).
 
 Model twin: :mod:`model.dispatch.resources`.
 """
@@ -115,32 +122,52 @@ class ResourceTable(wiring.Component):
                 for q in range(params.peus if name != "lds" else 1)]
 
     @staticmethod
-    def owner_layout(params: DispatcherParams) -> data.StructLayout:
+    def _late(params: DispatcherParams) -> tuple[str, ...]:
+        """The record's fields used only in the clock after its release, which the record
+        memory's registered port gives back with the masks: the AP, waves and power with
+        ``view_refresh = "changed"`` (the build made for the LFE5U-85F, where the owners'
+        LUT-RAM is 6 LUT4 sites a cell); none otherwise (registered as read from the
+        owners' memory, which keeps block RAM's slower output off the matcher's paths)."""
+        return ("ap", "waves", "power") if params.changed_views else ()
+
+    @classmethod
+    def owner_layout(cls, params: DispatcherParams) -> data.StructLayout:
         """What the owners' memory holds per tag (read asynchronously): the record's WG id,
-        AP, waves per PEU, power and, with in-order barriers, channel."""
+        AP, waves per PEU, power and, with in-order barriers, channel; less the fields of
+        :meth:`_late`."""
         members = params.record_layout.members
         return data.StructLayout({key: members[key]
                                   for key in ("wg", "ap", "waves", "power", "channel")
-                                  if key in members})
+                                  if key in members and key not in cls._late(params)})
 
     @classmethod
     def given_layout(cls, params: DispatcherParams) -> data.StructLayout:
-        """What the record memory holds per tag (read through a registered port): the block
-        mask of every resource instance of the AP, named ``vgpr0``, ..., ``lds0``
-        (:func:`hw.dispatch.views.ap_status_layout`)."""
+        """The block mask of every resource instance of a record's AP, named ``vgpr0``,
+        ..., ``lds0`` (:func:`hw.dispatch.views.ap_status_layout`)."""
         return ap_status_layout(params)
+
+    @classmethod
+    def kept_layout(cls, params: DispatcherParams) -> data.StructLayout:
+        """What the record memory holds per tag (read through a registered port): the masks
+        (:meth:`given_layout`; member ``given``, first, beside the fields of :meth:`_late`
+        when there are any)."""
+        members = params.record_layout.members
+        if not cls._late(params):
+            return cls.given_layout(params)
+        return data.StructLayout({"given": cls.given_layout(params),
+                                  **{key: members[key] for key in cls._late(params)}})
 
     @classmethod
     def filed_width(cls, params: DispatcherParams) -> int:
         """Bits filed per tag: the owners' word and the record memory's."""
-        return cls.owner_layout(params).size + cls.given_layout(params).size
+        return cls.owner_layout(params).size + cls.kept_layout(params).size
 
     @staticmethod
-    def _changed(allocate, taken_ap, releasing, held_ap) -> tuple:
-        """``(valid, AP)`` of each AP whose status the edge after this clock may change:
-        the allocation's and the accepted release's (its blocks come back in the next
-        clock); registered, they are :attr:`changed`."""
-        return (allocate, taken_ap), (releasing, held_ap)
+    def _changed(allocated, taken_ap, giving, given_ap) -> tuple:
+        """:attr:`changed`, ``(valid, AP)`` of each AP whose status in this clock may differ
+        from the last clock's: the allocation's taken at the last edge, and the release's
+        whose blocks come back in this clock (accepted in the last)."""
+        return (allocated, taken_ap), (giving, given_ap)
 
     @staticmethod
     def _extent(record, name: str, q: int) -> tuple:
@@ -150,16 +177,16 @@ class ResourceTable(wiring.Component):
         return record[f"{name}_start"][q], record[f"{name}_length"][q]
 
     def filed(self, record, m: Module | None = None, prefix: str = "give") -> tuple:
-        """``(owner, given)``: the values the two memories take for ``record`` (a value of
+        """``(owner, kept)``: the values the two memories take for ``record`` (a value of
         :attr:`DispatcherParams.record_layout`), as :meth:`owner_layout` and
-        :meth:`given_layout`; the masks' ends named in ``m``."""
+        :meth:`kept_layout`; the masks' ends named in ``m``."""
         p = self._params
         owner = Cat(*(record[key] for key in self.owner_layout(p).members))
         masks = []
         for name, q, n in self.instances(p):
             masks.append(self._returned(*self._extent(record, name, q), n, m,
                                         f"{prefix}_{name}{q}_end"))
-        return owner, Cat(*masks)
+        return owner, Cat(*masks, *(record[key] for key in self._late(p)))
 
     @staticmethod
     def _returned(start, length, n: int, m: Module | None = None, name: str = "give_end"):
@@ -195,21 +222,31 @@ class ResourceTable(wiring.Component):
         # that started full would depend on memory contents, which a reset does not restore.)
         free = Memory(shape=tag_shape, depth=depth, init=[])
         m.submodules.free_list = free
-        free_read = free.read_port(domain="comb")
         free_write = free.write_port()
         fresh = Signal(range(N + 1), name="fresh_tags")
         head = Signal(range(max(N, 2)), name="free_head")
         tail = Signal(range(max(N, 2)), name="free_tail")
         returned = Signal(range(N + 1), name="free_count")
         unused = less(fresh, N)
-        m.d.comb += [free_read.addr.eq(head),
-                     self.tag.eq(Mux(unused, fresh, free_read.data)),
+        if p.changed_views:
+            # The ring's head read through a registered port (block RAM) at the head the next
+            # clock will have, transparent for the release's write of this clock: the word
+            # at the head in every clock, as the asynchronous read gives it. (The ring is
+            # read only once the counter is exhausted, N allocations after a reset.)
+            free_read = free.read_port(domain="sync", transparent_for=(free_write,))
+            popped = Mux(equals(head, N - 1), 0, head + 1)
+            m.d.comb += free_read.addr.eq(Mux(self.allocate & self.tag_valid & ~unused,
+                                              popped, head))
+        else:
+            free_read = free.read_port(domain="comb")
+            m.d.comb += free_read.addr.eq(head)
+        m.d.comb += [self.tag.eq(Mux(unused, fresh, free_read.data)),
                      self.tag_valid.eq(unused | returned.any())]
 
         # The two memories of the records, written together on an allocation.
         owners = Memory(shape=self.owner_layout(p), depth=depth, init=[])
         m.submodules.owners = owners
-        records = Memory(shape=self.given_layout(p), depth=depth, init=[])
+        records = Memory(shape=self.kept_layout(p), depth=depth, init=[])
         m.submodules.records = records
         owner_write, owner_read = owners.write_port(), owners.read_port(domain="comb")
         record_write, record_read = records.write_port(), records.read_port(domain="sync")
@@ -259,24 +296,39 @@ class ResourceTable(wiring.Component):
         # the scores, so they leave from registers, not from block RAM's slower output);
         # ORed or added into what the readers see in this clock, into the registers at the
         # edge.
+        kept = record_read.data
+        members = p.record_layout.members
         released = Signal(P, name="released_aps")
-        m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
         back = Signal(self.given_layout(p), name="given_back")
-        back_waves = Signal.like(held.waves, name="released_waves")
-        back_power = Signal.like(held.power, name="released_power")
-        m.d.comb += back.eq(record_read.data)
-        m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
+        back_waves = Signal(members["waves"], name="released_waves")
+        back_power = Signal(members["power"], name="released_power")
+        m.d.comb += back.eq(kept.given if p.changed_views else kept)
         if p.changed_views:
-            for slot, (valid, ap) in enumerate(self._changed(allocate, taken.ap, releasing,
-                                                             held.ap)):
-                m.d.sync += [self.changed[slot].valid.eq(valid), self.changed[slot].ap.eq(ap)]
+            # The AP, waves and power as the record memory's port gives them back, with the
+            # release check of the last clock registered.
+            giving = Signal(name="giving_back")
+            given_ap = Signal(members["ap"], name="given_back_ap")
+            m.d.sync += giving.eq(releasing)
+            m.d.comb += [given_ap.eq(kept.ap), back_waves.eq(kept.waves),
+                         back_power.eq(kept.power),
+                         released.eq(Cat(*(giving & equals(given_ap, ap)
+                                           for ap in range(P))))]
+            allocated = Signal(name="allocated")
+            allocated_ap = Signal(members["ap"], name="allocated_ap")
+            m.d.sync += [allocated.eq(allocate), allocated_ap.eq(taken.ap)]
+            for slot, (valid, ap) in enumerate(self._changed(allocated, allocated_ap, giving,
+                                                             given_ap)):
+                m.d.comb += [self.changed[slot].valid.eq(valid), self.changed[slot].ap.eq(ap)]
+        else:
+            m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
+            m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
         take_masks = {}
         for name, q, n in self.instances(p):
             take_masks[name, q] = Signal(n, name=f"take_{name}{q}")
             m.d.comb += take_masks[name, q].eq(block_mask(*self._extent(taken, name, q), n, m,
                                                           f"take_{name}{q}_end"))
         if p.changed_views:
-            self._status_memory(m, allocate, taken, take_masks, back, releasing, held.ap)
+            self._status_memory(m, allocate, taken, take_masks, back, giving, given_ap)
         for name, q, n in self.instances(p) if not p.changed_views else ():
             per = Q if name != "lds" else 1
             for ap in range(P):
@@ -307,8 +359,8 @@ class ResourceTable(wiring.Component):
             m.d.comb += self.history[ap].eq(average)
         return m
 
-    def _status_memory(self, m: Module, allocate, taken, take_masks, back, releasing,
-                       held_ap) -> None:
+    def _status_memory(self, m: Module, allocate, taken, take_masks, back, giving,
+                       given_ap) -> None:
         """``view_refresh = "changed"``: the status kept in memory, one word per AP (its
         block masks, :meth:`given_layout`), in two banks of LUT-RAM with asynchronous reads:
         ``taken`` written by the allocation (the AP's status less what it takes), ``given``
@@ -326,9 +378,6 @@ class ResourceTable(wiring.Component):
         m.submodules.status_taken, m.submodules.status_given = banks
         # 0: all free, 1: the taken bank's word, 2: the given bank's.
         live = [Signal(2, name=f"status_live{ap}") for ap in range(p.aps)]
-        giving = Signal(name="giving_back")
-        given_ap = Signal.like(held_ap, name="given_back_ap")
-        m.d.sync += [giving.eq(releasing), given_ap.eq(held_ap)]
 
         def read(address, name, coming_back):
             ports = [bank.read_port(domain="comb") for bank in banks]
