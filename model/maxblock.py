@@ -53,6 +53,8 @@ __all__ = [
     "check_exact_latency",
     "check_request",
     "check_free_level",
+    "check_first_fit_latency",
+    "first_fit_max_latency",
     "check_groups",
     "check_latency",
     "check_samples",
@@ -168,6 +170,22 @@ def aligned_blocks(low: int, high: int) -> list[tuple[int, int]]:
         blocks.append((low, size))
         low += size
     return blocks
+
+
+def first_fit_max_latency() -> int:
+    """The deepest pipeline of ``hw.maxblock.FirstFit`` for any ``n``: 3 (a register after
+    the runs' search, one in the middle of the lowest-start tree, and the outputs')."""
+    return 3
+
+
+def check_first_fit_latency(latency) -> int:
+    """``latency`` if ``hw.maxblock.FirstFit`` can be built with it (0 to
+    :func:`first_fit_max_latency`), else ``ValueError`` in one line."""
+    top = first_fit_max_latency()
+    if isinstance(latency, bool) or not isinstance(latency, int) or not 0 <= latency <= top:
+        raise ValueError(f"First-fit latency must be an integer from 0 to {top}, "
+                         f"not {latency!r}")
+    return latency
 
 
 def exact_max_latency(n: int) -> int:

@@ -27,6 +27,7 @@ from amaranth.sim import Simulator
 from hw.flow.formal import find_yosys, prove_equivalent
 from hw.maxblock import (
     ExactMaxFreeBlock,
+    FirstFit,
     GroupedMaxFreeBlock,
     MaxFreeBlock,
     SampledMaxFreeBlock,
@@ -146,6 +147,18 @@ def test_exact_length_equals_full_circuit_widest():
     # n = 128, the width the seed discusses: about 30 s.
     result = prove_equivalent(MaxFreeBlock(128), ExactMaxFreeBlock(128), ["length"],
                               name="exact_length_n128_free1")
+    assert result.proved, result.describe()
+
+
+@needs_yosys
+@pytest.mark.parametrize("free_level", [1, 0])
+@pytest.mark.parametrize("n", [*range(1, 10), 16, 48, 64, 100, 128])
+def test_the_first_fit_circuit_answers_as_the_exact_tree(n, free_level):
+    # The allocator's FirstFit against the exact tree's first fit, for every status word and
+    # every value the request port carries (above n too); n = 128 takes about 6 s.
+    result = prove_equivalent(ExactMaxFreeBlock(n, free_level=free_level),
+                              FirstFit(n, free_level=free_level), ["fit", "fit_start"],
+                              name=f"first_fit_n{n}_free{free_level}")
     assert result.proved, result.describe()
 
 

@@ -15,7 +15,13 @@ from amaranth.sim import Simulator
 
 from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.maxblock import MaxFreeBlock
-from model.maxblock import PipelineModel, SharedSchedule, default_samples, exact_max_latency
+from model.maxblock import (
+    PipelineModel,
+    SharedSchedule,
+    default_samples,
+    exact_max_latency,
+    first_fit_max_latency,
+)
 from tb.stimulus import directed_inputs, exhaustive_inputs, random_free_masks, random_inputs
 
 
@@ -86,6 +92,10 @@ def small_configs():
     for latency in range(exact_max_latency(5) + 1):
         yield BlockConfig("exact", 5, latency % 2, latency)
     yield BlockConfig("exact", 11, 0, exact_max_latency(11))
+    # The first fit alone (the allocator's circuit): every latency, both free levels.
+    for n in (1, 2, 3, 5, 8):
+        for free_level, latency in itertools.product((0, 1), range(first_fit_max_latency() + 1)):
+            yield BlockConfig("first_fit", n, free_level, latency)
 
 
 @pytest.mark.parametrize("config", list(small_configs()), ids=lambda config: config.name)
@@ -102,6 +112,10 @@ WIDE = [
     BlockConfig("exact", 100, 0, 0),
     BlockConfig("exact", 128, 1, 6),
     BlockConfig("exact", 256, 1, exact_max_latency(256)),
+    BlockConfig("first_fit", 128, 1, 2),
+    BlockConfig("first_fit", 100, 0, 3),
+    BlockConfig("first_fit", 48, 1, 0),
+    BlockConfig("first_fit", 64, 0, 1),
 ]
 
 

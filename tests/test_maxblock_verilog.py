@@ -191,12 +191,14 @@ def test_command_line_rejects_bad_parameters_in_one_line(arguments, message, cap
      "--groups goes with --block grouped, not with --block exact"),
     (["--block", "exact", "-n", "8", "--samples", "0,1"], "--samples goes with --block sampled"),
     (["--block", "full", "-n", "8", "--exact"], "--exact goes with --block shared"),
-    (["--block", "arbiter", "-n", "8"], "-n goes with --block full or grouped or sampled or exact"),
+    (["--block", "arbiter", "-n", "8"],
+     "-n goes with --block full or grouped or sampled or exact or first_fit"),
     (["--block", "shared", "--tasks", "4"], "--tasks goes with --block arbiter"),
     (["--block", "dispatcher", "--config", "configs/cosim/default_small.toml", "--latency",
-      "2"], "--latency goes with --block full or grouped or sampled or exact, not with "
-            "--block dispatcher"),
-    (["-n", "8"], "-n goes with --block full or grouped or sampled or exact (without --block"),
+      "2"], "--latency goes with --block full or grouped or sampled or exact or first_fit, "
+            "not with --block dispatcher"),
+    (["-n", "8"],
+     "-n goes with --block full or grouped or sampled or exact or first_fit (without --block"),
     # Read as false; and read as the default samples.
     (["--block", "arbiter", "--decay", "maybe"],
      "argument --decay: must be 1, true, yes, 0, false or no, not 'maybe'"),

@@ -2,15 +2,16 @@
 
 The chosen AP's status words are selected (a P:1 multiplexer per PEU resource and for its LDS;
 with ``view_refresh = "changed"`` the resource table's read of that AP from its LUT-RAM
-instead, :attr:`words`) and searched by one exact first-fit tree each
-(:class:`hw.maxblock.ExactMaxFreeBlock`, through its ports: ``status``, ``request`` in,
-``fit``, ``fit_start`` out). Only ``2Q + 1`` trees for
-the whole GPU: the search follows the choice of the AP in the same clock instead of running on
-every AP. When a need does not fit (possible only when the view was stale), ``fits`` is 0: the
-dispatcher aborts the dispatch.
+instead, :attr:`words`) and searched by one first-fit circuit each
+(:class:`hw.maxblock.FirstFit`: ``status``, ``request`` in, ``fit``, ``fit_start`` out; the
+exact tree's first fit, :class:`hw.maxblock.ExactMaxFreeBlock`, until 2026-11-28, with the
+same answers for about a third more LUT4). Only ``2Q + 1`` circuits for the whole GPU: the
+search follows the choice of the AP in the same clock instead of running on every AP. When a
+need does not fit (possible only when the view was stale), ``fits`` is 0: the dispatcher
+aborts the dispatch.
 
-With a latency (the pipelined decision), each tree is pipelined as deep as it allows
-(:meth:`hw.maxblock.ExactMaxFreeBlock.max_latency`) and registers after it make up the rest.
+With a latency (the pipelined decision), each circuit is pipelined as deep as it allows
+(:func:`model.maxblock.first_fit_max_latency`) and registers after it make up the rest.
 
 Model twin: :mod:`model.dispatch.allocator`.
 """
@@ -22,7 +23,8 @@ from amaranth.lib.wiring import In, Out
 from hw.dispatch.logic import less
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import ap_status_layout, identity, status_layout
-from hw.maxblock import ExactMaxFreeBlock
+from hw.maxblock import FirstFit
+from model.maxblock import first_fit_max_latency
 
 __all__ = ["Allocator"]
 
@@ -84,8 +86,8 @@ class Allocator(wiring.Component):
         # From a latency of 3, the chosen AP's word and the need are registered first (the
         # multiplexers and their widely fanned-out select in a clock of their own).
         ahead = 1 if self._latency >= 3 else 0
-        latency = min(self._latency - ahead, ExactMaxFreeBlock.max_latency(n))
-        finder = self._wrap(ExactMaxFreeBlock(n, latency=latency), "allocator")
+        latency = min(self._latency - ahead, first_fit_max_latency())
+        finder = self._wrap(FirstFit(n, latency=latency), "allocator")
         m.submodules[name] = finder
         if latency:
             m.d.comb += finder.enable.eq(self.enable)

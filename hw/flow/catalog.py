@@ -15,19 +15,27 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from hw.arbiter import ArbiterConfig
-from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.maxblock import (
+    ExactMaxFreeBlock,
+    FirstFit,
+    GroupedMaxFreeBlock,
+    MaxFreeBlock,
+    SampledMaxFreeBlock,
+)
 from hw.shared_maxblock import SharedMaxFreeBlock, port_layouts
 from model.maxblock import (
     SharedMaxFreeBlockModel,
     SharedSchedule,
     check_block_count,
     check_exact_latency,
+    check_first_fit_latency,
     check_free_level,
     check_groups,
     check_latency,
     check_samples,
     default_samples,
     exact_free_block,
+    first_fit,
     grouped_max_free_run,
     max_free_run,
     sampled_max_free_run,
@@ -42,6 +50,7 @@ KINDS = {
     "grouped": GroupedMaxFreeBlock,
     "sampled": SampledMaxFreeBlock,
     "exact": ExactMaxFreeBlock,
+    "first_fit": FirstFit,
 }
 
 
@@ -66,6 +75,8 @@ class BlockConfig:
         check_free_level(self.free_level)
         if self.kind == "exact":
             check_exact_latency(self.n, self.latency)
+        elif self.kind == "first_fit":
+            check_first_fit_latency(self.latency)
         else:
             check_latency(self.latency)
         if (self.groups is not None) != (self.kind == "grouped"):
@@ -91,8 +102,9 @@ class BlockConfig:
     @property
     def name(self) -> str:
         """The Verilog module name, unique per parameter set."""
-        parts = [f"{self.kind}maxfreeblock" if self.kind != "full" else "maxfreeblock",
-                 f"n{self.n}"]
+        prefix = {"full": "maxfreeblock", "first_fit": "firstfit"}.get(
+            self.kind, f"{self.kind}maxfreeblock")
+        parts = [prefix, f"n{self.n}"]
         if self.groups is not None:
             parts.append(f"g{self.groups}")
         if self.samples is not None:
@@ -103,17 +115,19 @@ class BlockConfig:
     @property
     def inputs(self) -> tuple[str, ...]:
         """The input ports, in the order :meth:`reference` takes them."""
-        return ("status", "request") if self.kind == "exact" else ("status",)
+        return ("status", "request") if self.kind in ("exact", "first_fit") else ("status",)
 
     @property
     def outputs(self) -> tuple[str, ...]:
         """The output ports, in the order :meth:`reference` returns them."""
+        if self.kind == "first_fit":
+            return ("fit", "fit_start")
         return ("length", "start", "fit", "fit_start") if self.kind == "exact" else ("length",)
 
     def component(self):
         """A new Amaranth component for these parameters."""
         extra = {"full": (), "grouped": (self.groups,), "sampled": (self.samples,),
-                 "exact": ()}[self.kind]
+                 "exact": (), "first_fit": ()}[self.kind]
         return KINDS[self.kind](self.n, *extra, free_level=self.free_level,
                                 latency=self.latency)
 
@@ -126,6 +140,11 @@ class BlockConfig:
                 result = exact_free_block(status, request, n, free_level=free_level)
                 return result.length, result.start, result.fit, result.fit_start
             return exact
+        if self.kind == "first_fit":
+            def fit_only(status, request):
+                start = first_fit(status, n, request, free_level=free_level)
+                return int(start is not None), start or 0
+            return fit_only
         if self.kind == "full":
             length = partial(max_free_run, n=n, free_level=free_level)
         elif self.kind == "grouped":

@@ -31,7 +31,13 @@ from hw.dispatch import Dispatcher
 from hw.dispatch.params import MAX_WEIGHT_BITS
 from hw.flow.catalog import BlockConfig, SharedConfig
 from hw.flow.verilog_files import netlist, simulation_verilog, verilog_of_netlist
-from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, SampledMaxFreeBlock
+from hw.maxblock import (
+    ExactMaxFreeBlock,
+    FirstFit,
+    GroupedMaxFreeBlock,
+    MaxFreeBlock,
+    SampledMaxFreeBlock,
+)
 from hw.shared_maxblock import SharedMaxFreeBlock
 from model.dispatch.config import PRESETS, ChannelConfig, GpuConfig, PolicyConfig, with_policy
 
@@ -52,7 +58,7 @@ def block_name(component) -> str:
         return SharedConfig(component.schedule, component.free_level, component.exact,
                             component.pipeline).name
     kinds = {ExactMaxFreeBlock: "exact", MaxFreeBlock: "full", GroupedMaxFreeBlock: "grouped",
-             SampledMaxFreeBlock: "sampled"}
+             SampledMaxFreeBlock: "sampled", FirstFit: "first_fit"}
     kind = kinds[type(component)]
     return BlockConfig(kind, component.n, component.free_level, component.latency,
                        groups=getattr(component, "groups", None) if kind == "grouped" else None,

@@ -48,7 +48,7 @@ from hw.flow.dispatch_build import _source_digest
 from hw.flow.fpga_dispatch import CONFIGURATIONS, RESULTS, shape
 from hw.flow.fpga_report import DEFAULT_TIMEOUT, FAMILIES, run_flow, synth_script, tool_versions
 from hw.flow.fpga_wrapper import RegisterWrapper
-from hw.maxblock import ExactMaxFreeBlock
+from hw.maxblock import FirstFit
 
 __all__ = ["PARTS", "build_part", "format_table", "main", "write_results"]
 
@@ -63,7 +63,7 @@ PARTS = {
     "selector_all": "selector, combined score scaled by every AP",
     "ap_all": "AP choice only, scaled by every AP",
     "allocator": "P:1 mux + 2Q+1 first-fit trees",
-    "first_fit": "one exact first-fit tree",
+    "first_fit": "one first-fit circuit (hw.maxblock.FirstFit)",
     "choice": "pipelined: WG choice + AP by the registered order",
     "scores": "pipelined: score pipeline, 5 register layers",
     "plan": "pipelined: P:1 mux + first-fit trees over 3 clocks",
@@ -89,7 +89,7 @@ def _params(configuration: str, *, aps: int | None = None, channels: int | None 
 #: The component each part is.
 BUILDERS = {"matcher": Matcher, "selector": Selector, "channel": Selector, "ap": Selector,
             "selector_all": Selector, "ap_all": Selector, "allocator": Allocator,
-            "first_fit": ExactMaxFreeBlock, "choice": PipelinedSelector,
+            "first_fit": FirstFit, "choice": PipelinedSelector,
             "scores": ScorePipeline,
             "plan": lambda params: Allocator(params, latency=params.pipeline - 1)}
 

@@ -13,7 +13,8 @@ Three components with the same ports and the same pipeline options, one module e
 allocator primitive, :class:`ExactMaxFreeBlock` (:mod:`hw.maxblock.exact`): the longest free
 run with its start address and a first-fit search, in O(n) gates, built from a tree of pieces
 (:mod:`hw.maxblock.tree`, :mod:`hw.maxblock.join`, :mod:`hw.maxblock.arith`) pipelined by
-:mod:`hw.maxblock.pipeline`.
+:mod:`hw.maxblock.pipeline`; and :class:`FirstFit` (:mod:`hw.maxblock.first_fit`), its first
+fit alone from the runs of 1, 2, 4, ... free blocks, which the dispatcher's allocator uses.
 
 Every block with a latency of one clock or more has the same stall interface (see
 :data:`PIPELINE_CONTRACT`, in :mod:`hw.maxblock.contract`): ``valid`` travels with the data,
@@ -33,6 +34,7 @@ from hw.maxblock.arith import _equals as _equals
 from hw.maxblock.contract import PIPELINE_CONTRACT, named, pipeline_ports, scan_down
 from hw.maxblock.contract import _reset_less_outputs as _reset_less_outputs
 from hw.maxblock.exact import ExactMaxFreeBlock
+from hw.maxblock.first_fit import FirstFit
 from hw.maxblock.full import MaxFreeBlock
 from hw.maxblock.grouped import GroupedMaxFreeBlock
 from hw.maxblock.join import _join_demands as _join_demands
@@ -43,13 +45,15 @@ from hw.maxblock.tree import _LEAF as _LEAF
 from hw.maxblock.tree import _tree_pieces as _tree_pieces
 from model.maxblock import (
            exact_free_block,
+           first_fit,
            grouped_max_free_run,
            max_free_run,
            sampled_max_free_run,
 )
 
-__all__ = ["MODEL_TWINS", "PIPELINE_CONTRACT", "ExactMaxFreeBlock", "GroupedMaxFreeBlock",
-           "MaxFreeBlock", "SampledMaxFreeBlock", "named", "pipeline_ports", "scan_down"]
+__all__ = ["MODEL_TWINS", "PIPELINE_CONTRACT", "ExactMaxFreeBlock", "FirstFit",
+           "GroupedMaxFreeBlock", "MaxFreeBlock", "SampledMaxFreeBlock", "named",
+           "pipeline_ports", "scan_down"]
 
 #: Each circuit and its golden model in :mod:`model.maxblock`, bit-exact on every input.
 MODEL_TWINS = {
@@ -57,4 +61,5 @@ MODEL_TWINS = {
     GroupedMaxFreeBlock: grouped_max_free_run,
     SampledMaxFreeBlock: sampled_max_free_run,
     ExactMaxFreeBlock: exact_free_block,
+    FirstFit: first_fit,
 }
