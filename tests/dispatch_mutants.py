@@ -210,8 +210,8 @@ class _ChangedMissesRelease(ResourceTable):
     view of its AP keeps them taken until an allocation there recomputes it."""
 
     @staticmethod
-    def _changed(allocated, taken_ap, giving, given_ap):
-        return (allocated, taken_ap), (0, given_ap)
+    def _changed(allocate, taken_ap, releasing, held_ap):
+        return (allocate, taken_ap), (0, held_ap)
 
 
 class _ChangedOneClockLate(FreeBlockViews):

@@ -10,9 +10,9 @@ allocation's (``changed_status[0]``, unless the release is on the same AP) -- mu
 registers' ``status`` of that AP, and every other output (slots, history, tag, error) must be
 equal. This checks the memory's banks, the bank registers and the blocks coming back, which
 formal proves only for the view built on them (``changed_view``), not against the
-registers; and the other two memories such a build moves into block RAM (the record's AP,
-waves and power read beside its masks, the ring of released tags read through a registered
-port), which the registers' table reads asynchronously.
+registers; and what else such a build moves into block RAM (the record's power read beside
+its masks, the ring of released tags read through a registered port), which the registers'
+table reads asynchronously.
 """
 
 import random

@@ -26,13 +26,11 @@ the two APs that changed, the allocator the chosen one), so the status is kept i
 one word per AP, instead of registers (:meth:`ResourceTable._status_memory`): the same
 status in every clock, read through ports, without a register and its update logic per
 block. Such a build is the one made for the largest ECP5, where a LUT-RAM cell takes six
-LUT4 sites, so two more memories leave LUT-RAM, each output what it was in every clock:
-the record's AP, waves and power are kept beside its masks in block RAM (used only in the
-clock after the release, as the registers read from the owners' memory were; the owners'
-memory keeps the WG id the check needs), and the ring of released tags is read through a
-registered port at the head the next clock will have, transparent for the release's write
-(block RAM too). On the default build the table then takes 896 fewer LUT-RAM cells and
-about 9,600 fewer LUT4 sites, for three more DP16KD (docs/dispatch_rtl.md).
+LUT4 sites, so less is kept in LUT-RAM, each output what it was in every clock: the
+record's power is kept beside its masks in block RAM (it is used only in the clock after
+the release, by the power register and the history's adder), and the ring of released tags
+is read through a registered port at the head the next clock will have, transparent for
+the release's write (block RAM too). See docs/dispatch_rtl.md for what that saves.
 
 Model twin: :mod:`model.dispatch.resources`.
 """
@@ -123,12 +121,13 @@ class ResourceTable(wiring.Component):
 
     @staticmethod
     def _late(params: DispatcherParams) -> tuple[str, ...]:
-        """The record's fields used only in the clock after its release, which the record
-        memory's registered port gives back with the masks: the AP, waves and power with
-        ``view_refresh = "changed"`` (the build made for the LFE5U-85F, where the owners'
-        LUT-RAM is 6 LUT4 sites a cell); none otherwise (registered as read from the
-        owners' memory, which keeps block RAM's slower output off the matcher's paths)."""
-        return ("ap", "waves", "power") if params.changed_views else ()
+        """The record's fields the record memory's registered port gives back with the
+        masks, in the clock after the release: the power with ``view_refresh = "changed"``
+        (the build made for the LFE5U-85F, where the owners' LUT-RAM takes 6 LUT4 sites a
+        cell), none otherwise. The AP and waves stay in the owners' memory, registered as
+        read: from block RAM's slower output (5.6 ns) they led the small build's critical
+        path (the released waves into the slots, the matcher and the scores: 44.5 MHz)."""
+        return ("power",) if params.changed_views else ()
 
     @classmethod
     def owner_layout(cls, params: DispatcherParams) -> data.StructLayout:
@@ -163,11 +162,11 @@ class ResourceTable(wiring.Component):
         return cls.owner_layout(params).size + cls.kept_layout(params).size
 
     @staticmethod
-    def _changed(allocated, taken_ap, giving, given_ap) -> tuple:
-        """:attr:`changed`, ``(valid, AP)`` of each AP whose status in this clock may differ
-        from the last clock's: the allocation's taken at the last edge, and the release's
-        whose blocks come back in this clock (accepted in the last)."""
-        return (allocated, taken_ap), (giving, given_ap)
+    def _changed(allocate, taken_ap, releasing, held_ap) -> tuple:
+        """``(valid, AP)`` of each AP whose status the edge after this clock may change:
+        the allocation's and the accepted release's (its blocks come back in the next
+        clock); registered, they are :attr:`changed`."""
+        return (allocate, taken_ap), (releasing, held_ap)
 
     @staticmethod
     def _extent(record, name: str, q: int) -> tuple:
@@ -297,38 +296,31 @@ class ResourceTable(wiring.Component):
         # ORed or added into what the readers see in this clock, into the registers at the
         # edge.
         kept = record_read.data
-        members = p.record_layout.members
         released = Signal(P, name="released_aps")
+        m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
         back = Signal(self.given_layout(p), name="given_back")
-        back_waves = Signal(members["waves"], name="released_waves")
-        back_power = Signal(members["power"], name="released_power")
-        m.d.comb += back.eq(kept.given if p.changed_views else kept)
-        if p.changed_views:
-            # The AP, waves and power as the record memory's port gives them back, with the
-            # release check of the last clock registered.
-            giving = Signal(name="giving_back")
-            given_ap = Signal(members["ap"], name="given_back_ap")
-            m.d.sync += giving.eq(releasing)
-            m.d.comb += [given_ap.eq(kept.ap), back_waves.eq(kept.waves),
-                         back_power.eq(kept.power),
-                         released.eq(Cat(*(giving & equals(given_ap, ap)
-                                           for ap in range(P))))]
-            allocated = Signal(name="allocated")
-            allocated_ap = Signal(members["ap"], name="allocated_ap")
-            m.d.sync += [allocated.eq(allocate), allocated_ap.eq(taken.ap)]
-            for slot, (valid, ap) in enumerate(self._changed(allocated, allocated_ap, giving,
-                                                             given_ap)):
-                m.d.comb += [self.changed[slot].valid.eq(valid), self.changed[slot].ap.eq(ap)]
+        back_waves = Signal.like(held.waves, name="released_waves")
+        m.d.sync += back_waves.eq(held.waves)
+        if self._late(p):
+            # The power as the record memory's port gives it back (it reaches only the
+            # power register and the history's adder, not the matcher or the scores).
+            back_power = Signal(p.record_layout.members["power"], name="released_power")
+            m.d.comb += [back.eq(kept.given), back_power.eq(kept.power)]
         else:
-            m.d.sync += released.eq(Cat(*(releasing & equals(held.ap, ap) for ap in range(P))))
-            m.d.sync += [back_waves.eq(held.waves), back_power.eq(held.power)]
+            back_power = Signal.like(held.power, name="released_power")
+            m.d.comb += back.eq(kept)
+            m.d.sync += back_power.eq(held.power)
+        if p.changed_views:
+            for slot, (valid, ap) in enumerate(self._changed(allocate, taken.ap, releasing,
+                                                             held.ap)):
+                m.d.sync += [self.changed[slot].valid.eq(valid), self.changed[slot].ap.eq(ap)]
         take_masks = {}
         for name, q, n in self.instances(p):
             take_masks[name, q] = Signal(n, name=f"take_{name}{q}")
             m.d.comb += take_masks[name, q].eq(block_mask(*self._extent(taken, name, q), n, m,
                                                           f"take_{name}{q}_end"))
         if p.changed_views:
-            self._status_memory(m, allocate, taken, take_masks, back, giving, given_ap)
+            self._status_memory(m, allocate, taken, take_masks, back, releasing, held.ap)
         for name, q, n in self.instances(p) if not p.changed_views else ():
             per = Q if name != "lds" else 1
             for ap in range(P):
@@ -359,8 +351,8 @@ class ResourceTable(wiring.Component):
             m.d.comb += self.history[ap].eq(average)
         return m
 
-    def _status_memory(self, m: Module, allocate, taken, take_masks, back, giving,
-                       given_ap) -> None:
+    def _status_memory(self, m: Module, allocate, taken, take_masks, back, releasing,
+                       held_ap) -> None:
         """``view_refresh = "changed"``: the status kept in memory, one word per AP (its
         block masks, :meth:`given_layout`), in two banks of LUT-RAM with asynchronous reads:
         ``taken`` written by the allocation (the AP's status less what it takes), ``given``
@@ -378,6 +370,9 @@ class ResourceTable(wiring.Component):
         m.submodules.status_taken, m.submodules.status_given = banks
         # 0: all free, 1: the taken bank's word, 2: the given bank's.
         live = [Signal(2, name=f"status_live{ap}") for ap in range(p.aps)]
+        giving = Signal(name="giving_back")
+        given_ap = Signal.like(held_ap, name="given_back_ap")
+        m.d.sync += [giving.eq(releasing), given_ap.eq(held_ap)]
 
         def read(address, name, coming_back):
             ports = [bank.read_port(domain="comb") for bank in banks]
