@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_most, less, lookup
+from hw.dispatch.logic import at_most, less, lookup, named
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import view_layout
 
@@ -77,22 +77,47 @@ class Matcher(wiring.Component):
         m = Module()
         p = self._params
         Q = p.peus
+        # Embodiment 8 gives the extra waves to the PEUs at split positions 0 .. rem - 1 from
+        # the AP's pointer: position j is PEU (j + pointer) mod Q. Each AP's per-PEU slots
+        # and lengths are put in that order once (a Q:1 choice each, shared by every row),
+        # and each row's needs once per position (shared by every AP), so the compares read
+        # no per-pair multiplexer; the fit, an AND over the PEUs, is the same.
+        placed = []
+        for ap in range(p.aps):
+            positions = []
+            pointer = self.pointer[ap]
+            for j in range(Q):
+                values = {}
+                for key, words in (("slots", [self.slots[ap][q] for q in range(Q)]),
+                                   ("vgpr", [self.view.vgpr[ap * Q + q] for q in range(Q)]),
+                                   ("sgpr", [self.view.sgpr[ap * Q + q] for q in range(Q)])):
+                    # A tree of 2:1 choices on the pointer's bits, entry v PEU (j + v) mod Q.
+                    level = [words[(j + v) % Q] for v in range(1 << len(pointer))]
+                    for bit in range(len(pointer) if Q > 1 else 0):
+                        level = [Mux(pointer[bit], level[k + 1], level[k])
+                                 for k in range(0, len(level), 2)]
+                    values[key] = named(m, level[0], f"ap{ap}_at{j}_{key}")
+                positions.append(values)
+            placed.append(positions)
         for c in range(self._rows):
             head = self.heads[c]
+            needs = []
+            for j in range(Q):
+                extra = less(j, head.rem)
+                needs.append({
+                    "slots": named(m, head.quot + extra, f"need_c{c}_at{j}_waves"),
+                    "vgpr": named(m, Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo),
+                                  f"need_c{c}_at{j}_vgpr"),
+                    "sgpr": named(m, Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo),
+                                  f"need_c{c}_at{j}_sgpr")})
             fits = []
             for ap in range(p.aps):
                 terms = [head.valid, at_most(head.lds, self.view.lds[ap])]
                 if p.barriers:
                     terms.append(~self.held[c])
-                for q in range(Q):
-                    index = ap * Q + q
-                    extra = extra_wave(q, self.pointer[ap], head.rem, Q)
-                    waves = head.quot + extra
-                    vgpr = Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo)
-                    sgpr = Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo)
-                    terms += [at_most(waves, self.slots[ap][q]),
-                              at_most(vgpr, self.view.vgpr[index]),
-                              at_most(sgpr, self.view.sgpr[index])]
+                for j in range(Q):
+                    terms += [at_most(needs[j][key], placed[ap][j][key])
+                              for key in ("slots", "vgpr", "sgpr")]
                 fit = Signal(name=f"fit_c{c}_ap{ap}")
                 m.d.comb += fit.eq(Cat(*terms).all())
                 fits.append(fit)
