@@ -53,6 +53,16 @@ def test_the_exact_block_of_one_block_lints_clean(capsys, tmp_path):
     assert "lint clean" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("latency", [0, 1, 2, 3])
+def test_the_first_fit_of_few_blocks_lints_clean(n, latency, capsys, tmp_path):
+    # One block, combinational: the walk's one bit was a name the port's assignment made
+    # unread (UNUSEDSIGNAL 'starts1'), and the dispatcher's lint failed with it.
+    assert main(["--block", "first_fit", "-n", str(n), "--latency", str(latency), "--lint",
+                 "--out", str(tmp_path)]) == 0
+    assert "lint clean" in capsys.readouterr().out
+
+
 
 def test_one_wave_slot_on_one_peu_of_one_ap_lints_clean(capsys, tmp_path):
     # One record in flight at most: the record memories were one word deep, their address

@@ -39,7 +39,6 @@ from hw.maxblock.contract import (
     _reset_less_outputs,
     _valid_pipe,
     _with_contract_notes,
-    named,
     pipeline_ports,
 )
 from hw.maxblock.pipeline import _bundle
@@ -95,9 +94,11 @@ class FirstFit(_BlockParameters, wiring.Component):
 
         def bits(name, values):
             # Assigned bit by bit, so that the signal is one net its readers share (and the
-            # Verilog reads every name it declares; hw.maxblock.pipeline._bundle).
+            # Verilog reads every name it declares; hw.maxblock.pipeline._bundle). One bit is
+            # left unnamed: a port assigned from it made the name one nothing read (lint:
+            # UNUSEDSIGNAL 'starts1' for one block).
             values = list(values)
-            return _bundle(m, name, values) if len(values) > 1 else named(m, name, values[0])
+            return _bundle(m, name, values) if len(values) > 1 else values[0]
 
         free = self.status if self._free_level else ~self.status
         request = self.request
