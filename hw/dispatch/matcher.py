@@ -37,6 +37,18 @@ def slots_layout(params: DispatcherParams) -> data.ArrayLayout:
                             params.aps)
 
 
+def _high(length, k: int):
+    """``length >> k`` (``length`` itself for ``k = 0``)."""
+    return length[k:] if k else length
+
+
+def _rounded(m: Module, need, k: int, name: str):
+    """``ceil(need / 2 ** k)``: ``need`` itself for ``k = 0``, else named in ``m``."""
+    if not k:
+        return need
+    return named(m, need[k:] + need[:k].any(), name)
+
+
 class Matcher(wiring.Component):
     """Which APs each channel's head fits, as the view sees them.
 
@@ -81,16 +93,21 @@ class Matcher(wiring.Component):
         # the AP's pointer: position j is PEU (j + pointer) mod Q. Each AP's per-PEU slots
         # and lengths are put in that order once (a Q:1 choice each, shared by every row),
         # and each row's needs once per position (shared by every AP), so the compares read
-        # no per-pair multiplexer; the fit, an AND over the PEUs, is the same.
+        # no per-pair multiplexer; the fit, an AND over the PEUs, is the same. Where every
+        # length of a resource is a multiple of 2 ** k (embodiment 5's groups,
+        # DispatcherParams.view_unit), need <= length is ceil(need / 2 ** k) <= length >> k:
+        # the need is rounded up once per row, and the lengths' k low bits (0) are not read.
+        units = {name: p.view_unit(name) for name in ("vgpr", "sgpr", "lds")}
         placed = []
         for ap in range(p.aps):
             positions = []
             pointer = self.pointer[ap]
             for j in range(Q):
                 values = {}
+                lengths = {key: [_high(self.view[key][ap * Q + q], units[key])
+                                 for q in range(Q)] for key in ("vgpr", "sgpr")}
                 for key, words in (("slots", [self.slots[ap][q] for q in range(Q)]),
-                                   ("vgpr", [self.view.vgpr[ap * Q + q] for q in range(Q)]),
-                                   ("sgpr", [self.view.sgpr[ap * Q + q] for q in range(Q)])):
+                                   *lengths.items()):
                     # A tree of 2:1 choices on the pointer's bits, entry v PEU (j + v) mod Q.
                     level = [words[(j + v) % Q] for v in range(1 << len(pointer))]
                     for bit in range(len(pointer) if Q > 1 else 0):
@@ -101,18 +118,20 @@ class Matcher(wiring.Component):
             placed.append(positions)
         for c in range(self._rows):
             head = self.heads[c]
+            rounded = {key: [_rounded(m, head[f"need_{key}_{end}"], units[key],
+                                      f"need_c{c}_{key}_{end}") for end in ("hi", "lo")]
+                       for key in ("vgpr", "sgpr")}
+            lds = _rounded(m, head.lds, units["lds"], f"need_c{c}_lds")
             needs = []
             for j in range(Q):
                 extra = less(j, head.rem)
                 needs.append({
                     "slots": named(m, head.quot + extra, f"need_c{c}_at{j}_waves"),
-                    "vgpr": named(m, Mux(extra, head.need_vgpr_hi, head.need_vgpr_lo),
-                                  f"need_c{c}_at{j}_vgpr"),
-                    "sgpr": named(m, Mux(extra, head.need_sgpr_hi, head.need_sgpr_lo),
-                                  f"need_c{c}_at{j}_sgpr")})
+                    **{key: named(m, Mux(extra, *rounded[key]), f"need_c{c}_at{j}_{key}")
+                       for key in ("vgpr", "sgpr")}})
             fits = []
             for ap in range(p.aps):
-                terms = [head.valid, at_most(head.lds, self.view.lds[ap])]
+                terms = [head.valid, at_most(lds, _high(self.view.lds[ap], units["lds"]))]
                 if p.barriers:
                     terms.append(~self.held[c])
                 for j in range(Q):

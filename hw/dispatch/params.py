@@ -325,6 +325,16 @@ class DispatcherParams:
             return max(k + 1 for k in default_samples(n))
         return n
 
+    def view_unit(self, resource: str) -> int:
+        """``k`` such that every view length of ``resource`` is a multiple of ``2 ** k``: with
+        embodiment 5's grouped circuit, the size of its groups when that is a power of two
+        (the matcher then compares in groups, the views keep the groups), else 0."""
+        if self.policy.circuit != "grouped":
+            return 0
+        n = self.sizes[resource]
+        size = n // (n // self.policy.group_size)
+        return size.bit_length() - 1 if size & (size - 1) == 0 else 0
+
     def circuit_latency(self, n: int) -> int:
         """The pipeline latency of the circuit of ``n`` blocks that makes up the view's latency;
         the rest of ``circuit_latency`` is registers on the status word in front of it (with

@@ -19,7 +19,7 @@ and registers on the word make up the rest.
 Model twin: :mod:`model.dispatch.views`.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -234,15 +234,22 @@ class FreeBlockViews(wiring.Component):
         for name in p.sizes:
             per = p.peus if name != "lds" else 1
             idle = p.seen_when_free(name)
+            # Lengths that are multiples of 2 ** k (DispatcherParams.view_unit) are kept
+            # without their k low bits, which are 0.
+            k = p.view_unit(name)
             for a in range(p.aps):
                 for q in range(per):
                     index = a * per + q
-                    length = Signal.like(self.view[name][index], name=f"{name}{index}_length",
-                                         init=idle)
+                    length = (Signal(len(self.view[name][index]) - k,
+                                     name=f"{name}{index}_length", init=idle >> k) if k else
+                              Signal.like(self.view[name][index], name=f"{name}{index}_length",
+                                          init=idle))
                     for slot, (valid, ap, lengths) in reversed(list(enumerate(written))):
                         with (m.If if slot == 1 else m.Elif)(valid & equals(ap, a)):
-                            m.d.sync += length.eq(lengths[name, q])
-                    m.d.comb += self.view[name][index].eq(length)
+                            m.d.sync += length.eq(lengths[name, q][k:] if k
+                                                  else lengths[name, q])
+                    m.d.comb += self.view[name][index].eq(Cat(Const(0, k), length) if k
+                                                          else length)
         return m
 
     def _ahead(self) -> int:

@@ -116,14 +116,15 @@ VIEWS = {
        for latency in (2, 3)},
     # The last with embodiment 9's and 10's scores refreshed for two APs a clock
     # (score_refresh = "rotating", hw.dispatch.scores), with the exact view and with
-    # embodiment 5's grouped /4 view.
+    # embodiment 5's grouped /4 and /8 views.
     **{f"{name}changed_l3_rotating": (
         f"{label}, latency 3, changed APs, pipelined k = 4, rotating scores", {
             **fields, "circuit_latency": 3, "decision_pipeline": 4, "score_latency": 4,
             "combined_scale": "all", "view_refresh": "changed", "score_refresh": "rotating"})
        for name, label, fields in (
            ("", "exact", {"circuit": "exact"}),
-           ("grouped_", "grouped /4", {"circuit": "grouped", "group_size": 4}))},
+           ("grouped_", "grouped /4", {"circuit": "grouped", "group_size": 4}),
+           ("grouped8_", "grouped /8", {"circuit": "grouped", "group_size": 8}))},
 }
 
 #: The views whose default build is also synthesized flat and placed and routed. None yet:
