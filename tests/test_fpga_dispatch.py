@@ -81,13 +81,14 @@ def test_every_part_is_renamed_and_keeps_its_circuits_as_black_boxes(part):
     # Yosys 0.70's ABC9 fails an assertion on wires named like another wire's bit
     # (``x[0]`` next to ``x``) unless they are renamed before synthesis; the allocator too
     # keeps its first-fit trees as black boxes (they are counted once per role).
-    # The top level alone is flattened first: the renaming renames a kept submodule's ports
-    # (the pipelined decision's score pipeline) but not its instance's connections, and
-    # Yosys then refused the default pipelined build ("does not have a port named ...").
+    # Every part is flattened first: the renaming renames a kept submodule's ports (the
+    # pipelined decision's score pipeline in the top level, the grouped view's exact tree in
+    # its GroupedExact) but not its instance's connections, and Yosys then refused the
+    # build ("does not have a port named ...").
     lines = fd._part_script(fd.FAMILIES["ecp5"], "top", part).splitlines()
     assert lines[0] == "read_verilog -lib blocks.v"
     hierarchy = lines.index(next(line for line in lines if line.startswith("hierarchy")))
-    assert lines[hierarchy + 1:lines.index(fd.UNESCAPE)] == ([] if part else ["flatten"])
+    assert lines[hierarchy + 1:lines.index(fd.UNESCAPE)] == ["flatten"]
     assert lines.index(fd.UNESCAPE) < lines.index(next(
         line for line in lines if line.startswith("synth_ecp5")))
     assert [line for line in lines if line.startswith("blackbox")] == (

@@ -274,10 +274,12 @@ def _part_script(family, top: str, part: str | None, parts=PARTS) -> str:
         "read_verilog top.v",
         *hide,
         f"hierarchy -top {target}",
-        # The top level alone keeps the submodules that are not parts (the pipelined
-        # decision's score pipeline): flattened into it before the renaming, which renames a
-        # module's ports but not the connections of the cells that instantiate it.
-        *([] if part else ["flatten"]),
+        # Flattened before the renaming, which renames a module's ports but not the
+        # connections of the cells that instantiate it: the top level alone keeps the
+        # submodules that are not parts (the pipelined decision's score pipeline), and a part
+        # may hold a circuit inside a submodule of its own (the grouped view's exact tree).
+        # (synth_ecp5 flattens anyway; the free-block circuits stay black boxes.)
+        "flatten",
         UNESCAPE,
         f"scratchpad -set abc9.script {ABC9_SCRIPT}",
         f"{family.synth} -top {target}",
