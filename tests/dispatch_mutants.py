@@ -15,7 +15,7 @@ unit (its unit bench in ``tests/test_dispatch_logic.py``).
 
 from dataclasses import replace
 
-from amaranth.hdl import Mux, Signal
+from amaranth.hdl import Cat, Mux, Signal
 
 from hw.dispatch import Dispatcher
 from hw.dispatch.logic import block_mask
@@ -256,10 +256,20 @@ class _AllocationRefreshedEarly(RotatingScores):
         return self._params.policy.circuit_latency
 
 
+class _TiesToTheHigherAp(RotatingScores):
+    """Two equal keys order the higher-numbered AP first (the compare's carry-in the same on
+    both sides), where the model keeps the lower one first."""
+
+    @staticmethod
+    def _at_least(a, b, lower):
+        return (Cat(lower, a) - Cat(lower, b))[len(a) + 1] ^ lower
+
+
 #: Mutants of the rotating score unit: ``(unit, the score latency and AP choice of the unit
 #: bench that catches it)``; the first is also caught by the fast tier's whole-dispatcher runs.
 ROTATING_MUTANTS = {
     "rotation_not_restarted": (_RotationNotRestarted, 0, "resource"),
     "maxima_miss_the_refresh": (_MaximaMissTheRefresh, 3, "combined"),
     "allocation_refreshed_early": (_AllocationRefreshedEarly, 3, "resource"),
+    "ties_to_the_higher_ap": (_TiesToTheHigherAp, 0, "resource"),
 }

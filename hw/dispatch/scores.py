@@ -15,7 +15,7 @@ Model twin: :class:`model.dispatch.scores.RotatingScores`.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib.wiring import In
 
-from hw.dispatch.logic import equals, is_zero, less, named, product, total
+from hw.dispatch.logic import equals, is_zero, named, product, total
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.selector import _max_tree
@@ -170,32 +170,37 @@ class RotatingScores(ScorePipeline):
         ge = {(a, b): Signal(name=f"kept_ge{a}_{b}") for a in range(P) for b in range(a + 1, P)}
 
         def compare(v):
-            new, own, below, same = {}, {}, {}, {}
+            new, own, ge_lane = {}, {}, {}
             for lane in self.LANES:
                 new[lane] = Signal(key_bits, name=f"{lane}_key")
                 m.d.comb += new[lane].eq(v[f"{lane}_key"])
                 own[lane] = mine(v, lane)
-                below[lane] = [named(m, less(new[lane], kept_key[b]), f"{lane}_below{b}")
-                               for b in range(P)]
-                same[lane] = [named(m, equals(kept_key[b], new[lane]), f"{lane}_same{b}")
-                              for b in range(P)]
+                # The lane's AP is below AP c (the lane's one-hot AP, bits below c).
+                lower = [Const(0, 1)] + [Cat(*own[lane][:c]).any() for c in range(1, P)]
+                ge_lane[lane] = [named(m, self._at_least(new[lane], kept_key[c], lower[c]),
+                                       f"{lane}_ge{c}") for c in range(P)]
                 for b in range(P):
                     with m.If(own[lane][b]):
                         m.d.sync += kept_key[b].eq(new[lane])
-            turn_below = named(m, less(new["turn"], new["taken"]), "turn_below_taken")
-            turn_same = named(m, equals(new["turn"], new["taken"]), "turn_same_taken")
             t, d = own["turn"], own["taken"]
+            # The two lanes' APs against each other, the turn's the lower: in the turn's
+            # row in place of the taken AP's kept key.
+            turn_lower = Cat(*(d[c] & Cat(*t[:c]).any() for c in range(1, P))).any()
+            pair = named(m, self._at_least(new["turn"], new["taken"], turn_lower),
+                         "turn_ge_taken")
+            turn_ge = [named(m, Mux(d[c], pair, ge_lane["turn"][c]), f"turn_ge_or_pair{c}")
+                       for c in range(P)]
             for (a, b), bit in ge.items():
-                # Both refreshed: their new keys; one: its new key against the other's kept.
-                with m.If(t[a] & d[b]):
-                    m.d.sync += bit.eq(~turn_below)
-                with m.Elif(d[a] & t[b]):
-                    m.d.sync += bit.eq(turn_below | turn_same)
-                for lane in self.LANES:
-                    with m.Elif(own[lane][a]):
-                        m.d.sync += bit.eq(~below[lane][b])
-                    with m.Elif(own[lane][b]):
-                        m.d.sync += bit.eq(below[lane][a] | same[lane][a])
+                # A refreshed AP's new key against the other's (the other lane's new key
+                # when both are refreshed, else its kept one); the turn's first.
+                with m.If(t[a]):
+                    m.d.sync += bit.eq(turn_ge[b])
+                with m.Elif(t[b]):
+                    m.d.sync += bit.eq(turn_ge[a])
+                with m.Elif(d[a]):
+                    m.d.sync += bit.eq(ge_lane["taken"][b])
+                with m.Elif(d[b]):
+                    m.d.sync += bit.eq(ge_lane["taken"][a])
             return {}
 
         pieces = [terms, resource, maxima, products, key, compare]
@@ -212,6 +217,15 @@ class RotatingScores(ScorePipeline):
                 bit = Const(1, 1) if a == b else ge[a, b] if a < b else ~ge[b, a]
                 m.d.comb += self.beats[a][b].eq(bit)
         return m
+
+    @staticmethod
+    def _at_least(a, b, lower) -> Value:
+        """``a >= b`` when ``lower``, else ``a <= b`` (unsigned, one width): whether the key
+        of the lower-numbered AP of two is at least the other's (ties to the lower AP), from
+        one comparator and no equality test: ``2 a + lower - (2 b + 1)`` is negative when
+        ``a < b`` with ``lower`` and when ``a <= b`` without."""
+        negative = (Cat(lower, a) - Cat(Const(1, 1), b))[len(a) + 1]
+        return negative ^ lower
 
     def _shown_after(self) -> int:
         """Clocks from an allocation to the first view that shows it."""
