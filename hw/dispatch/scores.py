@@ -4,8 +4,9 @@
 their maxima, two products per AP and a comparator per pair of APs in every clock: on the
 default 16-AP build, 16 score datapaths, 64 wide products and 120 comparators of 54-bit keys.
 :class:`RotatingScores` keeps the scores, their keys and the APs' order in registers and
-refreshes at most two APs' a clock: two datapaths, four products, 33 comparators and as many
-equality tests.
+refreshes at most two APs' a clock: two datapaths, four products and 33 comparators, each
+breaking a tie to the lower AP by its carry-in (:meth:`RotatingScores._at_least`; 33
+equality tests beside them until 2026-11-28).
 What it computes is :mod:`model.dispatch.scores` (the model's ``score_refresh =
 "rotating"``), clock for clock.
 
