@@ -29,8 +29,8 @@ from hw.maxblock import ExactMaxFreeBlock, GroupedMaxFreeBlock, MaxFreeBlock, Sa
 from hw.shared_maxblock import SharedMaxFreeBlock, exact_deepest_pipeline
 from model.maxblock import check_groups, default_samples, exact_max_latency
 
-__all__ = ["FreeBlockViews", "GroupedExact", "ap_status_layout", "changed_layout", "status_layout",
-           "view_layout"]
+__all__ = ["FreeBlockViews", "GroupedExact", "ap_status_layout", "changed_layout",
+           "status_layout", "view_layout"]
 
 
 def status_layout(params: DispatcherParams) -> data.StructLayout:
@@ -130,7 +130,8 @@ class FreeBlockViews(wiring.Component):
         ``"exact"`` (the exact tree, the default, as the dispatcher builds it:
         :class:`GroupedExact`) or ``"seed"`` (embodiment 4's circuit,
         :class:`hw.maxblock.GroupedMaxFreeBlock`, as ``make pareto`` measures embodiment 5).
-        The same length at the same clock; the exact tree takes fewer LUT4 from 16 groups.
+        The same length at the same clock; the exact tree takes fewer LUT4 at 6, 8, 16 and
+        32 groups (ECP5, latency 1; at 12 groups a few more: docs/dispatch_rtl.md).
 
     Attributes
     ----------
