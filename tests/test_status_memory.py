@@ -11,14 +11,16 @@ registers' ``status`` of that AP, and every other output (slots, history, tag, e
 equal. This checks the memory's banks, the bank registers and the blocks coming back, which
 formal proves only for the view built on them (``changed_view``), not against the
 registers; and what else such a build moves into block RAM (the record's power read beside
-its masks, the ring of released tags read through a registered port), which the registers'
-table reads asynchronously.
+its masks, the ring of released tags read through a registered port, the in-flight bits in
+two memories), which the registers' table reads asynchronously or keeps in registers. Half
+way through, both tables are reset: what the memories still hold must not count (releases of
+the tags in flight before it are refused as the registers' table refuses them).
 """
 
 import random
 
 import pytest
-from amaranth.hdl import Module, Value
+from amaranth.hdl import ClockDomain, Module, Value
 from amaranth.sim import Simulator
 
 from hw.dispatch.resources import ResourceTable
@@ -68,9 +70,14 @@ def test_the_status_in_memory_is_the_registers_status(name, seed):
     checked = {"read": 0, "give": 0, "take": 0}
 
     async def bench(ctx):
-        flight = {}                                  # tag -> WG id
+        flight, stale = {}, {}                       # tag -> WG id
         last_take = None
         for clock in range(CLOCKS):
+            if clock == CLOCKS // 2:
+                ctx.set(sync.rst, 1)
+                await ctx.tick()
+                ctx.set(sync.rst, 0)
+                stale, flight, last_take = dict(flight), {}, None
             allocate = rng.random() < 0.5 and ctx.get(memory.tag_valid)
             ap = rng.randrange(params.aps)
             record = _record(params, rng, ap)
@@ -78,6 +85,9 @@ def test_the_status_in_memory_is_the_registers_status(name, seed):
             if release and flight and rng.random() < 0.9:
                 tag = rng.choice(sorted(flight))
                 wg = flight[tag] if rng.random() < 0.95 else flight[tag] ^ 1
+            elif release and clock > CLOCKS // 2 and stale and rng.random() < 0.5:
+                tag = rng.choice(sorted(stale))             # in flight before the reset
+                wg = stale[tag]
             elif release:
                 tag, wg = rng.randrange(params.records), rng.randrange(1 << 16)
             read_ap = rng.randrange(params.aps)
@@ -116,6 +126,7 @@ def test_the_status_in_memory_is_the_registers_status(name, seed):
             await ctx.tick()
 
     both = Module()                      # the two tables share nothing but the clock
+    both.domains.sync = sync = ClockDomain("sync")
     both.submodules.memory, both.submodules.registers = memory, registers
     sim = Simulator(both)
     sim.add_clock(1e-6)
