@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_most, less, lookup, named
+from hw.dispatch.logic import at_most, at_most_each, less, lookup, named
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.views import view_layout
 
@@ -131,12 +131,20 @@ class Matcher(wiring.Component):
                        for key in ("vgpr", "sgpr")}})
             fits = []
             for ap in range(p.aps):
-                terms = [head.valid, at_most(lds, _high(self.view.lds[ap], units["lds"]))]
+                lds_pair = (lds, _high(self.view.lds[ap], units["lds"]))
+                pairs = [(needs[j][key], placed[ap][j][key])
+                         for j in range(Q) for key in ("slots", "vgpr", "sgpr")]
+                if p.changed_views:
+                    # The build made for the largest ECP5: the row's comparisons against
+                    # the AP as fields of two adders (at_most_each), not a carry chain each.
+                    terms = [head.valid, at_most_each([lds_pair, *pairs], head.valid, m,
+                                                      f"compare_c{c}_ap{ap}", chain=64)]
+                else:
+                    terms = [head.valid, at_most(*lds_pair)]
                 if p.barriers:
                     terms.append(~self.held[c])
-                for j in range(Q):
-                    terms += [at_most(needs[j][key], placed[ap][j][key])
-                              for key in ("slots", "vgpr", "sgpr")]
+                if not p.changed_views:
+                    terms += [at_most(need, length) for need, length in pairs]
                 fit = Signal(name=f"fit_c{c}_ap{ap}")
                 m.d.comb += fit.eq(Cat(*terms).all())
                 fits.append(fit)
