@@ -107,6 +107,20 @@ def test_cell_counts_include_multipliers_distributed_and_block_ram():
     assert (ice40["multipliers"], ice40["rams"], ice40["block_rams"]) == (2, 0, 3)
 
 
+def test_carry_chains_are_counted_by_their_heads(tmp_path):
+    # Two chains: cells 1 -> 2 -> 3 (COUT into the next CIN) and cell 4 alone, whose carry
+    # in comes from a LUT; the LUT and a carry in of constant 1 do not chain anything.
+    def carry(cin, cout):
+        return {"type": "CCU2C", "connections": {"CIN": [cin], "COUT": [cout]}}
+    cells = {"c1": carry("1", 10), "c2": carry(10, 11), "c3": carry(11, 12),
+             "lut": {"type": "LUT4", "connections": {"Z": [13]}}, "c4": carry(13, 14)}
+    netlist = tmp_path / "netlist.json"
+    netlist.write_text(json.dumps({"modules": {
+        "sub": {"attributes": {}, "cells": {"x": carry("0", 20)}},
+        "top": {"attributes": {"top": "00000000000000000000000000000001"}, "cells": cells}}}))
+    assert fd.carry_chains(netlist) == 2
+
+
 def test_circuits_are_counted_per_instance_in_their_role():
     one = {"luts": 1, "carries": 0, "ffs": 1, "multipliers": 0, "rams": 0, "block_rams": 0}
     parts = {p: dict(one) for p in (*fd.PARTS, "control")}

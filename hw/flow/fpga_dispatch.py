@@ -51,7 +51,7 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from amaranth.back import verilog
+from amaranth.back import rtlil, verilog
 from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -127,11 +127,11 @@ VIEWS = {
            ("grouped8_", "grouped /8", {"circuit": "grouped", "group_size": 8}))},
 }
 
-#: The views whose default build is also synthesized flat and placed and routed. None yet:
-#: the changed APs' builds are near the largest ECP5 by parts, but YoWASP's Yosys (WebAssembly,
-#: at most 4 GiB) stops flattening the default build's 39 MB of Verilog ("thrown Wasm
-#: exception", 2026-11-28); the others are several times the largest ECP5 by parts.
-DEFAULT_FLAT: tuple[str, ...] = ()
+#: The views whose default build is also synthesized flat (from RTLIL: YoWASP's Yosys,
+#: WebAssembly with at most 4 GiB, could not read the default build's 39 MB of Verilog) and,
+#: when it fits as nextpnr packs it (:func:`carry_chains`), placed and routed: the grouped
+#: build made for the largest ECP5. The others are far beyond the largest ECP5 by parts.
+DEFAULT_FLAT: tuple[str, ...] = ("grouped_changed_l3_rotating",)
 
 #: The dispatcher's submodules, as the parts of the LUT count.
 PARTS = ("queues", "views", "matcher", "selector", "allocator", "table")
@@ -252,6 +252,19 @@ def ecp5_sites(counts: dict) -> int | None:
     if any(counts.get(key) is None for key in ECP5_SITES):
         return None
     return sum(counts[key] * weight for key, weight in ECP5_SITES.items())
+
+
+def carry_chains(netlist: Path, carry: str = "CCU2C") -> int:
+    """The carry chains of a Yosys JSON ``netlist``'s top module: ``carry`` cells whose carry
+    in is not another's carry out. nextpnr-ecp5 feeds each chain's carry in (a constant from
+    Yosys) and its carry out through a carry cell of its own, four LUT4 sites a chain."""
+    modules = json.loads(netlist.read_text())["modules"]
+    top = next(m for m in modules.values() if m.get("attributes", {}).get("top"))
+    cells = top["cells"].values()
+    chained = {bit for cell in cells if cell["type"] == carry
+               for bit in cell["connections"]["COUT"]}
+    return sum(1 for cell in cells
+               if cell["type"] == carry and cell["connections"]["CIN"][0] not in chained)
 
 
 def cell_counts(family, cells: dict[str, int]) -> dict[str, int]:
@@ -465,17 +478,19 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
     material = {"kind": "flat", "shape": build.to_json(), "sources": _source_digest(),
                 "wrapper": hashlib.sha256(wrapper).hexdigest(),
                 "ports": inspect.getsource(_FlatPorts),
-                "script": synth_script(family), "tools": tool_versions(family),
+                "script": synth_script(family, "top.il"), "tools": tool_versions(family),
                 "devices": [[d.name, *d.args] for d in family.devices],
                 "nextpnr": nextpnr_command(family, family.devices[0]), "timeout": timeout}
 
     def compute() -> dict:
-        text = verilog.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
-                               emit_src=False)
+        # RTLIL, not Verilog: YoWASP's Yosys (WebAssembly, at most 4 GiB) runs out of memory
+        # reading the default build's 39 MB of Verilog, and reads its RTLIL in 1.6 GiB.
+        text = rtlil.convert(RegisterWrapper(_FlatPorts(build.dispatcher())), name="top",
+                             emit_src=False)
         directory = work / f"{configuration}_{view}_{family_name}_flat"
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "top.v").write_text(text)
-        (directory / "synth.ys").write_text(synth_script(family))
+        (directory / "top.il").write_text(text)
+        (directory / "synth.ys").write_text(synth_script(family, "top.il"))
         result = {"status": "failed", "device": None, "fmax": None}
         started = time.monotonic()
         ok, error = _yosys(directory)
@@ -489,6 +504,13 @@ def place_and_route(configuration: str, view: str, family_name: str, work: Path,
                           (directory / "synth.log").read_text())
         result["depth"] = int(depth.group(1)) if depth else None
         needed = family.required_sites(counts)
+        if family.name == "ecp5":
+            # As nextpnr-ecp5 packs them: LUT-RAM cells (six LUT4 sites) and each carry
+            # chain's two end cells (its carry fed in and out) too.
+            chains = carry_chains(directory / "netlist.json")
+            result["carry_chains"] = chains
+            result["sites_packed"] = ecp5_sites(counts) + 4 * chains
+            needed = max(needed, result["sites_packed"])
         candidates = [d for d in family.devices if d.logic_cells >= needed]
         if not candidates:
             (directory / "netlist.json").unlink(missing_ok=True)

@@ -182,12 +182,13 @@ def tool_versions(family: Family) -> dict[str, str]:
 ABC9_SCRIPT = "+&if,{W},{D},{R},-v"
 
 
-def synth_script(family: Family) -> str:
-    """The Yosys script of the flow, reading ``top.v`` and writing ``netlist.json``,
-    ``stat.json`` and (in the log) the longest path through logic cells."""
+def synth_script(family: Family, source: str = "top.v") -> str:
+    """The Yosys script of the flow, reading ``source`` (Verilog, or RTLIL when it ends in
+    ``.il``) and writing ``netlist.json``, ``stat.json`` and (in the log) the longest path
+    through logic cells."""
     logic = " ".join(f"t:{kind}" for kind in family.logic_types)
     return "\n".join([
-        "read_verilog top.v",
+        f"read_rtlil {source}" if source.endswith(".il") else f"read_verilog {source}",
         f"scratchpad -set abc9.script {ABC9_SCRIPT}",
         f"{family.synth} -top top -json netlist.json",
         "tee -q -o stat.json stat -json",
