@@ -688,7 +688,8 @@ def write_results(path: Path, results: list[dict]) -> None:
         key = f"{r['configuration']}/{r['view']}/{r['family']}/{r['kind']}"
         keep = ("configuration", "view", "family", "kind", "status", "device", "fmax",
                 "fmax_placed",
-                "luts", "ffs", "carries", "multipliers", "rams", "block_rams", "depth", "parts",
+                "luts", "ffs", "carries", "multipliers", "rams", "block_rams", "depth",
+                "carry_chains", "sites_packed", "parts",
                 "circuits",
                 "mapper", "error", "synth_seconds", "pnr_seconds", "part_seconds", "seconds")
         rows[key] = {"key": key, **{k: r[k] for k in keep if k in r},
