@@ -115,9 +115,9 @@ class RotatingScores(ScorePipeline):
                         v[f"{lane}_lds"],
                         total([v[f"{lane}_slots{q}"] for q in range(Q)], m,
                               f"{lane}_sum_slots"))
-                # Each weight times its sum in a hard multiplier (the build for the largest
-                # ECP5 has 156 of them and uses 19): 828 LUT4 sites fewer than shifted
-                # copies summed in LUTs and carry chains (:func:`product`).
+                # Each weight times its sum in a hard multiplier (the LFE5U-85F has 156; the
+                # default build then uses 27, not 19): 824 LUT4 sites fewer there than
+                # shifted copies summed in LUTs and carry chains (:func:`product`).
                 for h, r in enumerate(sums):
                     out[f"{lane}_term{h}"] = named(m, r * v[f"a{h}"], f"{lane}_term{h}")
             return out
