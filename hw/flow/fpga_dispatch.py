@@ -720,7 +720,8 @@ def main(argv=None) -> int:
     parser.add_argument("--configurations", default=",".join(CONFIGURATIONS))
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--kinds", default="flat,hierarchy",
-                        help="flat (P&R of the small configuration), hierarchy (by parts)")
+                        help="flat (P&R of the small configuration and of the default "
+                             "builds of DEFAULT_FLAT), hierarchy (by parts)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--results", default=str(RESULTS),
