@@ -11,7 +11,16 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.dispatch.logic import add, at_most, ceil_div_limited, equals, is_zero, less, subtract
+from hw.dispatch.logic import (
+    add,
+    at_most,
+    ceil_div_by_reciprocal,
+    ceil_div_limited,
+    equals,
+    is_zero,
+    less,
+    subtract,
+)
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.pipeline import ScorePipeline
 from hw.dispatch.scores import RotatingScores
@@ -23,24 +32,42 @@ sys.path.insert(0, str(Path(__file__).parent))
 from dispatch_mutants import ROTATING_MUTANTS  # noqa: E402
 
 
-def test_ceil_div_limited_is_the_saturated_ceiling_everywhere():
-    dividend, divisor = Signal(9), Signal(5)
-    quotient = Signal(6)
+@pytest.mark.parametrize("divide, widths, limit", [
+    (ceil_div_limited, (9, 5), 17),
+    (ceil_div_by_reciprocal, (9, 5), 17),
+    (ceil_div_by_reciprocal, (10, 3), 600),      # a limit no quotient reaches
+    (ceil_div_by_reciprocal, (5, 6), 3),         # divisors above the dividend
+])
+def test_ceil_div_is_the_saturated_ceiling_everywhere(divide, widths, limit):
+    """Every dividend and divisor (the reciprocal's divisor 0 as 1: the queues' waves)."""
+    dividend, divisor = Signal(widths[0]), Signal(widths[1])
+    quotient = Signal(limit.bit_length())
     m = Module()
-    m.d.comb += quotient.eq(ceil_div_limited(dividend, divisor, 17))
+    m.d.comb += quotient.eq(divide(dividend, divisor, limit, m))
     wrong = []
+    first = 0 if divide is ceil_div_by_reciprocal else 1
 
     async def bench(ctx):
-        for a in range(1 << 9):
-            for b in range(1, 1 << 5):
+        for a in range(1 << widths[0]):
+            for b in range(first, 1 << widths[1]):
                 ctx.set(dividend, a)
                 ctx.set(divisor, b)
-                if ctx.get(quotient) != min(-(-a // b), 17):
+                if ctx.get(quotient) != min(-(-a // max(b, 1)), limit):
                     wrong.append((a, b, ctx.get(quotient)))
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
     assert not wrong, wrong[:5]
+
+
+def test_a_reciprocal_one_short_is_caught():
+    """The bound on the shift bites: one bit less of it and some quotient is wrong."""
+    dividend, divisor = 9, 5
+    top = (1 << divisor) - 1
+    shift = (((1 << dividend) - 1 + top - 1) * (top - 1)).bit_length() - 1
+    wrong = [(a, b) for a in range(1 << dividend) for b in range(1, top + 1)
+             if (a + b - 1) * -(-(1 << shift) // b) >> shift != -(-a // b)]
+    assert wrong
 
 
 #: Operand widths of the width-safe helpers: equal, either wider, a 1-bit operand.

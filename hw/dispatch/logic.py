@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_most_each", "at_or_after", "block_mask",
-           "ceil_div_limited", "equals", "first_set", "is_zero", "less", "lookup", "named",
-           "nth_set", "popcount", "product", "saturate", "subtract", "total"]
+           "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "is_zero",
+           "less", "lookup", "named", "nth_set", "popcount", "product", "saturate", "subtract",
+           "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -261,6 +262,29 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | No
                        dividend) for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
+
+
+def ceil_div_by_reciprocal(dividend: Value, divisor: Value, limit: int,
+                           m: Module | None = None, name: str = "quotient") -> Value:
+    """``min(ceil(dividend / d), limit)``, ``d = max(divisor, 1)`` (a divisor of 0 counts
+    as 1), by one multiplication: ``n = dividend + d - 1`` times ``r = ceil(2 ** s / d)`` (a
+    table of the divisor's values), shifted right by ``s``; ``bits(limit)`` wide.
+
+    Exact for every operand when ``n (d - 1) < 2 ** s``, so ``s`` is the width of that
+    product's largest value: with ``n = q d + j`` (``0 <= j < d``) and ``r d = 2 ** s + e``
+    (``0 <= e < d``), ``n r / 2 ** s = q + (j + n e / 2 ** s) / d``, whose fraction is below
+    ``(d - 1 + 1) / d = 1``. The multiplier is a DSP block (MULT18X18D on the ECP5; two for
+    a reciprocal over 18 bits) where :func:`ceil_div_limited` compares ``limit`` multiples
+    of the divisor side by side, each a carry chain. With ``m``, the biased dividend and
+    the product are signals of ``m``."""
+    top = max((1 << len(divisor)) - 1, 1)
+    largest = (1 << len(dividend)) - 1 + top - 1
+    shift = (largest * (top - 1)).bit_length()
+    reciprocal = lookup(divisor, lambda v: -(-(1 << shift) // max(v, 1)))
+    biased = named(m, add(dividend, lookup(divisor, lambda v: max(v, 1) - 1)),
+                   f"{name}_biased")
+    scaled = named(m, biased * reciprocal, f"{name}_scaled")
+    return saturate(scaled[shift:], limit)
 
 
 def block_mask(start: Value, length: Value, n: int, m: Module | None = None,

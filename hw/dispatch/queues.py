@@ -30,6 +30,7 @@ from amaranth.lib.wiring import In, Out
 from hw.dispatch.logic import (
     add,
     at_most,
+    ceil_div_by_reciprocal,
     ceil_div_limited,
     equals,
     is_zero,
@@ -144,8 +145,14 @@ class ChannelQueues(wiring.Component):
         m.d.comb += admitted.eq((whole | parts) & ~is_zero(waves))   # waves = 0: refused
 
         part_lds = Signal(range(gpu.lds + 2), name=f"c{c}_part_lds")
-        m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(is_zero(waves), 1, waves),
-                                                 gpu.lds + 1, m, f"c{c}_part_lds"))
+        if p.changed_views:
+            # The build made for the largest ECP5: by a multiplier (a DSP block) instead of
+            # lds + 1 comparisons, each a carry chain.
+            m.d.comb += part_lds.eq(ceil_div_by_reciprocal(wg.lds, waves, gpu.lds + 1, m,
+                                                           f"c{c}_part_lds"))
+        else:
+            m.d.comb += part_lds.eq(ceil_div_limited(wg.lds, Mux(is_zero(waves), 1, waves),
+                                                     gpu.lds + 1, m, f"c{c}_part_lds"))
         entry = Signal(p.queue_layout, name=f"c{c}_entry")
         m.d.comb += [
             entry.wg.eq(wg.wg),
