@@ -130,8 +130,9 @@ VIEWS = {
 #: The views whose default build is also synthesized flat (from RTLIL: YoWASP's Yosys,
 #: WebAssembly with at most 4 GiB, could not read the default build's 39 MB of Verilog) and,
 #: when it fits as nextpnr packs it (:func:`carry_chains`), placed and routed: the grouped
-#: build made for the largest ECP5. The others are far beyond the largest ECP5 by parts.
-DEFAULT_FLAT: tuple[str, ...] = ("grouped_changed_l3_rotating",)
+#: builds made for the largest ECP5, groups of 4 and of 8. The others are far beyond the
+#: largest ECP5 by parts.
+DEFAULT_FLAT: tuple[str, ...] = ("grouped_changed_l3_rotating", "grouped8_changed_l3_rotating")
 
 #: The dispatcher's submodules, as the parts of the LUT count.
 PARTS = ("queues", "views", "matcher", "selector", "allocator", "table")
