@@ -21,8 +21,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_most_each", "at_or_after", "block_mask",
            "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "is_zero",
-           "less", "lookup", "named", "nth_set", "popcount", "product", "saturate", "subtract",
-           "total"]
+           "less", "lookup", "named", "nth_set", "popcount", "product", "reciprocal_shift",
+           "saturate", "subtract", "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -264,6 +264,14 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | No
     return Mux(any_clear, first_clear, limit)
 
 
+def reciprocal_shift(dividend_bits: int, divisor_bits: int) -> int:
+    """The ``s`` of :func:`ceil_div_by_reciprocal` for operands of these widths: the width
+    of the largest ``n (d - 1)``, ``n`` the biased dividend."""
+    top = max((1 << divisor_bits) - 1, 1)
+    largest = (1 << dividend_bits) - 1 + top - 1
+    return (largest * (top - 1)).bit_length()
+
+
 def ceil_div_by_reciprocal(dividend: Value, divisor: Value, limit: int,
                            m: Module | None = None, name: str = "quotient") -> Value:
     """``min(ceil(dividend / d), limit)``, ``d = max(divisor, 1)`` (a divisor of 0 counts
@@ -277,9 +285,7 @@ def ceil_div_by_reciprocal(dividend: Value, divisor: Value, limit: int,
     a reciprocal over 18 bits) where :func:`ceil_div_limited` compares ``limit`` multiples
     of the divisor side by side, each a carry chain. With ``m``, the biased dividend and
     the product are signals of ``m``."""
-    top = max((1 << len(divisor)) - 1, 1)
-    largest = (1 << len(dividend)) - 1 + top - 1
-    shift = (largest * (top - 1)).bit_length()
+    shift = reciprocal_shift(len(dividend), len(divisor))
     reciprocal = lookup(divisor, lambda v: -(-(1 << shift) // max(v, 1)))
     biased = named(m, add(dividend, lookup(divisor, lambda v: max(v, 1) - 1)),
                    f"{name}_biased")
