@@ -40,11 +40,15 @@ def test_the_full_size_cosimulation_runs_the_default_build_of_the_50_mhz_row():
     scenario = load_scenario(path)
     (policy,) = scenario.policies
     assert scenario_shape(scenario, policy) == fd.shape("default", "pipelined_l2")
-    # configs/cosim/default_rotating.toml with VIEW_REFRESH=changed: the build for the 85F.
-    scenario = load_scenario(path.with_name("default_rotating.toml"))
-    (policy,) = scenario.policies
-    assert scenario_shape(scenario, policy, view_refresh="changed") == \
-        fd.shape("default", "changed_l3_rotating")
+    # configs/cosim/default_rotating.toml and default_grouped8.toml with VIEW_REFRESH=changed:
+    # the builds for the 85F (the second, grouped /8, is the one routed flat).
+    for name, view in (("default_rotating.toml", "changed_l3_rotating"),
+                       ("default_grouped8.toml", "grouped8_changed_l3_rotating")):
+        scenario = load_scenario(path.with_name(name))
+        (policy,) = scenario.policies
+        assert scenario_shape(scenario, policy, view_refresh="changed") == \
+            fd.shape("default", view)
+    assert "grouped8_changed_l3_rotating" in fd.DEFAULT_FLAT
 
 def _row(configuration, view, family, kind, **fields):
     parts = {p: {"luts": 10, "ffs": 1, "carries": 0} for p in (*fd.PARTS, "control")}
