@@ -98,7 +98,9 @@ def at_most_each(pairs: Sequence[tuple[Value, Value]], enable: Value,
         if guards:
             total = named(m, Cat(enable, *x) + Cat(enable, *y), f"{name}_{len(results)}")
             results.extend(total[g] & ~high for g, high in guards)
-            x.clear(), y.clear(), guards.clear()
+            x.clear()
+            y.clear()
+            guards.clear()
 
     at = 1
     for a, b in pairs:

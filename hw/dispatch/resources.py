@@ -30,7 +30,9 @@ LUT4 sites, so less is kept in LUT-RAM, each output what it was in every clock: 
 record's power is kept beside its masks in block RAM (it is used only in the clock after
 the release, by the power register and the history's adder), and the ring of released tags
 is read through a registered port at the head the next clock will have, transparent for
-the release's write (block RAM too). See docs/dispatch_rtl.md for what that saves.
+the release's write (block RAM too), and whether a tag is in flight is kept in two one-bit
+LUT-RAMs instead of a register per tag (:meth:`ResourceTable._flight_memory`). See
+docs/dispatch_rtl.md for what that saves.
 
 Model twin: :mod:`model.dispatch.resources`.
 """
