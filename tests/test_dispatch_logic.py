@@ -72,8 +72,8 @@ def test_the_reciprocal_is_exact_at_the_default_widths_and_two_bits_less_is_not(
     exact = -(-dividend[None, :] // divisor)
     shift = reciprocal_shift(*widths)
     for s, right in ((shift, True), (shift - 2, False)):
-        reciprocal = -(-(1 << s) // divisor)
-        quotient = (dividend[None, :] + divisor - 1) * reciprocal >> s
+        scaled = dividend[None, :] * ((1 << s) // divisor)
+        quotient = (scaled >> s) + (scaled & ((1 << s) - 1) != 0)
         assert bool((quotient == exact).all()) is right, (widths, s)
 
 

@@ -268,31 +268,34 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | No
 
 def reciprocal_shift(dividend_bits: int, divisor_bits: int) -> int:
     """The ``s`` of :func:`ceil_div_by_reciprocal` for operands of these widths: the width
-    of the largest ``n (d - 1)``, ``n`` the biased dividend."""
+    of the largest ``n (d - 1)``."""
     top = max((1 << divisor_bits) - 1, 1)
-    largest = (1 << dividend_bits) - 1 + top - 1
-    return (largest * (top - 1)).bit_length()
+    return (((1 << dividend_bits) - 1) * (top - 1)).bit_length()
 
 
 def ceil_div_by_reciprocal(dividend: Value, divisor: Value, limit: int,
                            m: Module | None = None, name: str = "quotient") -> Value:
-    """``min(ceil(dividend / d), limit)``, ``d = max(divisor, 1)`` (a divisor of 0 counts
-    as 1), by one multiplication: ``n = dividend + d - 1`` times ``r = ceil(2 ** s / d)`` (a
-    table of the divisor's values), shifted right by ``s``; ``bits(limit)`` wide.
+    """``min(ceil(n / d), limit)`` for ``n = dividend``, ``d = max(divisor, 1)`` (a divisor of
+    0 counts as 1), by one multiplication: ``P = n x r`` with ``r = floor(2 ** s / d)`` (a
+    table of the divisor's values), then ``ceil(P / 2 ** s)``: ``P``'s high bits, plus one
+    when any of its ``s`` low bits is set. ``bits(limit)`` wide.
 
     Exact for every operand when ``n (d - 1) < 2 ** s``, so ``s`` is the width of that
-    product's largest value: with ``n = q d + j`` (``0 <= j < d``) and ``r d = 2 ** s + e``
-    (``0 <= e < d``), ``n r / 2 ** s = q + (j + n e / 2 ** s) / d``, whose fraction is below
-    ``(d - 1 + 1) / d = 1``. The multiplier is a DSP block (MULT18X18D on the ECP5; two for
-    a reciprocal over 18 bits) where :func:`ceil_div_limited` compares ``limit`` multiples
-    of the divisor side by side, each a carry chain. With ``m``, the biased dividend and
-    the product are signals of ``m``."""
+    product's largest value (:func:`reciprocal_shift`): with ``2 ** s = r d + e``
+    (``0 <= e < d``), ``P / 2 ** s = n / d - n e / (d 2 ** s)``, and ``n e < 2 ** s`` puts
+    it in ``(n / d - 1 / d, n / d]``, whose ceiling is that of ``n / d`` (``n / d`` is a
+    whole number or at least ``1 / d`` above one). The multiplier is a DSP block
+    (MULT18X18D on the ECP5; two for a reciprocal over 18 bits), its operands straight from
+    the dividend and the table, where :func:`ceil_div_limited` compares ``limit`` multiples
+    of the divisor side by side, each a carry chain. With ``m``, the product is a signal of
+    ``m``."""
     shift = reciprocal_shift(len(dividend), len(divisor))
-    reciprocal = lookup(divisor, lambda v: -(-(1 << shift) // max(v, 1)))
-    biased = named(m, add(dividend, lookup(divisor, lambda v: max(v, 1) - 1)),
-                   f"{name}_biased")
-    scaled = named(m, biased * reciprocal, f"{name}_scaled")
-    return saturate(scaled[shift:], limit)
+    reciprocal = lookup(divisor, lambda v: (1 << shift) // max(v, 1))
+    scaled = named(m, dividend * reciprocal, f"{name}_scaled")
+    high, width = scaled[shift:], max(limit.bit_length(), 1)
+    # Below the limit, the high bits plus the rounding are at most the limit.
+    return Mux(less(high, limit), (high[:width] + scaled[:shift].any())[:width],
+               Const(limit, width))
 
 
 def block_mask(start: Value, length: Value, n: int, m: Module | None = None,
