@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 __all__ = ["add", "arg_best", "at_most", "at_most_each", "at_or_after", "block_mask",
            "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "is_zero",
            "less", "lookup", "named", "nth_set", "popcount", "product", "reciprocal_shift",
-           "saturate", "subtract", "total"]
+           "remainder", "saturate", "subtract", "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -264,6 +264,25 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | No
                        dividend) for j in range(limit)))
     any_clear, first_clear = first_set(~below)
     return Mux(any_clear, first_clear, limit)
+
+
+def remainder(value: Value, k: int, m: Module | None = None, name: str = "remainder") -> Value:
+    """``value % k`` (unsigned, ``k >= 1`` a constant) by residues: each 4-bit digit's
+    ``digit x 16 ** j mod k`` from a table, their sum in a balanced tree of small adders,
+    and the sum's remainder from a table. A few LUT levels and adders of a few bits, where
+    Yosys builds ``%`` by a constant as a divider: one subtraction a bit of ``value``, in
+    series (a 16-bit value by 3 was about 200 cells deep, the default build's longest
+    path). With ``m``, each partial sum is a signal of ``m``."""
+    if k == 1:
+        return Const(0, 1)
+    digits = [value[i:i + 4] for i in range(0, len(value), 4)]
+    terms = [lookup(digit, lambda v, j=j: (v << 4 * j) % k) for j, digit in enumerate(digits)]
+    level = 0
+    while len(terms) > 1:
+        terms = [named(m, add(terms[i], terms[i + 1]), f"{name}_l{level}_{i // 2}")
+                 if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+        level += 1
+    return lookup(terms[0], lambda v: v % k)
 
 
 def reciprocal_shift(dividend_bits: int, divisor_bits: int) -> int:

@@ -25,6 +25,7 @@ from hw.dispatch.logic import (
     named,
     nth_set,
     popcount,
+    remainder,
     total,
 )
 from hw.dispatch.matcher import slots_layout
@@ -246,7 +247,9 @@ class Selector(wiring.Component):
         count = popcount(candidates)
         pick = Const(0, max((R - 1).bit_length(), 1))
         for k in range(2, R + 1):
-            pick = Mux(equals(count, k), stepped % k, pick)
+            # (A power of two is the low bits; any other k by residues, not Yosys's divider.)
+            part = stepped % k if k & (k - 1) == 0 else remainder(stepped, k, m, f"lfsr_mod{k}")
+            pick = Mux(equals(count, k), part, pick)
         tie_index = Signal(range(max(R, 2)), name="tie_index")
         m.d.comb += tie_index.eq(pick)
         several = Signal(name="tie_several")
