@@ -201,3 +201,12 @@ def test_cache_identity_of_the_circuits_does_not_depend_on_the_hash_seed():
         check=True, capture_output=True, text=True,
         env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout.strip()
     assert other == key()
+
+
+def test_a_default_build_gets_the_time_its_placement_needs(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(fd, "place_and_route",
+                        lambda configuration, *args: seen.setdefault(configuration, args[-1]))
+    for configuration in ("small", "default"):
+        fd._job("flat", configuration, "exact", "ecp5", None, None, 1200)
+    assert seen == {"small": 1200, "default": fd.DEFAULT_FLAT_TIMEOUT}

@@ -672,7 +672,8 @@ def _markdown(results: list[dict], timeout: float) -> str:
         "", "The free-block circuits, each synthesized once per role, with only the ports "
         "that role reads (one instance's counts; view: the length; allocator: the first "
         "fit).", "", circuits, "",
-        f"Time limit of one nextpnr run: {timeout:g} s.", *([""] + notes if notes else []), ""])
+        f"Time limit of one nextpnr run: {timeout:g} s (a default build's: at least "
+        f"{DEFAULT_FLAT_TIMEOUT} s).", *([""] + notes if notes else []), ""])
 
 
 def write_results(path: Path, results: list[dict]) -> None:
@@ -707,9 +708,16 @@ def write_results(path: Path, results: list[dict]) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 
+#: The least time limit of nextpnr on a default build (seconds): its placement alone takes
+#: about 30 minutes on the LFE5U-85F (HeAP 6, simulated annealing 24), and a run the limit
+#: stops after placement keeps the placer's estimate of the clock (``fmax_placed``).
+DEFAULT_FLAT_TIMEOUT = 2700
+
+
 def _job(kind, configuration, view, family, work, cache, timeout):
     if kind == "flat":
-        return place_and_route(configuration, view, family, work, cache, timeout)
+        limit = timeout if configuration == "small" else max(timeout, DEFAULT_FLAT_TIMEOUT)
+        return place_and_route(configuration, view, family, work, cache, limit)
     return synthesize_hierarchy(configuration, view, family, work, cache)
 
 
