@@ -134,6 +134,11 @@ VIEWS = {
 #: largest ECP5 by parts.
 DEFAULT_FLAT: tuple[str, ...] = ("grouped_changed_l3_rotating", "grouped8_changed_l3_rotating")
 
+#: The least time limit of nextpnr on a default build (seconds): its placement alone takes
+#: about 30 minutes on the LFE5U-85F (HeAP 6, simulated annealing 24), and a run the limit
+#: stops after placement keeps the placer's estimate of the clock (``fmax_placed``).
+DEFAULT_FLAT_TIMEOUT = 2700
+
 #: The dispatcher's submodules, as the parts of the LUT count.
 PARTS = ("queues", "views", "matcher", "selector", "allocator", "table")
 PART_LABELS = {"queues": "queues", "views": "views", "matcher": "matcher",
@@ -706,12 +711,6 @@ def write_results(path: Path, results: list[dict]) -> None:
             "rows": [rows[k] for k in sorted(rows)]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
-
-
-#: The least time limit of nextpnr on a default build (seconds): its placement alone takes
-#: about 30 minutes on the LFE5U-85F (HeAP 6, simulated annealing 24), and a run the limit
-#: stops after placement keeps the placer's estimate of the clock (``fmax_placed``).
-DEFAULT_FLAT_TIMEOUT = 2700
 
 
 def _job(kind, configuration, view, family, work, cache, timeout):
