@@ -41,7 +41,7 @@ def test_the_full_size_cosimulation_runs_the_default_build_of_the_50_mhz_row():
     (policy,) = scenario.policies
     assert scenario_shape(scenario, policy) == fd.shape("default", "pipelined_l2")
     # configs/cosim/default_rotating.toml and default_grouped8.toml with VIEW_REFRESH=changed:
-    # the builds for the 85F (the second, grouped /8, is the one routed flat).
+    # the builds for the 85F (the second, grouped /8, is the one placed flat).
     for name, view in (("default_rotating.toml", "changed_l3_rotating"),
                        ("default_grouped8.toml", "grouped8_changed_l3_rotating")):
         scenario = load_scenario(path.with_name(name))
