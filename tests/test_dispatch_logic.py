@@ -64,7 +64,7 @@ def test_ceil_div_is_the_saturated_ceiling_everywhere(divide, widths, limit):
 
 
 @pytest.mark.parametrize("width, k", [(16, 3), (10, 5), (10, 6), (10, 7), (9, 12), (4, 3),
-                                      (3, 1)])
+                                      (3, 1), (6, 4)])
 def test_remainder_by_residues_is_the_remainder_everywhere(width, k):
     """Every value (16 bits by 3: the default build's tie-break draw among three heads)."""
     value = Signal(width)

@@ -243,7 +243,12 @@ def product(a: Value, b: Value | int, m: Module | None = None, name: str = "prod
         terms = [a << i for i in range(b.bit_length()) if b >> i & 1]
     else:
         terms = [Mux(b[i], a << i, 0) for i in range(len(b))]
-    terms = terms or [Const(0, 1)]
+    return _summed_in_pairs(terms or [Const(0, 1)], m, name)
+
+
+def _summed_in_pairs(terms: Sequence[Value], m: Module | None, name: str) -> Value:
+    """The sum of ``terms`` (at least one) in a balanced tree of :func:`add`, level by level,
+    each sum named ``{name}_l{level}_{index}`` in ``m`` (:func:`named`)."""
     level = 0
     while len(terms) > 1:
         terms = [named(m, add(terms[k], terms[k + 1]), f"{name}_l{level}_{k // 2}")
@@ -267,22 +272,20 @@ def ceil_div_limited(dividend: Value, divisor: Value, limit: int, m: Module | No
 
 
 def remainder(value: Value, k: int, m: Module | None = None, name: str = "remainder") -> Value:
-    """``value % k`` (unsigned, ``k >= 1`` a constant) by residues: each 4-bit digit's
-    ``digit x 16 ** j mod k`` from a table, their sum in a balanced tree of small adders,
-    and the sum's remainder from a table. A few LUT levels and adders of a few bits, where
+    """``value % k`` (unsigned, ``k >= 1`` a constant). A power of two is ``value``'s low
+    bits; any other ``k`` is taken by residues: each 4-bit digit's ``digit x 16 ** j mod k``
+    from a table, their sum in a balanced tree of small adders, and the sum's remainder
+    from a table. A few LUT levels and adders of a few bits, where
     Yosys builds ``%`` by a constant as a divider: one subtraction a bit of ``value``, in
     series (a 16-bit value by 3 was about 200 cells deep, the default build's longest
     path). With ``m``, each partial sum is a signal of ``m``."""
     if k == 1:
         return Const(0, 1)
+    if k & (k - 1) == 0:
+        return value % k                        # the low bits, which Yosys takes as such
     digits = [value[i:i + 4] for i in range(0, len(value), 4)]
     terms = [lookup(digit, lambda v, j=j: (v << 4 * j) % k) for j, digit in enumerate(digits)]
-    level = 0
-    while len(terms) > 1:
-        terms = [named(m, add(terms[i], terms[i + 1]), f"{name}_l{level}_{i // 2}")
-                 if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
-        level += 1
-    return lookup(terms[0], lambda v: v % k)
+    return lookup(_summed_in_pairs(terms, m, name), lambda v: v % k)
 
 
 def reciprocal_shift(dividend_bits: int, divisor_bits: int) -> int:

@@ -247,9 +247,8 @@ class Selector(wiring.Component):
         count = popcount(candidates)
         pick = Const(0, max((R - 1).bit_length(), 1))
         for k in range(2, R + 1):
-            # (A power of two is the low bits; any other k by residues, not Yosys's divider.)
-            part = stepped % k if k & (k - 1) == 0 else remainder(stepped, k, m, f"lfsr_mod{k}")
-            pick = Mux(equals(count, k), part, pick)
+            # (By residues, not Yosys's divider.)
+            pick = Mux(equals(count, k), remainder(stepped, k, m, f"lfsr_mod{k}"), pick)
         tie_index = Signal(range(max(R, 2)), name="tie_index")
         m.d.comb += tie_index.eq(pick)
         several = Signal(name="tie_several")
