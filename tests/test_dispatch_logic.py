@@ -15,13 +15,20 @@ from amaranth.sim import Simulator
 from hw.dispatch.logic import (
     add,
     at_most,
+    at_or_after,
     ceil_div_by_reciprocal,
     ceil_div_limited,
     equals,
+    first_set,
+    index_of,
     is_zero,
     less,
+    lowest_set,
+    nth_set,
+    nth_set_mask,
     reciprocal_shift,
     remainder,
+    rotating_lowest_set,
     subtract,
 )
 from hw.dispatch.params import DispatcherParams
@@ -78,6 +85,48 @@ def test_remainder_by_residues_is_the_remainder_everywhere(width, k):
             ctx.set(value, a)
             if ctx.get(result) != a % k:
                 wrong.append((a, ctx.get(result)))
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("width", [1, 3, 4, 5])
+def test_one_hot_picks_are_the_index_picks_everywhere(width):
+    """Every mask and every pointer or count: each one-hot pick (the selector's channel and
+    AP) has at most one bit set, is a bit of the mask, is empty only when there is nothing
+    to pick, and its index is the index form's."""
+    mask, pointer = Signal(width), Signal(max(width - 1, 1).bit_length())
+    n = Signal(max(width, 1).bit_length())
+    m = Module()
+    pairs = {"lowest": (lowest_set(mask), first_set(mask)),
+             "rotating": (rotating_lowest_set(mask, pointer), at_or_after(mask, pointer)),
+             "nth": (nth_set_mask(mask, n), (None, nth_set(mask, n)))}
+    picks = {}
+    for name, (onehot, (_, index)) in pairs.items():
+        picks[name] = [Signal(width, name=f"{name}_mask"), Signal(len(index), name=f"{name}"),
+                       Signal(len(index), name=f"{name}_index")]
+        m.d.comb += [picks[name][0].eq(onehot), picks[name][1].eq(index),
+                     picks[name][2].eq(index_of(onehot))]
+    wrong = []
+
+    async def bench(ctx):
+        for value in range(1 << width):
+            for start in range(width):
+                for count in range(width + 1):
+                    ctx.set(mask, value)
+                    ctx.set(pointer, start)
+                    ctx.set(n, count)
+                    for name, (onehot, index, encoded) in picks.items():
+                        got = ctx.get(onehot)
+                        ok = (got & (got - 1)) == 0 and got & ~value == 0
+                        # (first_set's index when none is not defined.)
+                        ok &= ctx.get(encoded) == ctx.get(index) or got == 0
+                        # Empty exactly when the index form has nothing to pick.
+                        has = bin(value).count("1") > (count if name == "nth" else 0)
+                        ok &= (got != 0) == has
+                        if not ok:
+                            wrong.append((name, value, start, count, got))
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()

@@ -513,7 +513,7 @@ class Dispatcher(wiring.Component):
         # picked from them in the next clock, not after the choice.
         offered = Signal(data.ArrayLayout(p.head_layout, R), name="flight1_candidates")
         taken = Signal(P, name="chosen_ap_mask")
-        m.d.comb += taken.eq(Mux(chosen, Const(1, P) << selector.ap, 0))
+        m.d.comb += taken.eq(Mux(chosen, selector.ap_mask, 0))
 
         # -- first fit of the WG in stage 1 ---------------------------------------------------
         planned = Signal(p.head_layout, name="plan_head")
@@ -538,9 +538,9 @@ class Dispatcher(wiring.Component):
             for j in range(1, k):
                 m.d.sync += flight[j + 1].valid.eq(flight[j].valid & ~abort)
             # In flight per channel: stages 1 .. k - 1 move on (none after an abort), + the choice.
-            for c in range(R):
+            for c, again in enumerate(selector.channel_mask):
                 moving = sum(flight[j].valid & equals(flight[j].channel, c) for j in range(1, k))
-                m.d.sync += counts[c].eq(Mux(abort, 0, moving + (chosen & equals(channel, c))))
+                m.d.sync += counts[c].eq(Mux(abort, 0, moving + (chosen & again)))
             m.d.sync += [flight[2].channel.eq(last.channel), flight[2].ap.eq(last.ap),
                          flight[2].head.eq(planned), flight[2].waves.eq(waves),
                          flight[2].need_vgpr.eq(need_vgpr), flight[2].need_sgpr.eq(need_sgpr),
@@ -562,7 +562,7 @@ class Dispatcher(wiring.Component):
         with m.If(evaluate):
             m.d.sync += [matched_once.eq(1), excluded.eq(busy | taken)]
             for c in range(R):
-                again = chosen & equals(channel, c)
+                again = chosen & selector.channel_mask[c]
                 (head0, fit0), (head1, fit1) = matches[c]
                 row_fit = [Signal(P, name=f"row_fit_c{c}_r{r}") for r in range(2)]
                 row_valid = Signal(2, name=f"row_valid_c{c}")

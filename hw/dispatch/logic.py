@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 
 __all__ = ["add", "arg_best", "at_most", "at_most_each", "at_or_after", "block_mask",
-           "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "is_zero",
-           "less", "lookup", "named", "nth_set", "popcount", "product", "reciprocal_shift",
-           "remainder", "saturate", "subtract", "total"]
+           "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "index_of",
+           "is_zero", "less", "lookup", "lowest_set", "named", "nth_set", "nth_set_mask",
+           "popcount", "product", "reciprocal_shift", "remainder", "rotating_lowest_set",
+           "saturate", "subtract", "total"]
 
 
 def is_zero(value: Value) -> Value:
@@ -163,8 +164,9 @@ def subtract(a: Value, b: Value) -> Value:
 
 
 def first_set(mask: Value) -> tuple[Value, Value]:
-    """``(any, index)`` of the lowest set bit of ``mask`` (index 0 when none): a tree of
-    2:1 multiplexers, ``ceil(log2 width)`` deep."""
+    """``(any, index)`` of the lowest set bit of ``mask`` (when none, ``any`` is 0 and the
+    index means nothing: not always 0): a tree of 2:1 multiplexers, ``ceil(log2 width)``
+    deep."""
     def tree(flags):
         if len(flags) == 1:
             return flags[0], Const(0, 1)
@@ -182,12 +184,45 @@ def first_set(mask: Value) -> tuple[Value, Value]:
 
 def at_or_after(mask: Value, pointer: Value) -> tuple[Value, Value]:
     """``(any, index)`` of the first set bit of ``mask`` at or after bit ``pointer``, wrapping
-    round to bit 0: a round-robin pick that starts at ``pointer``."""
+    round to bit 0: a round-robin pick that starts at ``pointer`` (the index as
+    :func:`first_set`'s when none)."""
     width = len(mask)
     after = Cat(*(mask[i] & at_most(pointer, i) for i in range(width)))
     any_after, index_after = first_set(after)
     any_set, index = first_set(mask)
     return any_set, Mux(any_after, index_after, index)
+
+
+def lowest_set(mask: Value) -> Value:
+    """The lowest set bit of ``mask`` alone (0 when none): :func:`first_set`'s pick as a
+    one-hot mask, each bit an AND of the bits below it (no encoder, no decoder)."""
+    return Cat(*(mask[i] & ~mask[:i].any() if i else mask[0] for i in range(len(mask))))
+
+
+def rotating_lowest_set(mask: Value, pointer: Value) -> Value:
+    """:func:`at_or_after`'s pick as a one-hot mask: the first set bit of ``mask`` at or
+    after bit ``pointer``, wrapping round to bit 0 (0 when none)."""
+    after = Cat(*(mask[i] & at_most(pointer, i) for i in range(len(mask))))
+    return Mux(after.any(), lowest_set(after), lowest_set(mask))
+
+
+def nth_set_mask(mask: Value, n: Value) -> Value:
+    """:func:`nth_set`'s pick as a one-hot mask: bit ``i`` of ``mask`` when ``n`` bits of
+    ``mask`` lie below it (0 when ``mask`` has ``n`` or fewer); every bit in parallel."""
+    return Cat(*(mask[i] & equals(popcount(mask[:i]), n) if i else mask[0] & is_zero(n)
+                 for i in range(len(mask))))
+
+
+def index_of(onehot: Value) -> Value:
+    """The index of the set bit of a one-hot ``onehot`` (0 when none; with two or more set,
+    the OR of their indices): bit ``j`` is the OR of the bits whose index has bit ``j``."""
+    width = max((len(onehot) - 1).bit_length(), 1)
+    return Cat(*(_or_of([onehot[i] for i in range(len(onehot)) if i >> j & 1])
+                 for j in range(width)))
+
+
+def _or_of(bits: Sequence[Value]) -> Value:
+    return Cat(*bits).any() if bits else Const(0, 1)
 
 
 def popcount(mask: Value) -> Value:

@@ -15,7 +15,15 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.dispatch.logic import at_or_after, equals, first_set, is_zero, less, product, total
+from hw.dispatch.logic import (
+    equals,
+    index_of,
+    is_zero,
+    less,
+    product,
+    rotating_lowest_set,
+    total,
+)
 from hw.dispatch.matcher import slots_layout
 from hw.dispatch.params import DispatcherParams
 from hw.dispatch.selector import (
@@ -222,25 +230,35 @@ class PipelinedSelector(Selector):
     def _ap_inputs(p: DispatcherParams) -> dict:
         return {"beats": In(beats_layout(p))}
 
-    def _ap(self, m: Module, channel, ap_pointer) -> Signal:
+    def _ap(self, m: Module, channel, channel_mask, ap_pointer):
         p = self._params
         R, P = p.channels, p.aps
         beats = self.beats
         round_robin = ~(equals(self.ap_choice, LOWEST) | equals(self.ap_choice, RESOURCE)
                         | equals(self.ap_choice, INSTRUCTION) | equals(self.ap_choice, COMBINED))
-        choices = []
+        # Each channel's pick as a one-hot mask, the picked channel's by an AND-OR (no index
+        # is decoded or encoded between the match and the mask of the AP taken).
+        picks = []
         for c in range(R):
             mask = self.fit[c]
-            # The best candidate: a candidate that beats every other candidate.
+            # The best candidate: a candidate that beats every other candidate (one at most:
+            # of two APs, one beats the other).
             best = Cat(*(mask[a] & Cat(*(~mask[b] | beats[a][b] for b in range(P)
                                          if b != a)).all()
                          for a in range(P)))
-            _, best_ap = first_set(best)
-            _, next_ap = at_or_after(mask, ap_pointer)
-            choice = Signal(range(max(P, 2)), name=f"ap_choice_c{c}")
-            m.d.comb += choice.eq(Mux(round_robin, next_ap, best_ap))
-            choices.append(choice)
+            pick = Signal(P, name=f"ap_choice_c{c}")
+            m.d.comb += pick.eq(Mux(round_robin, rotating_lowest_set(mask, ap_pointer), best))
+            picks.append(pick)
+        ap_mask = Signal(P, name="picked_ap_mask")
+        m.d.comb += ap_mask.eq(_or([Mux(channel_mask[c], picks[c], 0) for c in range(R)]))
         ap = Signal(range(max(P, 2)), name="picked_ap")
-        m.d.comb += ap.eq(Cat(*choices).word_select(channel, len(choices[0])) if R > 1
-                          else choices[0])
-        return ap
+        m.d.comb += ap.eq(index_of(ap_mask))
+        return ap, ap_mask
+
+
+def _or(values):
+    """The OR of ``values``."""
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result

@@ -11,7 +11,7 @@ Model twin: :mod:`model.dispatch.selector` (the baselines' rules:
 :mod:`model.dispatch.baselines`).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,12 +20,15 @@ from hw.dispatch.logic import (
     at_or_after,
     equals,
     first_set,
+    index_of,
     is_zero,
     less,
+    lowest_set,
     named,
-    nth_set,
+    nth_set_mask,
     popcount,
     remainder,
+    rotating_lowest_set,
     total,
 )
 from hw.dispatch.matcher import slots_layout
@@ -128,7 +131,9 @@ class Selector(wiring.Component):
             "commit": In(1),
             "picked": Out(1),
             "channel": Out(range(max(R, 2))),
+            "channel_mask": Out(R),
             "ap": Out(range(max(P, 2))),
+            "ap_mask": Out(P),
             "matched": Out(1),
             "promoted": Out(range(max(Y, 2))),
             "windowed": Out(1),
@@ -218,17 +223,13 @@ class Selector(wiring.Component):
             m.d.comb += key.eq(Mux(self.windowed & equals(heads[c].priority, self.promoted), 0,
                                    heads[c].priority + 1))
             keys.append(key)
-        # Each step named: it is read twice by the next (less() and the Mux), and Amaranth
-        # writes an unnamed expression out at every use, so the chain grew the Verilog as
-        # 2^R (16 channels: a 54 MB selector; 64, the most a build takes, never finished).
-        best = Const((1 << key_bits) - 1, key_bits)
-        for c in range(R):
-            best = named(m, Mux(matches[c] & less(keys[c], best), keys[c], best),
-                         f"best_rank_upto_c{c}")
-        best_key = Signal(key_bits, name="best_rank")
-        m.d.comb += best_key.eq(best)
+        # A head is tied when it matches and no matching head ranks better: every pair of
+        # ranks is compared beside the match (the ranks come from registers), so the match
+        # adds two gates, not a chain of comparators through the channels.
         tied = Signal(R, name="tied")
-        m.d.comb += tied.eq(Cat(*(matches[c] & (keys[c] == best_key) for c in range(R))))
+        m.d.comb += tied.eq(Cat(*(matches[c] & Cat(*(~matches[d] | ~less(keys[d], keys[c])
+                                                     for d in range(R) if d != c)).all()
+                                  if R > 1 else matches[c] for c in range(R))))
         _, first_tied = first_set(tied)
         tie_priority = Signal(range(max(Y, 2)), name="tie_priority")
         m.d.comb += tie_priority.eq(Cat(*(heads[c].priority for c in range(R)))
@@ -253,7 +254,8 @@ class Selector(wiring.Component):
         m.d.comb += tie_index.eq(pick)
         several = Signal(name="tie_several")
         m.d.comb += several.eq(~less(popcount(tied), 2))
-        multi_channel = Mux(several, nth_set(candidates, tie_index), first_tied)
+        # The channel as a one-hot mask (its index is encoded beside its uses).
+        multi_channel = Mux(several, nth_set_mask(candidates, tie_index), lowest_set(tied))
 
         # -- the baselines: strict priority, the MIAOW-like buffer, GPGPU-Sim-like first fit --
         prio_best = Const((1 << key_bits) - 1, key_bits)
@@ -262,44 +264,49 @@ class Selector(wiring.Component):
                                      heads[c].priority, prio_best), f"strict_best_upto_c{c}")
         strict_best = Signal(key_bits, name="strict_best")
         m.d.comb += strict_best.eq(prio_best)
-        strict_any, strict_channel = at_or_after(
+        strict = named(m, rotating_lowest_set(
             named(m, Cat(*(valid[c] & equals(heads[c].priority, strict_best)
-                           for c in range(R))), "strict_candidates"), channel_pointer)
-        first_any, first_channel = at_or_after(matches, channel_pointer)
+                           for c in range(R))), "strict_candidates"), channel_pointer),
+            "strict_channel")
+        first_channel = named(m, rotating_lowest_set(matches, channel_pointer), "first_channel")
         locked = Signal(name="buffer_full")
         locked_channel = Signal(range(max(R, 2)), name="buffer_channel")
-        fill_any, fill_channel = at_or_after(valid, channel_pointer)
-        miaow_channel = Mux(locked, locked_channel, fill_channel)
+        fill = named(m, rotating_lowest_set(valid, channel_pointer), "fill_channel")
+        fill_channel = index_of(fill)
+        miaow_channel = Mux(locked, Const(1, R) << locked_channel, fill)
 
-        channel = Signal(range(max(R, 2)), name="picked_channel")
+        # The picked channel as a one-hot mask (``channel_mask``) and its index.
+        chosen = Signal(R, name="picked_channel_mask")
         picked = Signal(name="picked_any")
         selection = self.selection
         with m.Switch(selection):
             with m.Case(STRICT):
-                m.d.comb += [channel.eq(strict_channel),
-                             picked.eq(strict_any & matches.bit_select(strict_channel, 1))]
+                m.d.comb += [chosen.eq(strict), picked.eq((strict & matches).any())]
             with m.Case(MIAOW):
-                m.d.comb += [channel.eq(miaow_channel),
-                             picked.eq((locked | fill_any)
-                                       & matches.bit_select(miaow_channel, 1))]
+                m.d.comb += [chosen.eq(miaow_channel),
+                             picked.eq((locked | fill.any()) & (miaow_channel & matches).any())]
             with m.Case(GPGPUSIM):
-                m.d.comb += [channel.eq(first_channel), picked.eq(first_any)]
+                m.d.comb += [chosen.eq(first_channel), picked.eq(first_channel.any())]
             with m.Default():
-                m.d.comb += [channel.eq(multi_channel), picked.eq(matches.any())]
-        m.d.comb += [self.channel.eq(channel), self.picked.eq(picked),
+                m.d.comb += [chosen.eq(multi_channel), picked.eq(matches.any())]
+        channel = Signal(range(max(R, 2)), name="picked_channel")
+        m.d.comb += channel.eq(index_of(chosen))
+        m.d.comb += [self.channel.eq(channel), self.channel_mask.eq(chosen),
+                     self.picked.eq(picked),
                      self.matched.eq(Mux(equals(selection, MULTI), matches.any(), picked))]
 
-        ap = self._ap(m, channel, ap_pointer)
-        m.d.comb += self.ap.eq(ap)
+        ap, ap_mask = self._ap(m, channel, chosen, ap_pointer)
+        m.d.comb += [self.ap.eq(ap), self.ap_mask.eq(ap_mask)]
 
         # -- the state ------------------------------------------------------------------------
-        with m.If(self.evaluate & equals(selection, MIAOW) & ~locked & fill_any):
+        with m.If(self.evaluate & equals(selection, MIAOW) & ~locked & fill.any()):
             m.d.sync += [locked.eq(1), locked_channel.eq(fill_channel),
-                         channel_pointer.eq(Mux(equals(fill_channel, R - 1), 0, fill_channel + 1))]
+                         channel_pointer.eq(index_of(fill.rotate_left(1)))]
         with m.If(self.commit):
-            m.d.sync += ap_pointer.eq(Mux(equals(ap, P - 1), 0, ap + 1))
+            # The AP after the target, wrapping: the index of the mask turned by one.
+            m.d.sync += ap_pointer.eq(index_of(ap_mask.rotate_left(1)))
             with m.If(equals(selection, STRICT) | equals(selection, GPGPUSIM)):
-                m.d.sync += channel_pointer.eq(Mux(equals(channel, R - 1), 0, channel + 1))
+                m.d.sync += channel_pointer.eq(index_of(chosen.rotate_left(1)))
             with m.If(equals(selection, MIAOW)):
                 m.d.sync += locked.eq(0)
             with m.If(equals(selection, MULTI) & several):
@@ -309,8 +316,9 @@ class Selector(wiring.Component):
             m.d.sync += lfsr.eq(self.lfsr_value)
         return m
 
-    def _ap(self, m: Module, channel, ap_pointer) -> Signal:
-        """The target AP among those the picked channel's head fits, by the AP choice."""
+    def _ap(self, m: Module, channel, channel_mask, ap_pointer) -> tuple[Value, Value]:
+        """The target AP among those the picked channel's head fits, by the AP choice: its
+        index and its one-hot mask."""
         p = self._params
         R, P, Q = p.channels, p.aps, p.peus
         fit = Signal(P, name="ap_candidates")
@@ -364,4 +372,4 @@ class Selector(wiring.Component):
                 m.d.comb += ap.eq(combined_ap)
             with m.Default():
                 m.d.comb += ap.eq(round_robin_ap)
-        return ap
+        return ap, Const(1, P) << ap
