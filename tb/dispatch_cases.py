@@ -185,13 +185,17 @@ CHANGED_SHAPES = {
 
 #: Builds whose scores are refreshed for two APs a clock (``score_refresh = "rotating"``,
 #: :class:`hw.dispatch.scores.RotatingScores`): the 50 MHz build's k = 4 with scores 4 cycles
-#: old, k = 3 with the scores in one clock on a stale view, and the first with the view of
-#: the changed APs as well (the default configuration's candidate build).
+#: old, k = 3 with the scores in one clock on a stale view, and the first with embodiment 5's
+#: view of latency 4 computed for the changed APs as well: the structure of the default
+#: configuration's flat build, grouped8_changed_l4_rotating (groups of 4 at this size).
 ROTATING_SHAPES = {
     shape.name: shape for shape in (
         _rotating("rotating4x2k4", SHAPES["pipelined4x2"]),
         _rotating("rotating3x2k3", SHAPES["pipelined3x2"]),
-        _rotating("rotating4x2changed", CHANGED_SHAPES["changed4x2k4"]),
+        _rotating("rotating4x2changed", replace(
+            CHANGED_SHAPES["changed4x2k4"],
+            policy=with_policy(CHANGED_SHAPES["changed4x2k4"].policy, circuit="grouped",
+                               group_size=4, circuit_latency=4))),
     )
 }
 

@@ -41,14 +41,14 @@ def test_the_full_size_cosimulation_runs_the_default_build_of_the_50_mhz_row():
     (policy,) = scenario.policies
     assert scenario_shape(scenario, policy) == fd.shape("default", "pipelined_l2")
     # configs/cosim/default_rotating.toml and default_grouped8.toml with VIEW_REFRESH=changed:
-    # the builds for the 85F (the second, grouped /8, is the one placed flat).
+    # the builds for the 85F (the second, grouped /8 at latency 4, is the one placed flat).
     for name, view in (("default_rotating.toml", "changed_l3_rotating"),
-                       ("default_grouped8.toml", "grouped8_changed_l3_rotating")):
+                       ("default_grouped8.toml", "grouped8_changed_l4_rotating")):
         scenario = load_scenario(path.with_name(name))
         (policy,) = scenario.policies
         assert scenario_shape(scenario, policy, view_refresh="changed") == \
             fd.shape("default", view)
-    assert "grouped8_changed_l3_rotating" in fd.DEFAULT_FLAT
+    assert "grouped8_changed_l4_rotating" in fd.DEFAULT_FLAT
 
 def _row(configuration, view, family, kind, **fields):
     parts = {p: {"luts": 10, "ffs": 1, "carries": 0} for p in (*fd.PARTS, "control")}
