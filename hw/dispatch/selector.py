@@ -372,4 +372,6 @@ class Selector(wiring.Component):
                 m.d.comb += ap.eq(combined_ap)
             with m.Default():
                 m.d.comb += ap.eq(round_robin_ap)
-        return ap, Const(1, P) << ap
+        ap_mask = Signal(P, name="picked_ap_mask")
+        m.d.comb += ap_mask.eq(Const(1, P) << ap)
+        return ap, ap_mask
