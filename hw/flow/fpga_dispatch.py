@@ -127,8 +127,9 @@ VIEWS = {
            ("grouped8_", "grouped /8", {"circuit": "grouped", "group_size": 8}))},
     # The grouped /8 build a clock staler (latency 4): the seed's circuit then registers its
     # groups' bits and its FA_j (latency 3) and the status word needs no register in front;
-    # 636 LUT4 and 1,057 FF fewer than at latency 3 and no path through the circuit in one
-    # clock, for no dispatch quality the model can tell on the default mix (docs/dispatch_rtl.md).
+    # 636-995 LUT4 and 1,057 FF fewer than at latency 3 and no path through the circuit in
+    # one clock, for no dispatch quality the model can tell on the default mix
+    # (docs/dispatch_rtl.md).
     "grouped8_changed_l4_rotating": (
         "grouped /8, latency 4, changed APs, pipelined k = 4, rotating scores", {
             "circuit": "grouped", "group_size": 8, "circuit_latency": 4,
