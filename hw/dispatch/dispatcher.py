@@ -16,7 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.dispatch.allocator import Allocator
-from hw.dispatch.logic import add, at_most, equals, less, lookup
+from hw.dispatch.logic import add, at_most, equals, less, lookup, or_all
 from hw.dispatch.matcher import Matcher, extra_wave
 from hw.dispatch.params import THRESHOLD_BITS, WINDOW_BITS, ConfigAddress, DispatcherParams
 from hw.dispatch.pipeline import PipelinedSelector, ScorePipeline
@@ -456,7 +456,7 @@ class Dispatcher(wiring.Component):
         # and picking the fit masks afterwards took (k + 3) rows a channel (the default 16 x 4
         # x 4 GPU at k = 4: 36,304 LUT4 of comparators, docs/dispatch_rtl.md). --------------
         busy = Signal(P, name="busy_aps")
-        m.d.comb += busy.eq(_or([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
+        m.d.comb += busy.eq(or_all([Mux(flight[j].valid, Const(1, P) << flight[j].ap, 0)
                                  for j in range(1, k + 1)]))
         counts = [Signal(range(k + 1), name=f"in_flight_c{c}") for c in range(R)]  # (below)
         matches = []
@@ -513,7 +513,9 @@ class Dispatcher(wiring.Component):
         # picked from them in the next clock, not after the choice.
         offered = Signal(data.ArrayLayout(p.head_layout, R), name="flight1_candidates")
         taken = Signal(P, name="chosen_ap_mask")
-        m.d.comb += taken.eq(Mux(chosen, selector.ap_mask, 0))
+        again = Signal(R, name="chosen_channel_mask")     # the channel chosen again
+        m.d.comb += [taken.eq(Mux(chosen, selector.ap_mask, 0)),
+                     again.eq(Mux(chosen, selector.channel_mask, 0))]
 
         # -- first fit of the WG in stage 1 ---------------------------------------------------
         planned = Signal(p.head_layout, name="plan_head")
@@ -538,9 +540,9 @@ class Dispatcher(wiring.Component):
             for j in range(1, k):
                 m.d.sync += flight[j + 1].valid.eq(flight[j].valid & ~abort)
             # In flight per channel: stages 1 .. k - 1 move on (none after an abort), + the choice.
-            for c, again in enumerate(selector.channel_mask):
+            for c in range(R):
                 moving = sum(flight[j].valid & equals(flight[j].channel, c) for j in range(1, k))
-                m.d.sync += counts[c].eq(Mux(abort, 0, moving + (chosen & again)))
+                m.d.sync += counts[c].eq(Mux(abort, 0, moving + again[c]))
             m.d.sync += [flight[2].channel.eq(last.channel), flight[2].ap.eq(last.ap),
                          flight[2].head.eq(planned), flight[2].waves.eq(waves),
                          flight[2].need_vgpr.eq(need_vgpr), flight[2].need_sgpr.eq(need_sgpr),
@@ -550,7 +552,7 @@ class Dispatcher(wiring.Component):
         # -- embodiment 3: counts in a clock that chooses; splits a channel with nothing in
         # flight after this clock (no choice was made, so only stages 1 .. k - 1 stay) ------
         waiting = Cat(*(selector.heads[c].valid for c in range(R))).any()
-        staying = Cat(*(_or([flight[j].valid & equals(flight[j].channel, c)
+        staying = Cat(*(or_all([flight[j].valid & equals(flight[j].channel, c)
                              for j in range(1, k)]) for c in range(R)))
         split_now = self._all_fail(m, parts, choose, waiting, selector.picked,
                                    queues.splittable & ~staying)
@@ -562,15 +564,14 @@ class Dispatcher(wiring.Component):
         with m.If(evaluate):
             m.d.sync += [matched_once.eq(1), excluded.eq(busy | taken)]
             for c in range(R):
-                again = chosen & selector.channel_mask[c]
                 (head0, fit0), (head1, fit1) = matches[c]
                 row_fit = [Signal(P, name=f"row_fit_c{c}_r{r}") for r in range(2)]
                 row_valid = Signal(2, name=f"row_valid_c{c}")
                 second, split = Signal(name=f"row_second_c{c}"), Signal(name=f"row_split_c{c}")
-                m.d.sync += [candidates[c].head.eq(Mux(again, head1, head0)),
+                m.d.sync += [candidates[c].head.eq(Mux(again[c], head1, head0)),
                              row_fit[0].eq(fit0), row_fit[1].eq(fit1),
                              row_valid.eq(Cat(head0.valid, head1.valid)),
-                             second.eq(again), split.eq(split_now[c])]
+                             second.eq(again[c]), split.eq(split_now[c])]
                 valid = Mux(second, row_valid[1], row_valid[0]) & ~split
                 m.d.comb += [candidates[c].valid.eq(valid),
                              candidates[c].fit.eq(Mux(valid, Mux(second, row_fit[1], row_fit[0])
@@ -589,11 +590,3 @@ class Dispatcher(wiring.Component):
                   leaving.need_vgpr, leaving.need_sgpr)
         return (commit, abort, leaving.channel, leaving.ap, dispatched, leaving.waves,
                 leaving.power, starts, split_now)
-
-
-def _or(values):
-    """The OR of ``values`` (0 for none)."""
-    result = Const(0, 1)
-    for value in values:
-        result = result | value
-    return result

@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 __all__ = ["add", "arg_best", "at_most", "at_most_each", "at_or_after", "block_mask",
            "ceil_div_by_reciprocal", "ceil_div_limited", "equals", "first_set", "index_of",
            "is_zero", "less", "lookup", "lowest_set", "named", "nth_set", "nth_set_mask",
-           "popcount", "product", "reciprocal_shift", "remainder", "rotating_lowest_set",
+           "or_all", "popcount", "product", "reciprocal_shift", "remainder", "rotating_lowest_set",
            "saturate", "subtract", "total"]
 
 
@@ -217,12 +217,16 @@ def index_of(onehot: Value) -> Value:
     """The index of the set bit of a one-hot ``onehot`` (0 when none; with two or more set,
     the OR of their indices): bit ``j`` is the OR of the bits whose index has bit ``j``."""
     width = max((len(onehot) - 1).bit_length(), 1)
-    return Cat(*(_or_of([onehot[i] for i in range(len(onehot)) if i >> j & 1])
+    return Cat(*(or_all([onehot[i] for i in range(len(onehot)) if i >> j & 1])
                  for j in range(width)))
 
 
-def _or_of(bits: Sequence[Value]) -> Value:
-    return Cat(*bits).any() if bits else Const(0, 1)
+def or_all(values: Sequence[Value]) -> Value:
+    """The OR of ``values``, bit by bit (0 for none)."""
+    result = Const(0, 1)
+    for value in values:
+        result = result | value
+    return result
 
 
 def popcount(mask: Value) -> Value:

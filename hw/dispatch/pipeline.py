@@ -20,6 +20,7 @@ from hw.dispatch.logic import (
     index_of,
     is_zero,
     less,
+    or_all,
     product,
     rotating_lowest_set,
     total,
@@ -250,15 +251,7 @@ class PipelinedSelector(Selector):
             m.d.comb += pick.eq(Mux(round_robin, rotating_lowest_set(mask, ap_pointer), best))
             picks.append(pick)
         ap_mask = Signal(P, name="picked_ap_mask")
-        m.d.comb += ap_mask.eq(_or([Mux(channel_mask[c], picks[c], 0) for c in range(R)]))
+        m.d.comb += ap_mask.eq(or_all([Mux(channel_mask[c], picks[c], 0) for c in range(R)]))
         ap = Signal(range(max(P, 2)), name="picked_ap")
         m.d.comb += ap.eq(index_of(ap_mask))
         return ap, ap_mask
-
-
-def _or(values):
-    """The OR of ``values``."""
-    result = values[0]
-    for value in values[1:]:
-        result = result | value
-    return result

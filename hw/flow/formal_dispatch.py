@@ -78,7 +78,6 @@ from amaranth.hdl import (
     Assert,
     Assume,
     Cat,
-    Const,
     Fragment,
     Module,
     Mux,
@@ -88,7 +87,7 @@ from amaranth.hdl import (
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hw.dispatch.logic import block_mask
+from hw.dispatch.logic import block_mask, or_all
 from hw.dispatch.params import ConfigAddress
 from hw.dispatch.resources import ResourceTable
 from hw.flow.formal_dispatch_shapes import (
@@ -258,7 +257,7 @@ class DispatcherHarness(wiring.Component):
             m.d.sync += busy[t].eq((busy[t] | filing) & ~dropping)
 
         held_blocks = Signal(width, name="held_blocks")
-        m.d.comb += held_blocks.eq(_or([Mux(busy[t], holds[t], 0) for t in range(N)]))
+        m.d.comb += held_blocks.eq(or_all([Mux(busy[t], holds[t], 0) for t in range(N)]))
 
         prop = self.prop
         out = dut.dispatch
@@ -493,8 +492,3 @@ def _subfragment(fragment, name: str):
     raise KeyError(f"No subfragment {name!r}")
 
 
-def _or(values):
-    result = Const(0, 1)
-    for value in values:
-        result = result | value
-    return result
