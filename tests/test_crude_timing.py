@@ -51,11 +51,16 @@ def test_charges_follow_the_table():
     assert path == ["m", "b", "a", "q0"]
 
 
-def test_a_loop_is_named():
+def test_a_loop_is_named(tmp_path, capsys):
     module = _module()
     module["cells"]["lut_a"]["connections"]["B"] = [12]            # a -> b -> m -> a
     with pytest.raises(ValueError, match="combinational loop"):
         Timing(module).endpoints()
+    looped = tmp_path / "looped.json"
+    looped.write_text(json.dumps({"modules": {"top": module}}))
+    assert main([str(looped)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "combinational loop through" in err[0]
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

@@ -210,7 +210,11 @@ def main(argv=None) -> int:
         print(f"{args.netlist}: not a Yosys JSON netlist (synth_ecp5 -json writes one)",
               file=sys.stderr)
         return 2
-    groups, every = timing.endpoints()
+    try:
+        groups, every = timing.endpoints()
+    except ValueError as error:                 # a combinational loop: no arrival times
+        print(f"{args.netlist}: {error}", file=sys.stderr)
+        return 2
     ends = sorted(groups.items(), key=lambda item: -item[1][0])
     print(f"{len(every)} endpoint bits in {len(ends)} groups; bits over "
           + ", ".join(f"{limit} ns: {sum(t > limit for t in every)}" for limit in (12, 16, 18)))
