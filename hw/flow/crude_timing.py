@@ -126,30 +126,32 @@ class Timing:
     def arrival(self, bit) -> float:
         """When ``bit`` settles at its driver's output (0 where a path starts): a depth-first
         walk without recursion, so a path of any length is fine."""
-        stack, open_ = [(bit, False)], set()
+        # (bit, None): not yet expanded; (bit, groups): its inputs are done.
+        stack, open_ = [(bit, None)], set()
         while stack:
-            current, inputs_done = stack.pop()
+            current, expanded = stack.pop()
             if current in self._arrival:
                 continue
-            groups = self._groups(current)
-            if groups is None:
-                self._arrival[current] = 0.0
-            elif not inputs_done:
+            if expanded is None:
+                groups = self._groups(current)
+                if groups is None:
+                    self._arrival[current] = 0.0
+                    continue
                 if current in open_:
                     raise ValueError(f"combinational loop through {self.name(current)}")
                 open_.add(current)
-                stack.append((current, True))
-                stack.extend((b, False) for bits, _, _ in groups for b in bits
+                stack.append((current, groups))
+                stack.extend((b, None) for bits, _, _ in groups for b in bits
                              if b not in self._arrival)
-            else:
-                open_.discard(current)
-                best, via = 0.0, None
-                for bits, cell_delay, net_delay in groups:
-                    for b in bits:
-                        t = self._arrival[b] + net_delay + cell_delay
-                        if t > best:
-                            best, via = t, b
-                self._arrival[current], self._from[current] = best, via
+                continue
+            open_.discard(current)
+            best, via = 0.0, None
+            for bits, cell_delay, net_delay in expanded:
+                for b in bits:
+                    t = self._arrival[b] + net_delay + cell_delay
+                    if t > best:
+                        best, via = t, b
+            self._arrival[current], self._from[current] = best, via
         return self._arrival[bit]
 
     def endpoints(self) -> tuple[dict[str, tuple[float, object]], list[float]]:
